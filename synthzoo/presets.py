@@ -31,12 +31,48 @@ PRESETS: dict[str, dict] = {
         "paper": "McKenna, Sheldon & Miklau, Winning the NIST Contest, JPC 2021 (MST)",
     },
     # McKenna, Mullins, Sheldon & Miklau, "AIM" (VLDB 2022): adaptive selection + private-pgm.
+    # Paper/reference settings: all 2-way workload, T = 16 d, max_model_size 80 MB, 1000 mirror-
+    # descent iterations for every round's estimate and for the final one.
     "aim": {
         "preprocess": ["privtree", "rare_merge"],
-        "select": "aim",
-        "model": "pgm",
+        "select": {"name": "aim", "degree": 2, "rounds": None, "max_model_size": 80.0},
+        "model": {"name": "pgm", "iters": 1000, "round_iters": 1000},
         "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "McKenna et al., AIM: An Adaptive and Iterative Mechanism for DP Synthetic Data, VLDB 2022",
+    },
+    # Vietri et al., "Private Synthetic Data for Multitask Learning and Marginal Queries" (RAP++,
+    # NeurIPS 2022), settings of tab_bench's RAP++ configuration: d-1 select epochs, each round
+    # split evenly between selection and measurement (top-1 per epoch as in its config), relaxed
+    # projection onto a synthetic table of 1000 rows (RAP's N').
+    "rap++": {
+        "preprocess": ["privtree", "rare_merge"],
+        "select": {"name": "rap++", "degree": 2, "rounds": "d-1", "q": 1, "select_share": 0.5},
+        "model": {"name": "rp", "n_rows": 1000},
+        "budget_split": {"preprocess": 0.1, "select": 0.9},
+        "paper": "Vietri et al., Private Synthetic Data for Multitask Learning and Marginal Queries, NeurIPS 2022",
+    },
+    # Liu, Vietri, Wu, "Private-GSD: Generating Private Synthetic Data with Genetic Algorithms"
+    # (ICML 2023): the same adaptive rounds as RAP++ with the genetic-algorithm synthesiser
+    # (synthetic table of 2000 rows).
+    "gsd": {
+        "preprocess": ["privtree", "rare_merge"],
+        "select": {"name": "rap++", "degree": 2, "rounds": "d-1", "q": 1, "select_share": 0.5},
+        "model": {"name": "gsd", "n_rows": 2000},
+        "budget_split": {"preprocess": 0.1, "select": 0.9},
+        "paper": "Liu, Vietri, Wu, Generating Private Synthetic Data with Genetic Algorithms (Private-GSD), ICML 2023",
+    },
+    # Liu, Vietri, Steinke, Ullman, Wu, "Iterative Methods for Private Synthetic Data: Unifying
+    # Framework and New Methods" (GEM, NeurIPS 2021), tab_bench's defaults: 2-way workload,
+    # T = 5 d rounds of one exponential-mechanism pick each, alpha = 0.5 of every round for the
+    # pick, a generator of two hidden layers trained 500 Adam steps (lr 1e-3) per round on a
+    # batch of 1024 noise vectors.
+    "gem": {
+        "preprocess": ["privtree", "rare_merge"],
+        "select": {"name": "rap++", "degree": 2, "rounds": "5d", "q": 1, "select_share": 0.5},
+        "model": {"name": "gn", "hidden": [512, 512], "iters": 500, "lr": 1e-3, "batch": 1024},
+        "budget_split": {"preprocess": 0.1, "select": 0.9},
+        "paper": "Liu et al., Iterative Methods for Private Synthetic Data: Unifying Framework and New Methods "
+                 "(GEM), NeurIPS 2021",
     },
 }
 

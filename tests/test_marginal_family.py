@@ -319,3 +319,30 @@ def test_mst_pgm_adult(adult):
     assert len(s.select.tree_) == len(df.columns) - 1
     assert tvd_2way(df, fake, schema) < 0.25
     assert time.perf_counter() - t0 < 600
+
+
+def test_pgm_numpy_and_jax_engines_agree():
+    """The numpy mirror descent (no compilation) and the jitted one run the same algorithm."""
+    data = chain_data(n=3000, seed=2)
+    rng = np.random.default_rng(0)
+    cliques = [(a,) for a in data.domain.attrs] + [("a", "b"), ("b", "c"), ("c", "e"), ("a", "c", "d")]
+    ms = [Measurement(c, data.project(c) + rng.normal(0, 5, data.domain.project(c).shape), 5.0) for c in cliques]
+    a = PGM(iters=150, engine="numpy").fit(data.domain, ms, np.random.default_rng(0))
+    b = PGM(iters=150, engine="jax").fit(data.domain, ms, np.random.default_rng(0))
+    assert a.engine_ == "numpy" and b.engine_ == "jax"
+    for q in [("a", "b"), ("c", "e"), ("a", "d"), ("b", "d", "e")]:
+        np.testing.assert_allclose(a.project(q), b.project(q), rtol=1e-6, atol=1e-6 * data.n)
+
+
+def test_pgm_fit_round_is_a_cheaper_warm_refit():
+    data = chain_data(n=2000, seed=3)
+    ones = [Measurement((a,), data.project((a,)), 0.0) for a in data.domain.attrs]
+    model = PGM(iters=400, round_iters=20, engine="jax").fit_round(data.domain, ones, np.random.default_rng(0))
+    assert model.engine_ == "numpy"  # between rounds: never a compile
+    model.fit_round(data.domain, ones + [Measurement(("a", "b"), data.project(("a", "b")), 0.0)],
+                    np.random.default_rng(0))
+    assert model.warm_started_
+    with pytest.raises(ConfigError, match="engine"):
+        PGM(engine="torch").fit(data.domain, ones, np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="round_iters"):
+        PGM(round_iters=0).fit(data.domain, ones, np.random.default_rng(0))

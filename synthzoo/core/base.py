@@ -105,6 +105,12 @@ class Model(Module):
         """Fit noisy measurements (post-processing: spends no budget)."""
         raise ConfigError(f"model {self.name!r} fits records, not measurements")
 
+    def fit_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "Model":
+        """The estimate an adaptive selector asks for between rounds.  Defaults to :meth:`fit`; a
+        model may answer with a cheaper warm-started refit (PGM does), since the pipeline fits the
+        final measurements with :meth:`fit` afterwards."""
+        return self.fit(domain, measurements, rng)
+
     def fit_records(self, data: EncodedData, budget: Budget, rng: np.random.Generator) -> "Model":
         """Fit encoded records directly, charging ``budget`` (record models only)."""
         raise ConfigError(f"model {self.name!r} fits measurements, not records")

@@ -28,12 +28,16 @@ import numpy as np
 from ..core.base import Model, register
 from ..core.domain import Domain, Measurement, check_measurements
 from ..core.errors import ConfigError, NotFittedError
+from . import pgm_engine
 
 _PAPER = ("McKenna, Sheldon, Miklau, Graphical-model based estimation and inference for differential "
           "privacy (ICML 2019)")
 
 _MBI = None
 _RUN = None
+# cells x iterations the numpy engine is given before the jitted one is worth its compile time:
+# on 2 cores numpy takes ~50 ns per cell-iteration, the compile of a model ~20-40 s
+_NUMPY_WORK = 4e8
 
 
 def _mbi():
@@ -344,6 +348,27 @@ def _stratified_conditional(cond: np.ndarray, key: np.ndarray, rng: np.random.Ge
     return np.minimum(pos - key * k, k - 1)
 
 
+def _mvu_total(measurements: list[Measurement], sigmas: list[float]) -> float:
+    """Minimum-variance unbiased estimate of the record count from the measurements' sums
+    (``mbi.estimation.minimum_variance_unbiased_total``): inverse-variance weighted, at least 1."""
+    est = np.array([m.noisy.sum() for m in measurements])
+    var = np.array([s ** 2 * m.noisy.size for m, s in zip(measurements, sigmas)])
+    return max(1.0, float(np.average(est, weights=1.0 / var)))
+
+
+def _expand(domain: Domain, pots: dict, cliques: list[tuple]) -> dict | None:
+    """Potentials over ``pots``' cliques re-expressed over ``cliques`` (each old clique added into
+    the first new clique holding it): the same distribution, a warm start for a larger model.
+    None when some old clique fits in no new clique."""
+    out = {c: np.zeros(domain.project(c).shape) for c in cliques}
+    for old, table in pots.items():
+        host = next((c for c in cliques if set(old) <= set(c)), None)
+        if host is None:
+            return None
+        out[host] += _aligned(tuple(old), np.asarray(table, dtype=float), host)
+    return out
+
+
 # ---------------------------------------------------------------------------------- model
 @register("model", "pgm")
 class PGM(Model):
@@ -359,22 +384,35 @@ class PGM(Model):
         Exact inference is exponential in the tree width: when the measured marginals would exceed the
         cap (e.g. every pair measured), measurements are kept in the order given -- selectors list the
         most important first -- skipping those that would break it, with a warning.
+    round_iters: iterations of each between-rounds refit an adaptive selector asks for
+        (:meth:`fit_round`); warm-started, so a few hundred iterations track the estimate.
+    engine: ``"numpy"`` (:mod:`.pgm_engine`, nothing compiled), ``"jax"`` (one jitted program per
+        model structure: faster per iteration, ~20-40 s to compile) or ``"auto"`` (numpy unless
+        junction-tree cells x iterations exceed 4e8).  Both run the same algorithm and agree to
+        ~1e-10 of the marginals.
     """
 
     paper = _PAPER
 
-    def __init__(self, iters: int = 1000, warm_start: bool = True, max_model_size: float = 100.0):
+    def __init__(self, iters: int = 1000, warm_start: bool = True, max_model_size: float = 100.0,
+                 round_iters: int = 100, engine: str = "auto"):
         self.iters = iters
         self.warm_start = warm_start
         self.max_model_size = max_model_size
+        self.round_iters = round_iters
+        self.engine = engine
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
         return {"iters": ("int", 200, 3000)}
 
     def check_params(self) -> None:
-        if isinstance(self.iters, bool) or not isinstance(self.iters, (int, np.integer)) or self.iters < 1:
-            raise ConfigError(f"PGM parameter iters={self.iters!r}: must be an integer >= 1")
+        for name in ("iters", "round_iters"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ConfigError(f"PGM parameter {name}={v!r}: must be an integer >= 1")
+        if self.engine not in ("auto", "numpy", "jax"):
+            raise ConfigError(f"PGM parameter engine={self.engine!r}: must be 'auto', 'numpy' or 'jax'")
         if not isinstance(self.warm_start, (bool, np.bool_)):
             raise ConfigError(f"PGM parameter warm_start={self.warm_start!r}: must be True or False")
         if isinstance(self.max_model_size, bool) or not isinstance(self.max_model_size, (int, float)) \
@@ -401,32 +439,59 @@ class PGM(Model):
 
     def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
         """Estimate the graphical model from noisy marginals (post-processing: spends no budget)."""
+        return self._fit(domain, measurements, int(self.iters), self.engine)
+
+    def fit_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
+        """An adaptive selector's between-rounds estimate: ``round_iters`` warm-started iterations of
+        the numpy engine (no compilation, and the clique structure changes every round)."""
+        return self._fit(domain, measurements, int(self.round_iters), "numpy")
+
+    def _fit(self, domain: Domain, measurements: list[Measurement], iters: int, engine: str) -> "PGM":
         self.check_params()
         measurements = check_measurements("PGM", domain, measurements)
         mbi = _mbi()
         mdom = mbi.Domain(domain.attrs, domain.shape)
         used = self._within_cap(mdom, measurements)
-        lms = [mbi.LinearMeasurement(m.noisy.ravel(), m.clique, stddev=float(s))
-               for m, s in zip(used, self._stddevs(used))]
+        sigmas = self._stddevs(used)
+        meas_cliques = [m.clique for m in used]
+        cliques = pgm_engine._maximal(meas_cliques)
+        total = _mvu_total(used, sigmas)
         keys = [self._key(m) for m in measurements]
-        warm = None
         prev = getattr(self, "_keys", None)
+        warm = None
         if (self.warm_start and prev is not None and getattr(self, "domain_", None) == domain
                 and len(prev) <= len(keys) and keys[:len(prev)] == prev):
-            warm = self._warm_potentials()
-        loss_fn = mbi.marginal_loss.from_linear_measurements(lms, mdom)
-        total = float(mbi.estimation.minimum_variance_unbiased_total(lms))
-        if warm is not None and not all(any(set(o) <= set(c) for c in loss_fn.cliques) for o in warm.cliques):
-            warm = None  # the new model must hold every old clique to start from the old potentials
-        start = (warm.expand(loss_fn.cliques) if warm is not None
-                 else mbi.CliqueVector.zeros(mdom, loss_fn.cliques))
-        alpha = 2.0 / (float(loss_fn.lipschitz) * total)
-        fitted = _mirror_descent()(start, loss_fn, total, alpha, int(self.iters))
-        pots = {tuple(c): np.asarray(fitted[c].values, dtype=float) for c in fitted.cliques}
-        self._set_fitted(domain, measurements, pots, total)
+            warm = _expand(domain, self._pots, cliques)  # None when an old clique fits in no new one
+        theta = warm if warm is not None else {c: np.zeros(domain.project(c).shape) for c in cliques}
+        lip = pgm_engine.lipschitz(domain, cliques, meas_cliques, sigmas)
+        jtree, _ = mbi.junction_tree.make_junction_tree(mdom, cliques)
+        nodes, edges = [tuple(c) for c in jtree.nodes], [tuple(e) for e in jtree.edges]
+        if engine == "auto":  # numpy unless the iterations would outweigh JAX's compile time
+            cells = sum(domain.size(c) for c in nodes)
+            engine = "numpy" if cells * iters <= _NUMPY_WORK else "jax"
+        if engine == "numpy":
+            plan = pgm_engine.Plan(domain, nodes, edges, cliques, meas_cliques)
+            theta = pgm_engine.mirror_descent(plan, [m.noisy for m in used], sigmas, theta, total, iters, lip)
+        else:
+            theta = self._jax_fit(domain, mdom, used, sigmas, theta, total, iters, lip)
+        self._set_fitted(domain, measurements, theta, total, (nodes, edges))
         self._keys = keys
         self.warm_started_ = warm is not None
+        self.engine_ = engine
         return self
+
+    @staticmethod
+    def _jax_fit(domain, mdom, used, sigmas, theta: dict, total: float, iters: int, lip: float) -> dict:
+        mbi = _mbi()
+        import jax.numpy as jnp
+
+        lms = [mbi.LinearMeasurement(m.noisy.ravel(), m.clique, stddev=float(s)) for m, s in zip(used, sigmas)]
+        loss_fn = mbi.marginal_loss.from_linear_measurements(lms, mdom)
+        start = _expand(domain, theta, [tuple(c) for c in loss_fn.cliques])
+        vec = mbi.CliqueVector(mdom, list(start), {c: mbi.Factor(mdom.project(c), jnp.asarray(v))
+                                                   for c, v in start.items()})
+        fitted = _mirror_descent()(vec, loss_fn, total, 2.0 / (lip * total), int(iters))
+        return {tuple(c): np.asarray(fitted[c].values, dtype=float) for c in fitted.cliques}
 
     def _within_cap(self, mdom, measurements: list[Measurement]) -> list[Measurement]:
         """The measurements to fit: all of them, or, when their junction tree would exceed
@@ -451,13 +516,14 @@ class PGM(Model):
                       "marginals (e.g. select='mst' or 'aim') or raise max_model_size.", UserWarning, stacklevel=3)
         return kept
 
-    def _set_fitted(self, domain: Domain, measurements: list[Measurement], pots: dict, total: float) -> None:
-        mbi = _mbi()
-        mdom = mbi.Domain(domain.attrs, domain.shape)
+    def _set_fitted(self, domain: Domain, measurements: list[Measurement], pots: dict, total: float,
+                    tree=None) -> None:
         cliques = list(pots)
-        jtree, _ = mbi.junction_tree.make_junction_tree(mdom, cliques)
-        self._tree = _JunctionTree(domain, [tuple(c) for c in jtree.nodes], [tuple(e) for e in jtree.edges],
-                                   pots, total)
+        if tree is None:
+            mbi = _mbi()
+            jtree, _ = mbi.junction_tree.make_junction_tree(mbi.Domain(domain.attrs, domain.shape), cliques)
+            tree = [tuple(c) for c in jtree.nodes], [tuple(e) for e in jtree.edges]
+        self._tree = _JunctionTree(domain, tree[0], tree[1], pots, total)
         self.domain_ = domain
         self.measurements_ = measurements
         self.total_ = float(total)
@@ -523,7 +589,7 @@ class PGM(Model):
         if "domain" in state and Domain.from_dict(state["domain"]) != domain:
             raise ConfigError("PGM.set_state: the saved state was fitted on a different domain")
         for k, v in params.items():
-            if k not in ("iters", "warm_start", "max_model_size"):
+            if k not in ("iters", "warm_start", "max_model_size", "round_iters", "engine"):
                 raise ConfigError(f"PGM.set_state: unknown parameter {k!r}")
             setattr(self, k, v)
         self.check_params()

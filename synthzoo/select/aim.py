@@ -160,7 +160,7 @@ class AIM(Selector):
 
         measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_meas, rng) for a in domain.attrs]
         measured: list[tuple] = [(a,) for a in domain.attrs]
-        model.fit(domain, measurements, rng.spawn(1)[0])
+        model.fit_round(domain, measurements, rng.spawn(1)[0])
         history = []
         t = 0
         while True:
@@ -192,7 +192,7 @@ class AIM(Selector):
             history.append({"round": t, "clique": cl, "sigma": sigma, "epsilon": eps, "candidates": len(pool)})
             if last:
                 break
-            model.fit(domain, measurements, rng.spawn(1)[0])
+            model.fit_round(domain, measurements, rng.spawn(1)[0])
             if private:
                 w = model.project(cl)
                 if np.abs(w - z).sum() <= BIAS * sigma * domain.size(cl):

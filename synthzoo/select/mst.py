@@ -137,7 +137,7 @@ class MST(Selector):
         """L1 error of the one-way-only estimate on every pair (uses the true two-way marginals)."""
         pairs = list(itertools.combinations(data.domain.attrs, 2))
         if model is not None:
-            model.fit(data.domain, one, rng.spawn(1)[0])
+            model.fit_round(data.domain, one, rng.spawn(1)[0])
             estimate = model.project
         else:
             noisy = {m.clique[0]: m.noisy for m in one}

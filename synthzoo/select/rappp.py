@@ -47,6 +47,26 @@ _PAPER = ("Aydore et al., Differentially Private Query Release Through Adaptive 
           "Vietri et al., Private Synthetic Data for Multitask Learning and Marginal Queries (NeurIPS 2022)")
 
 
+def _rounds_for(spec, d: int, bad) -> int:
+    """Rounds as an integer, or as a rule of the number of attributes ``d`` the papers use:
+    ``"d-1"`` (RAP++'s select epochs) or ``"<k>d"`` (e.g. ``"5d"``, GEM's ``T = 5 d``)."""
+    if not isinstance(spec, str):
+        return int(spec)
+    s = spec.replace(" ", "")
+    try:
+        if s == "d-1":
+            return max(1, d - 1)
+        if s.endswith("d"):
+            k = float(s[:-1] or 1)
+            if k > 0:
+                return max(1, int(round(k * d)))
+    except ValueError:
+        pass
+    if bad is not None:
+        bad("rounds", "must be an integer >= 1, 'd-1' or '<k>d' (e.g. '5d')")
+    raise ConfigError(f"RAP++ parameter rounds={spec!r}: must be an integer >= 1, 'd-1' or '<k>d'")
+
+
 @register("select", "rap++")
 class RAPpp(Selector):
     """RAP++ adaptive selection (Aydore et al. ICML 2021; Vietri et al. NeurIPS 2022): per round, one
@@ -55,7 +75,8 @@ class RAPpp(Selector):
     Parameters
     ----------
     degree: the workload is every ``degree``-way marginal.
-    rounds: number of adaptive rounds ``T``.
+    rounds: number of adaptive rounds ``T``: an integer, or ``"d-1"`` / ``"<k>d"`` (k times the number of
+        attributes), the rules RAP++ and GEM use.
     q: marginals selected and measured per round.
     select_share: share of each round's budget spent on selection (the rest on measurement);
         RAP++'s code splits each round evenly, 0.5.
@@ -65,7 +86,7 @@ class RAPpp(Selector):
     paper = _PAPER
     adaptive = True
 
-    def __init__(self, degree: int = 2, rounds: int = 10, q: int = 5, select_share: float = 0.5,
+    def __init__(self, degree: int = 2, rounds: int | str = 10, q: int = 5, select_share: float = 0.5,
                  oneway_share: float = 0.1):
         self.degree = degree
         self.rounds = rounds
@@ -81,7 +102,9 @@ class RAPpp(Selector):
         def bad(name, why):
             raise ConfigError(f"RAP++ parameter {name}={getattr(self, name)!r}: {why}")
 
-        for name in ("degree", "rounds", "q"):
+        if isinstance(self.rounds, str):
+            _rounds_for(self.rounds, 2, bad)
+        for name in ("degree", "q") + (() if isinstance(self.rounds, str) else ("rounds",)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 bad(name, "must be an integer >= 1")
@@ -102,12 +125,12 @@ class RAPpp(Selector):
         private = budget.private
         rho = budget.remaining
         workload = list(itertools.combinations(domain.attrs, min(int(self.degree), d)))
-        T = int(self.rounds)
+        T = _rounds_for(self.rounds, d, None)
 
         rho_one = self.oneway_share * rho / d if private else math.inf
         measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_one, rng) for a in domain.attrs]
         measured = {(a,) for a in domain.attrs}
-        model.fit(domain, measurements, rng.spawn(1)[0])
+        model.fit_round(domain, measurements, rng.spawn(1)[0])
         history = []
         for t in range(1, T + 1):
             cands = workload if private else [c for c in workload if c not in measured]
@@ -132,7 +155,7 @@ class RAPpp(Selector):
             history.append({"round": t, "cliques": chosen, "epsilon": eps,
                             "sigma": mechanisms.gaussian_sigma(rho_meas, 1.0), "candidates": len(cands)})
             if t < T:
-                model.fit(domain, measurements, rng.spawn(1)[0])
+                model.fit_round(domain, measurements, rng.spawn(1)[0])
         self.history_ = history
         self.selected_ = [c for h in history for c in h["cliques"]]
         return measurements
