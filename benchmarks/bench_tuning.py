@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--privacy", default="non-private", choices=["non-private", "accounted"])
     p.add_argument("--storage", default="sqlite:////tmp/synthzoo-bench-tuning.db")
-    p.add_argument("--timeout", type=float, default=240.0, help="seconds per trial")
+    p.add_argument("--timeout", type=float, default=240.0, help="seconds per trial (hard: its process is killed)")
     p.add_argument("--sample-seeds", type=int, default=3)
     p.add_argument("--study-name", help="resume this study (e.g. after an interruption) instead of a new one")
     p.add_argument("--out", help="write the results as JSON")

@@ -189,7 +189,7 @@ def cmd_tune(a) -> int:
                    study_name=a.study_name, weights=_floats(a.weights) if a.weights else None,
                    multi_objective=a.multi_objective, choose_modules=not a.fixed_modules, choices=choices or None,
                    seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout, stopping=a.stopping,
-                   models_dir=a.models_dir, verbose=True)
+                   models_dir=a.models_dir, isolate=not a.in_process, verbose=True)
     print(res.summary())
     if a.out:
         res.save(a.out)
@@ -278,9 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--fixed-modules", action="store_true", help="tune parameters only, not the module choice")
     t.add_argument("--numeric", help="numeric binning choices, e.g. privtree,uniform")
     t.add_argument("--select-model", help="selector+model choices, e.g. indif+gum,mst+pgm")
-    t.add_argument("--timeout", type=float, help="seconds per trial")
+    t.add_argument("--timeout", type=float,
+                   help="seconds per trial; a hard limit: the trial's process is killed and the trial pruned")
+    t.add_argument("--in-process", action="store_true",
+                   help="run trials in this process (debugging; --timeout cannot stop a long native call)")
     t.add_argument("--stopping", default="geometric", choices=["geometric", "poisson"])
-    t.add_argument("--models-dir", help="accounted mode: save each trial's synthesizer here")
+    t.add_argument("--models-dir", help="accounted mode: also save each trial's synthesizer here")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--sampler-seed", type=int, help="TPE seed (give each worker its own)")
     t.add_argument("--out", help="write the tuning metadata JSON (and the best synthesizer as .model.json)")

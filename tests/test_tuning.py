@@ -2,8 +2,13 @@
 
 import io
 import json
+import os
+import signal
+import time
 import warnings
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 optuna = pytest.importorskip("optuna")
@@ -14,9 +19,64 @@ from synthzoo.core.errors import ConfigError  # noqa: E402
 from synthzoo.datasets import make_demo, train_test_split  # noqa: E402
 from tuning import NON_PRIVATE_WARNING, suggest_config, tune  # noqa: E402
 from tuning.space import MODULE_CHOICES  # noqa: E402
+from tuning.tuner import WORKER_INIT_ENV  # noqa: E402
 
 FAST = dict(choices={"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
             space={"model.gum.iterations": ("int", 5, 10)}, weights=(0, 0, 1))
+
+
+def misbehave_in_fit():
+    """Trial-process hook (``SYNTHZOO_TUNING_WORKER_INIT=test_tuning:misbehave_in_fit``; monkeypatching
+    in the test would not reach the trial's process).  ``SYNTHZOO_TEST_FIT_MODE``:
+
+    * ``hang``: fit number ``SYNTHZOO_TEST_FIT_CALL`` of the process blocks as a long native call
+      does (signals held off, never returns) after writing its pid to ``<SYNTHZOO_TEST_SYNC>/hanging``;
+    * ``crash``: that fit kills its own process (as a segfault or the OOM killer would);
+    * ``record``: every fit appends a hash of the frame it reads to ``<SYNTHZOO_TEST_SYNC>/fits``.
+    """
+    import pandas as pd
+
+    mode, sync = os.environ["SYNTHZOO_TEST_FIT_MODE"], Path(os.environ["SYNTHZOO_TEST_SYNC"])
+    at, calls, fit = int(os.environ.get("SYNTHZOO_TEST_FIT_CALL", "0")), [0], sz.Synthesizer.fit
+
+    def patched(self, df, progress=False):
+        calls[0] += 1
+        if mode == "record":
+            with open(sync / "fits", "a") as f:
+                f.write(f"{int(pd.util.hash_pandas_object(df).sum())}\n")
+        elif calls[0] == at and mode == "hang":
+            (sync / "hanging").write_text(str(os.getpid()))
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGINT, signal.SIGTERM})
+            time.sleep(600)
+        elif calls[0] == at and mode == "crash":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return fit(self, df, progress)
+
+    sz.Synthesizer.fit = patched
+
+
+@pytest.fixture
+def misbehave(monkeypatch, tmp_path):
+    """Sets the hook up: ``misbehave(mode, call)``; the trial process imports this module."""
+    def setup(mode, call=0):
+        monkeypatch.syspath_prepend(str(Path(__file__).parent))  # the trial process gets this sys.path
+        monkeypatch.setenv(WORKER_INIT_ENV, "test_tuning:misbehave_in_fit")
+        monkeypatch.setenv("SYNTHZOO_TEST_FIT_MODE", mode)
+        monkeypatch.setenv("SYNTHZOO_TEST_FIT_CALL", str(call))
+        monkeypatch.setenv("SYNTHZOO_TEST_SYNC", str(tmp_path))
+    return setup
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return not Path("/proc").is_dir()  # gone meanwhile (Linux), or no /proc to ask
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +112,10 @@ def test_non_private_result_warns_in_summary_metadata_and_storage(demo, tmp_path
     assert res.synthesizer.privacy_spent().epsilon <= 1.0 + 1e-9
 
 
-def test_public_mode_reads_the_private_table_once(demo, tmp_path, monkeypatch):
+def test_public_mode_reads_the_private_table_once(demo, tmp_path, monkeypatch, misbehave):
     train, val, schema = demo
     public, _ = train_test_split(make_demo(n=500, seed=7)[0], test_size=0.1, seed=1)
+    public_fit, _ = train_test_split(public, test_size=0.2, seed=0)  # the tuner's split of the public table
     seen = []
     orig = sz.Synthesizer.fit
 
@@ -62,9 +123,13 @@ def test_public_mode_reads_the_private_table_once(demo, tmp_path, monkeypatch):
         seen.append(df is train)
         return orig(self, df, progress)
 
-    monkeypatch.setattr(sz.Synthesizer, "fit", spy)
+    monkeypatch.setattr(sz.Synthesizer, "fit", spy)  # this process: the final fit
+    misbehave("record")  # the trial process: every trial's fit
     res = _tune(demo, tmp_path, privacy="public", public=public, n_trials=3)
-    assert seen.count(True) == 1 and seen[-1] is True  # trials on the public table, one final private fit
+    assert seen == [True]  # one final private fit here
+    trial_fits = (tmp_path / "fits").read_text().split()
+    public_hash = str(int(pd.util.hash_pandas_object(public_fit).sum()))
+    assert trial_fits == [public_hash] * 3  # the trials fit the public table only
     assert "public/proxy" in res.summary()
     assert res.synthesizer.privacy_spent().epsilon <= 1.0 + 1e-9
 
@@ -86,12 +151,52 @@ def test_same_seed_same_trials(demo, tmp_path):
     assert [t.value for t in a.study.trials] == [t.value for t in b.study.trials]
 
 
-def test_trial_time_limit_prunes_with_the_reason(demo, tmp_path):
+@pytest.mark.parametrize("isolate", [True, False])
+def test_trial_time_limit_prunes_with_the_reason(demo, tmp_path, isolate):
     with pytest.raises(ConfigError, match="no trial completed"):
-        _tune(demo, tmp_path, trial_timeout=1e-4)
+        _tune(demo, tmp_path, trial_timeout=1e-4, isolate=isolate)
     study = optuna.load_study(study_name="synthzoo-privsyn-non-private", storage=f"sqlite:///{tmp_path / 'study.db'}")
     assert all(t.state == optuna.trial.TrialState.PRUNED for t in study.trials)
     assert "time limit" in study.trials[0].user_attrs["pruned_reason"]
+
+
+def test_time_limit_is_hard_a_trial_stuck_in_a_native_call_is_killed(demo, tmp_path, misbehave):
+    # the 2nd fit of the trial process blocks with signals held off (SIGALRM could not stop it)
+    misbehave("hang", call=2)
+    limit = 8.0  # far above a normal trial here (< 1 s), also on a loaded machine
+    res = _tune(demo, tmp_path, n_trials=3, trial_timeout=limit)
+    done, stuck, after = res.study.trials
+    assert (done.state, stuck.state, after.state) == (optuna.trial.TrialState.COMPLETE,
+                                                       optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.COMPLETE)
+    assert stuck.user_attrs["pruned_reason"] == "trial ran past its time limit of 8s; its process was killed"
+    assert (stuck.datetime_complete - stuck.datetime_start).total_seconds() < limit + 4
+    assert not _alive(int((tmp_path / "hanging").read_text()))  # the stuck process is gone
+    # the study went on in a new process and counts the stopped trial as finished
+    assert res.metadata["finished_trials"] == 3 and "fit_seconds" in after.user_attrs
+    assert res.metadata["best_trial"] in (0, 2) and len(res.synthesizer.sample(20)) == 20
+
+
+def test_a_trial_whose_process_dies_is_pruned_and_the_study_goes_on(demo, tmp_path, misbehave):
+    misbehave("crash", call=2)  # the 2nd fit of each trial process kills it
+    res = _tune(demo, tmp_path, n_trials=3)
+    assert [t.state.name for t in res.study.trials] == ["COMPLETE", "PRUNED", "COMPLETE"]
+    assert "process died without a result (exit code -9)" in res.study.trials[1].user_attrs["pruned_reason"]
+
+
+def test_an_error_in_the_trial_process_is_raised_with_its_type(demo, tmp_path):
+    # a ConfigError raised by make() in the trial process (a parameter value the model refuses)
+    with pytest.raises(ConfigError, match="iterations=-3") as info:
+        _tune(demo, tmp_path, n_trials=1, space={"model.gum.iterations": ("int", -3, -3)}, start_from_defaults=False)
+    assert "raised in the trial process" in str(info.value.__cause__)
+
+
+def test_in_process_and_trial_process_give_the_same_trials(demo, tmp_path):
+    a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"), isolate=False)
+    b = _tune(demo, tmp_path, storage=str(tmp_path / "b.db"))
+    assert [t.params for t in a.study.trials] == [t.params for t in b.study.trials]
+    assert [t.value for t in a.study.trials] == [t.value for t in b.study.trials]
+    # the returned synthesizer is the best trial's, loaded from its state, not refitted
+    assert a.synthesizer.sample(30, seed=5).equals(b.synthesizer.sample(30, seed=5))
 
 
 def test_multi_objective_returns_the_pareto_front(demo, tmp_path):
@@ -146,18 +251,43 @@ def test_cli_tune_writes_metadata_with_the_privacy_statement(demo, tmp_path, cap
     assert sz.Synthesizer.load(tmp_path / "tuned.model.json").sample(10).shape[0] == 10
 
 
-def test_storage_is_readable_by_optuna_dashboard(demo, tmp_path):
-    dashboard = pytest.importorskip("optuna_dashboard", reason="optuna-dashboard is not installed")
-    res = _tune(demo, tmp_path, study_name="dash")
-    app = dashboard.wsgi(f"sqlite:///{tmp_path / 'study.db'}")
-    body = []
-
-    def start_response(status, headers, exc_info=None):
-        body.append(status)
-
-    env = {"REQUEST_METHOD": "GET", "PATH_INFO": "/api/studies", "QUERY_STRING": "", "SERVER_NAME": "t",
+def _dashboard_get(app, path: str, query: str = ""):
+    """GET ``path`` from the dashboard's WSGI app in this process (no server): (status, JSON, raw body)."""
+    status = []
+    env = {"REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query, "SERVER_NAME": "t",
            "SERVER_PORT": "80", "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(), "wsgi.errors": io.StringIO()}
-    payload = json.loads(b"".join(app(env, start_response)))
-    assert body[0].startswith("200")
+    raw = b"".join(app(env, lambda s, headers, exc_info=None: status.append(s)))
+    return status[0], json.loads(raw), raw
+
+
+@pytest.mark.parametrize("privacy", ["non-private", "accounted"])
+def test_storage_is_readable_by_optuna_dashboard(demo, tmp_path, privacy):
+    dashboard = pytest.importorskip("optuna_dashboard", reason="optuna-dashboard (the 'tune' extra) is not installed")
+    # accounted, stopping_seed=0: 3 runs (the geometric draw), and the storage keeps trial synthesizers
+    res = _tune(demo, tmp_path, study_name="dash", privacy=privacy, n_trials=3, stopping_seed=0)
+    app = dashboard.wsgi(f"sqlite:///{tmp_path / 'study.db'}")
+
+    status, payload, _ = _dashboard_get(app, "/api/studies")
+    assert status.startswith("200")
     studies = {s["study_name"]: s for s in payload["study_summaries"]}
     assert studies["dash"]["study_id"] == res.study._study_id
+    attrs = {a["key"]: a["value"] for a in studies["dash"]["user_attrs"]}
+    assert attrs["privacy"] == privacy and attrs["privacy_statement"] == res.privacy_statement  # shown whole
+    assert f'"privacy": "{privacy}"' in attrs["synthzoo"]  # the metadata (the dashboard cuts it at 1,024 chars)
+
+    status, detail, raw = _dashboard_get(app, f"/api/studies/{res.study._study_id}", "after=0")
+    assert status.startswith("200")
+    trials = detail["trials"]
+    assert [t["number"] for t in trials] == [t.number for t in res.study.trials]
+    assert len(trials) == res.metadata["finished_trials"] == 3
+    assert all(t["state"] == "Complete" for t in trials)
+    for shown, trial in zip(trials, res.study.trials):
+        user = {a["key"]: a["value"] for a in shown["user_attrs"]}
+        assert {"config", "worker", "fit_seconds", "query"} <= set(user)
+        assert json.dumps(trial.user_attrs["config"]).startswith(user["config"])
+        assert {p["name"] for p in shown["params"]} == set(trial.params)
+    assert detail["best_trials"][0]["number"] == res.metadata["best_trial"]
+    if privacy == "accounted":  # exact terms are not released; the stored synthesizers are not listed
+        assert all({a["key"]: a["value"] for a in t["user_attrs"]}["query"] == "null" for t in trials)
+        assert any("synthzoo:model_state" in t.system_attrs for t in res.study.trials)
+        assert b"model_state" not in raw

@@ -78,3 +78,30 @@ def test_accounted_tune_releases_best_trial_with_the_tuning_in_its_ledger(tmp_pa
     # each trial really ran at the per-trial budget: its fit's epsilon alone is far below the request
     assert meta["per_trial_rho"] < PrivacyLedger(1.0, 1e-5).total_rho / 2
     assert len(res.synthesizer.sample(50)) == 50
+
+
+def test_accounted_best_trial_is_released_from_the_storage_by_another_process(tmp_path):
+    """The best trial may have run in another worker (or before a resume): its synthesizer is in the
+    storage, not refitted (a further private fit would not be covered)."""
+    import optuna
+
+    from tuning.tuner import STATE_ATTR
+
+    df, schema = make_demo(n=600, seed=0)
+    train, val = train_test_split(df, test_size=0.3, seed=0)
+    args = dict(epsilon=1.0, delta=1e-5, schema=schema, n_trials=3, privacy="accounted", storage=str(tmp_path / "s.db"),
+                study_name="acc", stopping_seed=0, **FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = tune("privsyn", train, val, **args)
+        again = tune("privsyn", train, val, **args)  # every run is done: no trial runs in this call
+    assert first.metadata["runs"] == 3 and len(again.study.trials) == 3
+    best = again.metadata["best_trial"]
+    assert best == first.metadata["best_trial"]
+    assert again.synthesizer.sample(40, seed=1).equals(first.synthesizer.sample(40, seed=1))
+    assert again.synthesizer.privacy_spent() == first.synthesizer.privacy_spent()
+    assert list(again.synthesizer.privacy_breakdown()["module"]) == ["tuning"]
+    # stored: exactly the trials that beat every trial finished before them (the best among them)
+    complete = again.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    records = [t.number for i, t in enumerate(complete) if all(t.value <= u.value for u in complete[:i])]
+    assert [t.number for t in complete if STATE_ATTR in t.system_attrs] == records and best in records

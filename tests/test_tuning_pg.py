@@ -5,6 +5,7 @@ The PostgreSQL cases need ``SYNTHZOO_TEST_PG_URL`` (``.ci/run`` installs and sta
 skips with the reason otherwise.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -22,35 +23,35 @@ from tuning.tuner import _pg_driver  # noqa: E402
 
 N = 6
 WORKER = textwrap.dedent("""
-    import os, sys, time, warnings
+    import json, os, sys, time, warnings
     from pathlib import Path
     import optuna
-    import synthzoo as sz
+    import pandas as pd
     from synthzoo.datasets import make_demo, train_test_split
     from tuning import tune
 
-    url, name, n, seed, sync, hang_at = sys.argv[1:7]
+    url, name, n, seed, sync, hang_at, extra = sys.argv[1:8]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     df, schema = make_demo(n=500, seed=0)
     train, val = train_test_split(df, test_size=0.3, seed=0)
-    if int(hang_at) > 0:  # simulate a worker that dies mid-trial: its n-th fit never returns
-        calls, fit = [0], sz.Synthesizer.fit
-        def slow_fit(self, df, progress=False):
-            calls[0] += 1
-            if calls[0] == int(hang_at):
-                Path(sync, "hanging").write_text(str(os.getpid()))
-                time.sleep(600)
-            return fit(self, df, progress)
-        sz.Synthesizer.fit = slow_fit
+    if int(hang_at) > 0:  # simulate a worker that dies mid-trial: the n-th fit of its trial process never
+        # returns (the fits run in that process, so the hook patches them there; see test_tuning.py)
+        os.environ.update({"SYNTHZOO_TUNING_WORKER_INIT": "test_tuning:misbehave_in_fit",
+                           "SYNTHZOO_TEST_FIT_MODE": "hang", "SYNTHZOO_TEST_FIT_CALL": hang_at,
+                           "SYNTHZOO_TEST_SYNC": sync})
     Path(sync, f"ready-{seed}").touch()  # start together, so both workers really share the study
     while len(list(Path(sync).glob("ready-*"))) < int(os.environ.get("N_WORKERS", "1")):
         time.sleep(0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tune("privsyn", train, val, epsilon=1.0, schema=schema, n_trials=int(n), storage=url, study_name=name,
-             sampler_seed=int(seed), heartbeat_interval=1, grace_period=2, weights=(0, 0, 1), prune=False,
-             choices={"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
-             space={"model.gum.iterations": ("int", 5, 10)})
+        res = tune("privsyn", train, val, epsilon=1.0, schema=schema, n_trials=int(n), storage=url, study_name=name,
+                   sampler_seed=int(seed), heartbeat_interval=1, grace_period=2, weights=(0, 0, 1), prune=False,
+                   choices={"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
+                   space={"model.gum.iterations": ("int", 5, 10)}, **json.loads(extra))
+    fake = res.synthesizer.sample(30, seed=1)
+    print("RESULT " + json.dumps({"best_trial": res.metadata["best_trial"], "runs": res.metadata.get("runs"),
+                                  "sample": int(pd.util.hash_pandas_object(fake).sum()),
+                                  "epsilon": res.synthesizer.privacy_spent().epsilon}))
 """)
 
 
@@ -89,10 +90,28 @@ def study_name(pg_url):
         optuna.delete_study(study_name=name, storage=pg_url)
 
 
-def _worker(pg_url, name, n, seed, sync, hang_at=0, n_workers=1):
-    env = {**os.environ, "N_WORKERS": str(n_workers), "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path.cwd())}
-    return subprocess.Popen([sys.executable, "-c", WORKER, pg_url, name, str(n), str(seed), str(sync), str(hang_at)],
+def _worker(pg_url, name, n, seed, sync, hang_at=0, n_workers=1, **extra):
+    env = {**os.environ, "N_WORKERS": str(n_workers), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(Path.cwd()), str(Path(__file__).parent)])}  # + the test hook
+    return subprocess.Popen([sys.executable, "-c", WORKER, pg_url, name, str(n), str(seed), str(sync), str(hang_at),
+                             json.dumps(extra)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _result(out: str) -> dict:
+    return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[len("RESULT "):])
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return not Path("/proc").is_dir()  # gone meanwhile (Linux), or no /proc to ask
 
 
 def _finished(study):
@@ -102,9 +121,14 @@ def _finished(study):
 
 def test_two_workers_finish_n_trials_none_lost_or_duplicated(pg_url, study_name, tmp_path):
     procs = [_worker(pg_url, study_name, N, seed, tmp_path, n_workers=2) for seed in (1, 2)]
+    results = []
     for p in procs:
         out, _ = p.communicate(timeout=240)
         assert p.returncode == 0, out
+        results.append(_result(out))
+    # each worker waits for the other's last trials and selects from all N: the same best synthesizer
+    # (loaded by the worker that ran it, refitted with the same seed by the other)
+    assert results[0] == results[1]
     study = optuna.load_study(study_name=study_name, storage=pg_url)
     finished = _finished(study)
     assert len(finished) == N  # none lost, none extra
@@ -125,8 +149,13 @@ def test_killed_worker_leaves_the_study_resumable(shared, tmp_path):
         time.sleep(0.1)
     before = {t.number: t.value for t in _finished(optuna.load_study(study_name=study_name, storage=pg_url))}
     assert len(before) == 2
+    trial_pid = int((tmp_path / "hanging").read_text())  # the worker's trial process, stuck in its fit
     os.kill(a.pid, signal.SIGKILL)  # mid-trial
     a.communicate()
+    deadline = time.time() + 10
+    while _alive(trial_pid):  # the trial process ends with its worker: no orphan left running
+        assert time.time() < deadline, "the killed worker's trial process is still running"
+        time.sleep(0.1)
     # the next worker (same host) sees the dead pid and fails + re-enqueues that trial at once; a worker
     # on another machine would do so after the heartbeat grace period (2 s here)
     b = _worker(pg_url, study_name, N, 2, tmp_path)
@@ -140,3 +169,24 @@ def test_killed_worker_leaves_the_study_resumable(shared, tmp_path):
     assert len(failed) == 1 and failed[0].number == 2  # the killed trial, marked failed by the heartbeat
     retried = [t for t in finished if t.system_attrs.get("failed_trial") == 2]
     assert len(retried) == 1 and retried[0].params == failed[0].params  # and re-run with its parameters
+
+
+def test_two_accounted_workers_agree_on_the_runs_and_release_the_same_best_trial(pg_url, study_name, tmp_path):
+    """Random stopping with two workers: they start together and draw different numbers of runs (their
+    stopping seeds give 3 and 5); the study finishes exactly the number in the storage, and both release
+    the one best trial's synthesizer — one of them from the storage, as the best ran in the other."""
+    procs = [_worker(pg_url, study_name, 3, seed, tmp_path, n_workers=2, privacy="accounted", stopping_seed=stop)
+             for seed, stop in ((1, 0), (2, 5))]
+    results = []
+    for p in procs:
+        out, _ = p.communicate(timeout=240)
+        assert p.returncode == 0, out
+        results.append(_result(out))
+    study = optuna.load_study(study_name=study_name, storage=pg_url)
+    runs = study.user_attrs["synthzoo"]["runs"]
+    assert runs in (3, 5) and [r["runs"] for r in results] == [runs, runs]
+    finished = _finished(study)
+    assert len(finished) == runs and len({t.number for t in finished}) == runs
+    best = min((t for t in finished if t.state == optuna.trial.TrialState.COMPLETE), key=lambda t: t.value)
+    assert [r["best_trial"] for r in results] == [best.number, best.number]
+    assert results[0]["sample"] == results[1]["sample"] and results[0]["epsilon"] == results[1]["epsilon"] <= 1.0

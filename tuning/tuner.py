@@ -20,21 +20,35 @@ Privacy modes, stated in every result:
   terms are clipped and the default weights drop MLA (whose sensitivity is that of its whole
   range); pruning is off (intermediate scores would be further releases).
 
+Trials: each trial's fit, sample and validation scoring run in a separate process (a fresh
+interpreter, reused from trial to trial) that is killed when the trial passes ``trial_timeout``,
+so the limit holds even inside a long native call; the process sends back the objective terms and
+the fitted synthesizer's JSON state, and the best trial's synthesizer is loaded from it, not
+refitted.  Scores, pruning decisions, the accounted mode's score noise and every storage write
+stay in the tuner's process.
+
 Storage: an Optuna RDB URL (``sqlite:///file.db`` by default, ``postgresql://...`` for workers
 on several machines); studies resume from it, and ``optuna-dashboard <url>`` reads it.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import math
 import os
+import pickle
 import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+import traceback
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +70,12 @@ MODES = ("non-private", "public", "accounted")
 TERMS = ("fidelity", "mla", "query")
 DEFAULT_STORAGE = "sqlite:///synthzoo-tune.db"
 WASSERSTEIN_ROWS = 2000
+# "module:function" called in each trial process before its first trial (tests use it to make a
+# fit hang or to record what a fit read; a debugging hook, not an API)
+WORKER_INIT_ENV = "SYNTHZOO_TUNING_WORKER_INIT"
+WORKER_START_TIMEOUT = 300.0  # seconds for a trial process to import and say it is ready
+STATE_ATTR = "synthzoo:model_state"  # trial system attr: the fitted synthesizer (accounted mode)
+STATE_CHUNK = 60_000  # characters per stored attr (MySQL's TEXT column holds 64 KiB)
 
 NON_PRIVATE_WARNING = (
     "WARNING: hyperparameters were tuned on the private data (privacy='non-private'); the choice of the "
@@ -189,6 +209,242 @@ def _time_limit(seconds):
         signal.signal(signal.SIGALRM, old)
 
 
+# --------------------------------------------------------------------------- one trial
+class _Pruned(Exception):
+    """The pruner stopped a trial at an intermediate step."""
+
+
+def _execute(setup: dict, overrides: dict, should_prune=None, deadline: float | None = None) -> tuple:
+    """Fit, sample and score one configuration (in a trial process, or in-process).
+
+    ``setup`` holds what every trial shares (preset, per-trial epsilon, delta, schema, seed, the
+    fit and score frames, weights).  ``should_prune(step, partial)`` asks the study's pruner.
+    Returns ``("done", terms, seconds, state)`` with the fitted synthesizer's JSON state (what
+    :meth:`Synthesizer.save` writes), ``("pruned", reason)`` or ``("timeout", reason)``.
+    """
+    t0 = time.perf_counter()
+    report = None
+    if should_prune is not None:
+        def report(step, value):
+            if should_prune(step, value):
+                raise _Pruned(f"pruned at step {step} (partial objective {value:.4g})")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            synth = make(setup["preset"], epsilon=setup["epsilon"], delta=setup["delta"], schema=setup["schema"],
+                         seed=setup["seed"], **overrides)
+            synth.fit(setup["fit_df"])
+            fake = synth.sample(len(setup["score_df"]))
+            if deadline is not None and time.perf_counter() > deadline:
+                raise TrialTimeout(f"trial ran past its time limit of {setup['timeout']:g}s")
+            terms = score_terms(setup["score_df"], fake, setup["schema"], setup["fit_df"], setup["weights"],
+                                seed=setup["seed"], report=report)
+    except _Pruned as e:
+        return ("pruned", str(e))
+    except TrialTimeout as e:
+        return ("timeout", str(e))
+    return ("done", terms, time.perf_counter() - t0, _state_of(synth))
+
+
+def _state_of(synth: Synthesizer) -> str:
+    """The fitted synthesizer as the JSON text :meth:`Synthesizer.save` writes."""
+    with tempfile.TemporaryDirectory(prefix="synthzoo-tune-") as d:
+        path = Path(d) / "model.json"
+        synth.save(path)
+        return path.read_text()
+
+
+def _from_state(state: str) -> Synthesizer:
+    with tempfile.TemporaryDirectory(prefix="synthzoo-tune-") as d:
+        path = Path(d) / "model.json"
+        path.write_text(state)
+        return Synthesizer.load(path)
+
+
+class _InProcess:
+    """Trials in this process; ``trial_timeout`` is soft (SIGALRM, and a check after the fit)."""
+
+    def __init__(self, setup: dict):
+        self.setup = setup
+
+    def run(self, overrides: dict, should_prune=None) -> tuple:
+        timeout = self.setup["timeout"]
+        try:
+            with _time_limit(timeout):
+                return _execute(self.setup, overrides, should_prune,
+                                None if timeout is None else time.perf_counter() + timeout)
+        except TrialTimeout as e:  # SIGALRM during the fit
+            return ("timeout", str(e))
+
+    def close(self) -> None:
+        pass
+
+
+class _ChildTraceback(Exception):
+    """The traceback of an error raised in a trial process."""
+
+
+class _TrialProcess:
+    """Trials in a separate Python process that is killed when one runs past ``trial_timeout``.
+
+    The process is a fresh interpreter (``python -c``, like multiprocessing's "spawn": no fork of
+    this process's JAX/torch threads, and no re-import of the caller's ``__main__`` either), started
+    before the first trial and reused by the next ones; the data is sent to it once.  It talks to
+    this process over a socket pair with multiprocessing's :class:`Connection`: the trial's
+    intermediate scores come back to ask the study's pruner, and its result is the objective terms
+    plus the fitted synthesizer's JSON state.  A trial past its limit is stopped with SIGKILL,
+    which interrupts any native call (a long jax/numpy/C kernel); the next trial starts a new
+    process.  The time limit counts from the trial's start, not the process's start-up.
+    """
+
+    def __init__(self, setup: dict):
+        self.setup = setup
+        self.proc = None
+        self.conn = None
+
+    def _start(self) -> None:
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        code = (f"import json, sys; sys.path[:] = json.loads(sys.argv[3]); from {__name__} import _worker_main; "
+                "_worker_main(int(sys.argv[1]), int(sys.argv[2]))")
+        with theirs:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", code, str(theirs.fileno()), str(os.getpid()),
+                 json.dumps([str(p) for p in sys.path])], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        self.conn = Connection(ours.detach())
+        try:
+            self.conn.send(("setup", self.setup))
+            if not self.conn.poll(WORKER_START_TIMEOUT):
+                raise EOFError
+            msg = self.conn.recv()
+            assert msg[0] == "ready", msg
+        except (EOFError, OSError):
+            code = self.kill()
+            raise RuntimeError(f"the tuner's trial process did not start (exit code {code}); its error, if any, "
+                               "is printed above") from None
+
+    def run(self, overrides: dict, should_prune=None) -> tuple:
+        if self.proc is None:
+            self._start()
+        timeout = self.setup["timeout"]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            self.conn.send(("trial", overrides, should_prune is not None))
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not self.conn.poll(left):
+                    self.kill()
+                    return ("timeout", f"trial ran past its time limit of {timeout:g}s; its process was killed")
+                msg = self.conn.recv()
+                if msg[0] == "report":  # an intermediate score: ask the pruner, answer the process
+                    self.conn.send(bool(should_prune(msg[1], msg[2])))
+                elif msg[0] == "error":
+                    break  # raised below; the process is fine and takes the next trial
+                else:
+                    return msg
+        except (EOFError, OSError):
+            code = self.kill()
+            return ("crashed", f"the trial's process died without a result (exit code {code})")
+        except BaseException:
+            self.kill()  # interrupted here (Ctrl-C, a storage error) while the process may be mid-trial
+            raise
+        raise _child_error(msg)
+
+    def kill(self):
+        """Stop the process now; its exit code."""
+        if self.proc is None:
+            return None
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        code = self.proc.wait()
+        self.conn.close()
+        self.proc = self.conn = None
+        return code
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(OSError):
+            self.conn.send(("stop",))
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+
+def _child_error(msg) -> BaseException:
+    """The exception a trial process raised, with its traceback as the cause."""
+    _, payload, tb = msg
+    cause = _ChildTraceback("raised in the trial process:\n" + tb)
+    try:
+        err = pickle.loads(payload) if payload is not None else None
+    except Exception:  # noqa: BLE001 - an exception type that does not unpickle here
+        err = None
+    if not isinstance(err, BaseException):
+        err = RuntimeError(tb.strip().splitlines()[-1] if tb.strip() else "error in the trial process")
+    err.__cause__ = cause
+    return err
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """End this trial process when the tuner's process dies (a killed worker leaves no orphan)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG: survives native calls
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    threading.Thread(target=watch, name="synthzoo-parent-watch", daemon=True).start()
+
+
+def _worker_main(fd: int, parent_pid: int) -> None:
+    """Entry point of a trial process: read the setup, then run trials until told to stop."""
+    import importlib
+    from multiprocessing.connection import Connection
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the tuner, which stops this process
+    _exit_with_parent(parent_pid)
+    conn = Connection(fd)
+    try:
+        _, setup = conn.recv()
+        hook = os.environ.get(WORKER_INIT_ENV)
+        if hook:
+            mod, _, func = hook.partition(":")
+            getattr(importlib.import_module(mod), func)()
+        conn.send(("ready",))
+        while True:
+            msg = conn.recv()
+            if msg[0] != "trial":
+                return
+            _, overrides, prune = msg
+
+            def ask(step, value):
+                conn.send(("report", step, value))
+                return conn.recv()
+
+            try:
+                out = _execute(setup, overrides, ask if prune else None)
+            except Exception as e:  # noqa: BLE001 - sent back and raised in the tuner
+                try:
+                    payload = pickle.dumps(e)
+                except Exception:  # noqa: BLE001
+                    payload = None
+                out = ("error", payload, traceback.format_exc())
+            conn.send(out)
+    except (EOFError, OSError):  # the tuner closed the connection or died
+        return
+
+
+# --------------------------------------------------------------------------- storage
 def _storage(storage, heartbeat_interval, grace_period):
     import optuna
 
@@ -301,6 +557,33 @@ def _finished(study, exclude_surplus: bool = True) -> list:
             if not (exclude_surplus and t.user_attrs.get("surplus"))]
 
 
+def _store_state(study, trial, state: str) -> None:
+    """Keep a trial's fitted synthesizer in the storage (trial system attrs, which optuna-dashboard
+    does not list): zlib + base64 in chunks, the chunk count written last so a reader never sees
+    a partial state."""
+    blob = base64.b64encode(zlib.compress(state.encode(), 6)).decode("ascii")
+    parts = [blob[i:i + STATE_CHUNK] for i in range(0, len(blob), STATE_CHUNK)]
+    for i, part in enumerate(parts):
+        study._storage.set_trial_system_attr(trial._trial_id, f"{STATE_ATTR}:{i}", part)
+    study._storage.set_trial_system_attr(trial._trial_id, STATE_ATTR, len(parts))
+
+
+def _stored_state(frozen) -> str | None:
+    n = frozen.system_attrs.get(STATE_ATTR)
+    if n is None:
+        return None
+    blob = "".join(frozen.system_attrs[f"{STATE_ATTR}:{i}"] for i in range(int(n)))
+    return zlib.decompress(base64.b64decode(blob)).decode()
+
+
+def _best_complete_value(study) -> float:
+    import optuna
+
+    vals = [t.value for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+            if t.value is not None]
+    return min(vals, default=math.inf)
+
+
 # --------------------------------------------------------------------------- main entry point
 def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, epsilon=1.0, delta=1e-5,
          schema: Schema | None = None, n_trials: int = 20, privacy: str = "non-private",
@@ -310,7 +593,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
          sampler_seed: int | None = None, trial_timeout: float | None = None, prune: bool = True,
          heartbeat_interval: int | None = None, grace_period: int | None = None,
          stopping: str = "geometric", stopping_seed: int | None = None, models_dir: str | Path | None = None,
-         refit: bool = True, start_from_defaults: bool = True, verbose: bool = False) -> TuneResult:
+         refit: bool = True, start_from_defaults: bool = True, isolate: bool = True,
+         verbose: bool = False) -> TuneResult:
     """Tune the preset ``preset`` with Optuna and return the best parameters, synthesizer and study.
 
     Parameters
@@ -333,19 +617,33 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         ``{"select_model": ["indif+gum"]}`` (see :func:`tuning.space.suggest_config`).
     seed : synthesizer and metric seed (same seed, same trial outcome for the same parameters).
     sampler_seed : TPE sampler seed (default ``seed``; give each worker its own).
-    trial_timeout : seconds per trial; a trial past it is pruned with the reason recorded.  Enforced
-        by SIGALRM in the main thread, which interrupts Python code but not one long native call
-        (a large jax/numpy kernel): such a trial stops only when that call returns.
+    trial_timeout : seconds per trial (its fit, sample and validation scoring); a trial past it is
+        stopped and recorded as pruned with the reason in its ``pruned_reason`` user attr, and the
+        study goes on.  A hard limit: the trial's process is killed, whatever native call (a long
+        jax/numpy kernel) it is in.  With ``isolate=False`` it is soft (SIGALRM in the main thread,
+        which cannot interrupt one long native call, and a check after the fit).
     prune : prune hopeless trials (median rule on the partial objective); off in accounted mode.
     heartbeat_interval, grace_period : Optuna heartbeat (seconds) so trials of a killed worker are
         failed and retried by the others (default 30 s, grace 90 s).  A killed worker's trial on this
         host is failed at once when the study is resumed.
     stopping : ``"geometric"`` or ``"poisson"`` law of the random number of trials (accounted).
-    models_dir : accounted mode saves each trial's synthesizer here so the best one can be
-        released by any worker or after a resume (default: kept in memory only).
+    models_dir : accounted mode also saves every trial's synthesizer here as a model file.  Not
+        needed to release the best trial from another worker or after a resume: in accounted mode a
+        trial that beats every trial finished before it keeps its synthesizer in the storage (trial
+        system attrs), so the best trial's is always there.  Like the storage, keep it private.
     start_from_defaults : enqueue the preset's default parameters as the first trial.
-    refit : in non-private mode, refit the best configuration on ``train`` when the best trial's
-        synthesizer is not in this process's memory (e.g. after a resume).
+    refit : in non-private mode, refit the best configuration on ``train`` when the best trial ran
+        in another process (another worker, or before a resume).
+    isolate : run each trial in a separate process (default), which makes ``trial_timeout`` a hard
+        limit and keeps a crashing fit (segfault, out of memory) from ending the study: such a
+        trial is recorded as pruned with the reason.  ``False``: in this process (for debugging).
+
+    The best synthesizer is *not* refitted: each trial process sends back its fitted synthesizer's
+    JSON state (:meth:`Synthesizer.save`), and the best trial's is loaded.  A refit would be a
+    further private fit, not covered in accounted mode; in non-private mode a best trial that ran in
+    another process is refitted (``refit``), and in public mode the final fit on ``train`` is the
+    only one that reads the private data.  Same seed, same trial outcome for the same parameters,
+    in a trial process or not.
     """
     import optuna
 
@@ -384,6 +682,10 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                               "releases one best trial)")
         prune = False
     prune = prune and not multi_objective  # Optuna prunes single-objective studies only
+    if isolate and os.name != "posix":
+        warnings.warn("trial processes need a POSIX system; trials run in this process and trial_timeout is soft",
+                      RuntimeWarning, stacklevel=2)
+        isolate = False
     if heartbeat_interval is None:
         heartbeat_interval = 30
     rdb = _storage(storage, heartbeat_interval, grace_period)
@@ -409,6 +711,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         trial_rho = per_trial_rho(epsilon, delta, float(n_trials), shape)
         rho_score = 0.1 * trial_rho  # a tenth of each trial's budget for its noisy score
         trial_eps = epsilon_of([_zcdp(trial_rho - rho_score)], delta)
+        prior = study.user_attrs.get("synthzoo")  # again, just before the draw: a worker may have drawn meanwhile
         if prior is not None and "runs" in prior:
             if int(prior.get("mean_runs", n_trials)) != int(n_trials) or prior.get("stopping", stopping) != stopping:
                 raise ConfigError(f"study {study_name!r} was started with n_trials={prior.get('mean_runs')} and "
@@ -430,13 +733,33 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                      "score_rho": rho_score, "score_sensitivity": score_sensitivity(weights, len(score_df)),
                      "note": "the number of runs is secret: keep this storage private"})
     study.set_user_attr("synthzoo", meta)
+    # also as plain strings: optuna-dashboard shows them whole (it cuts other values at 1,024 characters)
+    study.set_user_attr("privacy", privacy)
+    study.set_user_attr("privacy_statement", statement)
     if start_from_defaults and not study.get_trials(deepcopy=False):
         # the untuned preset is the first point, so the best found is never worse on val than it
         study.enqueue_trial(_within(default_params(preset, choose_modules), space, choices), skip_if_exists=True)
 
-    models, models_value = {}, {}  # trial number -> fitted synthesizer / its value (this process)
-    target = runs if privacy == "accounted" else int(n_trials)
+    # trial number -> fitted synthesizer's JSON state, and its value, in this process (single objective:
+    # the best one only)
+    states, state_values = {}, {}
+
+    def target() -> int:
+        """Trials the study must finish.  Accounted: the number of runs *in the storage*, read each time —
+        two workers that start on a new study at the same moment may both draw one, and the last
+        write wins for all of them (before any trial has finished, so no worker has run past it)."""
+        nonlocal runs
+        if privacy != "accounted":
+            return int(n_trials)
+        runs = int((study.user_attrs.get("synthzoo") or {}).get("runs", runs))
+        meta["runs"] = runs
+        return runs
+
     noise_rng = np.random.default_rng()  # score noise: fresh randomness, never reproducible
+    setup = {"preset": preset, "epsilon": trial_eps, "delta": delta, "schema": schema, "seed": seed,
+             "fit_df": fit_df, "score_df": score_df, "weights": weights,
+             "timeout": None if trial_timeout is None else float(trial_timeout)}
+    runner = _TrialProcess(setup) if isolate else _InProcess(setup)
 
     def objective(trial):
         # exactly `target` finished trials per study, whatever the number of workers.  A trial first
@@ -444,38 +767,29 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         # two trials racing for the last slot the later reader always sees the earlier claim, so the
         # study never overshoots (a trial that loses is recorded as surplus and reads no data).
         trial.set_user_attr("claim", True)
-        if _slots_taken(study, exclude=trial.number) >= target:
+        if _slots_taken(study, exclude=trial.number) >= target():
             trial.set_user_attr("surplus", True)
             raise optuna.TrialPruned("the study already has its trials; no data read")
         trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")
         overrides = suggest_config(trial, preset, choose_modules=choose_modules, ranges=space, choices=choices)
         trial.set_user_attr("config", json.loads(json.dumps(overrides, default=str)))
-        t0 = time.perf_counter()
-        try:
-            with _time_limit(trial_timeout), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                synth = make(preset, epsilon=trial_eps, delta=delta, schema=schema, seed=seed, **overrides)
-                synth.fit(fit_df)
-                fake = synth.sample(len(score_df))
-                if trial_timeout and time.perf_counter() - t0 > trial_timeout:
-                    raise TrialTimeout(f"trial ran past its time limit of {trial_timeout:g}s")
-                report = None
-                if prune:
-                    def report(step, value):
-                        trial.report(value, step)
-                        if trial.should_prune():
-                            raise optuna.TrialPruned(f"pruned at step {step} (partial objective {value:.4g})")
-                terms = score_terms(score_df, fake, schema, fit_df, weights, seed=seed, report=report)
-        except TrialTimeout as e:
-            trial.set_user_attr("pruned_reason", str(e))
-            raise optuna.TrialPruned(str(e)) from None
-        trial.set_user_attr("fit_seconds", time.perf_counter() - t0)
+
+        should_prune = None
+        if prune:
+            def should_prune(step, value):
+                trial.report(value, step)
+                return trial.should_prune()
+        out = runner.run(overrides, should_prune)
+        if out[0] != "done":  # pruned, past its time limit, or its process died
+            trial.set_user_attr("pruned_reason", out[1])
+            raise optuna.TrialPruned(out[1])
+        _, terms, seconds, state = out
+        trial.set_user_attr("fit_seconds", seconds)
         for t in TERMS:
             trial.set_user_attr(t, terms[t])
         if multi_objective:
-            vals = [terms[t] if w > 0 else 0.0 for t, w in zip(TERMS, weights)]
-            models[trial.number] = synth
-            return vals
+            states[trial.number] = state
+            return [terms[t] if w > 0 else 0.0 for t, w in zip(TERMS, weights)]
         value = _weighted(terms, weights)
         if privacy == "accounted":
             # the released score is clipped (bounded sensitivity) and Gaussian-noised
@@ -487,21 +801,42 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                 trial.set_user_attr(t, None)
             if models_dir is not None:
                 Path(models_dir).mkdir(parents=True, exist_ok=True)
-                synth.save(Path(models_dir) / f"{study_name}-trial{trial.number}.json")
-        if not models or value < min(models_value.values()):
-            models.clear()  # keep only the best fitted synthesizer of this process in memory
-            models_value.clear()
-            models[trial.number], models_value[trial.number] = synth, value
+                (Path(models_dir) / f"{study_name}-trial{trial.number}.json").write_text(state)
+            # the best trial beats every trial finished before it, so storing the synthesizer of each
+            # trial that does (written before the trial is marked complete) keeps the best one
+            # releasable by whichever worker ends the study, or after a resume
+            if value <= _best_complete_value(study):
+                _store_state(study, trial, state)
+        if not states or value < min(state_values.values()):
+            states.clear()  # keep only the best fitted synthesizer of this process in memory
+            state_values.clear()
+            states[trial.number], state_values[trial.number] = state, value
         return value
 
     _fail_dead_local_trials(study)
-    while True:
-        if _slots_taken(study) >= target:
-            break  # finished, or the last trials are running in other workers
-        study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False)
-        if verbose:
-            last = study.trials[-1]
-            print(f"  trial {last.number}: {last.state.name} value={last.values}", flush=True)
+    try:
+        while True:
+            if len(_finished(study)) >= target():
+                break
+            if _slots_taken(study) >= target():
+                # the last trials are running in other workers: wait for them, so that every worker
+                # selects from all the trials (accounted: the best of all the runs).  A dead worker's
+                # trial is failed (same host: at once; elsewhere: after the heartbeat grace period)
+                # and re-enqueued, and then a waiting worker runs it.
+                time.sleep(0.5)
+                _fail_dead_local_trials(study)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    optuna.storages.fail_stale_trials(study)
+                continue
+            study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False)
+            if verbose:
+                last = study.trials[-1]
+                print(f"  trial {last.number}: {last.state.name} value={last.values}"
+                      + (f" ({last.user_attrs['pruned_reason']})" if "pruned_reason" in last.user_attrs else ""),
+                      flush=True)
+    finally:
+        runner.close()
 
     finished = _finished(study)
     meta["finished_trials"] = len(finished)
@@ -516,19 +851,24 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     else:
         best = min(complete, key=lambda t: t.value)
     config = best.user_attrs["config"]
-    synth = models.get(best.number)
+    state = states.get(best.number)
+    if state is None and privacy == "accounted":  # the best trial ran in another worker or process
+        state = _stored_state(best)
+        path = None if models_dir is None else Path(models_dir) / f"{study_name}-trial{best.number}.json"
+        if state is None and path is not None and path.exists():
+            state = path.read_text()
+    synth = None if state is None or privacy == "public" else _from_state(state)
     if privacy == "public":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             synth = make(preset, epsilon=epsilon, delta=delta, schema=schema, seed=seed, **config).fit(train)
     elif privacy == "accounted":
-        if synth is None and models_dir is not None:
-            path = Path(models_dir) / f"{study_name}-trial{best.number}.json"
-            if path.exists():
-                synth = Synthesizer.load(path)
         if synth is None:
-            raise ConfigError(f"the best trial ({best.number}) ran in another process and models_dir was not "
-                              "given; its synthesizer cannot be released without another private fit")
+            raise ConfigError(f"the synthesizer of the best trial ({best.number}) is neither in this process nor "
+                              "in the storage; it cannot be released without another private fit")
+        if synth.privacy_spent().epsilon > trial_eps * (1 + 1e-9):  # the trial's own saved account
+            raise RuntimeError(f"trial {best.number} spent {synth.privacy_spent()}, more than its budget "
+                               f"epsilon={trial_eps:.6g}")
         _charge_tuning(synth, epsilon, delta, trial_rho, n_trials, shape, runs)
     elif synth is None and refit:
         with warnings.catch_warnings():
@@ -557,8 +897,8 @@ def _charge_tuning(synth: Synthesizer, epsilon, delta, trial_rho, mean, shape, r
     The trial's own charges (its fit at the per-trial budget) are inside that event; they are
     kept as a note so the report still shows how a run spent its budget.
     """
-    trial_ledger = synth.ledger_
-    detail = "; ".join(f"{r['module']} rho={r['rho']:.4g}" for r in trial_ledger.breakdown())
+    # a loaded synthesizer has no live ledger, only the saved account: read the rows from either
+    detail = "; ".join(f"{r['module']} rho={r['rho']:.4g}" for r in synth.privacy_breakdown().to_dict("records"))
     ledger = PrivacyLedger(epsilon, delta)
     ledger.charge("tuning", "random stopping (Papernot-Steinke) over DP trials", stopping_event(trial_rho, mean, shape),
                   ledger.total_rho, note=f"{runs} runs drawn (mean {mean}); each run rho={trial_rho:.5g} "
