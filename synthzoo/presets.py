@@ -40,6 +40,19 @@ PRESETS: dict[str, dict] = {
         "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "McKenna et al., AIM: An Adaptive and Iterative Mechanism for DP Synthetic Data, VLDB 2022",
     },
+    # Cai, Lei, Wei, Xiao, "Data Synthesis via Differentially Private Markov Random Fields" (PVLDB
+    # 2021), the reference code's settings: 0.1 of the budget for the noisy attribute graph, 0.1
+    # for the refinement criteria, 0.8 for the marginals; theta 6; 0.8 d refinement marginals.
+    # The model-size cap is 80 MB (the reference allows 381 MB on a GPU).
+    "privmrf": {
+        "preprocess": ["privtree", "rare_merge"],
+        "select": {"name": "privmrf", "graph_share": 0.1, "criteria_share": 0.1, "theta": 6.0,
+                   "refine_ratio": 0.8, "steps": None, "max_candidates": 400, "max_attrs": 6,
+                   "max_model_size": 80.0},
+        "model": {"name": "pgm", "iters": 1000},
+        "budget_split": {"preprocess": 0.1, "select": 0.9},
+        "paper": "Cai, Lei, Wei, Xiao, Data Synthesis via Differentially Private Markov Random Fields, PVLDB 2021",
+    },
     # Vietri et al., "Private Synthetic Data for Multitask Learning and Marginal Queries" (RAP++,
     # NeurIPS 2022), settings of tab_bench's RAP++ configuration: d-1 select epochs, each round
     # split evenly between selection and measurement (top-1 per epoch as in its config), relaxed

@@ -33,7 +33,7 @@ def pipeline_space(synth: Synthesizer, tune_split: bool = True) -> dict:
 # out of the choice because its adaptive rounds make one trial cost minutes on adult).
 MODULE_CHOICES: dict[str, list[str]] = {
     "preprocess.numeric": ["privtree", "uniform"],
-    "select_model": ["indif+gum", "indif+pgm", "mst+gum", "mst+pgm"],
+    "select_model": ["indif+gum", "indif+pgm", "mst+gum", "mst+pgm", "aim+pgm"],
 }
 
 # Ranges that narrow a module's declared space for a preset, keeping trials near the regime of the

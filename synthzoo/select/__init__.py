@@ -3,6 +3,7 @@
 from .aim import AIM
 from .indif import InDif
 from .mst import MST
+from .privmrf import PrivMRF
 from .rappp import RAPpp
 
-__all__ = ["AIM", "InDif", "MST", "RAPpp"]
+__all__ = ["AIM", "InDif", "MST", "PrivMRF", "RAPpp"]
