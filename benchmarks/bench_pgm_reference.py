@@ -41,7 +41,9 @@ REFERENCE = {
 }
 CONFIG = {  # our presets, without preprocessing: the codes are the public domain
     "mst": {"preprocess": [], "select": "mst", "model": {"name": "pgm", "iters": 2500}, "budget_split": None},
-    "aim": {"preprocess": [], "select": "aim", "model": "pgm", "budget_split": None},
+    # the aim preset's settings: 1000 mirror-descent iterations per round and for the final fit
+    "aim": {"preprocess": [], "select": "aim", "model": {"name": "pgm", "iters": 1000, "round_iters": 1000},
+            "budget_split": None},
 }
 
 

@@ -87,6 +87,20 @@ PRESETS: dict[str, dict] = {
         "paper": "Liu et al., Iterative Methods for Private Synthetic Data: Unifying Framework and New Methods "
                  "(GEM), NeurIPS 2021",
     },
+    # Harder, Adamczewski, Park, "DP-MERF" (AISTATS 2021): from the reference code, 2000 random
+    # Fourier features, Adam at lr 1e-2, a noise input of length 10; our choices (documented in
+    # synthzoo/models/dpmerf.py): a Gaussian kernel over all one-hot blocks with length scale
+    # 0.5 sqrt(d), 1000 steps with the rate decayed to 5 %, batches of 500 Gumbel-softmax records.
+    "dpmerf": {
+        "preprocess": ["privtree", "rare_merge"],
+        "select": None,
+        "model": {"name": "dpmerf", "n_features": 2000, "length_scale": 0.5, "hidden": [256, 256],
+                  "iters": 1000, "lr": 1e-2, "lr_decay": 0.05, "batch": 500, "noise_dim": 10,
+                  "count_share": 0.02, "output": "gumbel"},
+        "budget_split": {"preprocess": 0.1, "model": 0.9},
+        "paper": "Harder, Adamczewski, Park, DP-MERF: Differentially Private Mean Embeddings with Random Features "
+                 "for Practical Privacy-preserving Data Generation, AISTATS 2021",
+    },
 }
 
 

@@ -18,7 +18,7 @@ FAST = {
     "gem": {"model": {"name": "gn", "hidden": [64], "iters": 30, "batch": 128},
             "select": {"name": "rap++", "rounds": 3, "q": 1}},
     "rap++": {"model": {"name": "rp", "n_rows": 300, "iters": 100}},
-    "dpmerf": {},
+    "dpmerf": {"model": {"name": "dpmerf", "iters": 100, "n_features": 500}},
     "privmrf": {},
 }
 

@@ -395,7 +395,7 @@ class PGM(Model):
     paper = _PAPER
 
     def __init__(self, iters: int = 1000, warm_start: bool = True, max_model_size: float = 100.0,
-                 round_iters: int = 100, engine: str = "auto"):
+                 round_iters: int = 250, engine: str = "auto"):
         self.iters = iters
         self.warm_start = warm_start
         self.max_model_size = max_model_size
