@@ -205,6 +205,11 @@ def grid_config(selector: str, model: str, base: str = "privsyn", preprocess=Non
     cfg = preset_config(base)
     cfg["select"] = None if selector in (None, "none") else selector
     cfg["model"] = model
+    split = cfg.get("budget_split")
+    if cfg["select"] is None and split and "select" in split:  # a record model spends the selector's share
+        split = dict(split)
+        split["model"] = split.pop("select")
+        cfg["budget_split"] = split
     if preprocess is not None:
         cfg["preprocess"] = list(preprocess)
         cfg["budget_split"] = None  # the preset's preprocessing share may have no spender left

@@ -125,3 +125,11 @@ def test_cli_bench_grid_needs_schema_for_csv(demo_csv, capsys):
     csv, _ = demo_csv
     assert main(["bench", "--select", "indif", "--model", "gum", "--data", csv, "--in-process"]) == 2
     assert "--schema" in capsys.readouterr().err
+
+
+def test_grid_config_gives_a_record_model_the_selector_share():
+    from synthzoo.bench import grid_config
+
+    cfg = grid_config("none", "dpmerf")
+    assert cfg["select"] is None and cfg["budget_split"] == {"preprocess": 0.1, "model": 0.9}
+    assert grid_config("aim", "pgm")["budget_split"] == {"preprocess": 0.1, "select": 0.9}
