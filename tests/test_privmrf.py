@@ -66,8 +66,13 @@ class IndependentModel(Model):
             out = np.multiply.outer(out, p / p.sum() if p.sum() > 0 else np.full(p.size, 1 / p.size))
         return out
 
-    def sample(self, n, rng):
-        raise NotImplementedError
+    def sample(self, n, rng):  # independent columns from the one-way estimates
+        cols = []
+        for a in self.domain_.attrs:
+            p = self.one.get(a, np.ones(self.domain_[a]))
+            p = p / p.sum() if p.sum() > 0 else np.full(p.size, 1 / p.size)
+            cols.append(rng.choice(p.size, size=n, p=p))
+        return np.stack(cols, axis=1).astype(np.int64) if cols else np.zeros((n, 0), dtype=np.int64)
 
     def get_state(self):
         return {}
