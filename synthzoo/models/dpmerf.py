@@ -60,6 +60,7 @@ import numpy as np
 from ..core.base import Model, register
 from ..core.domain import Domain, EncodedData
 from ..core.errors import ConfigError, NotFittedError
+from .torch_mlp import TorchMLP, torch_module
 from .merf_features import RandomFourierFeatures, noisy_mean_embedding
 
 _PAPER = ("Harder, Adamczewski, Park, DP-MERF: Differentially Private Mean Embeddings with Random Features "
@@ -68,11 +69,7 @@ _OUTPUTS = ("expected", "softmax", "gumbel")
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a declared dependency of this model
-        raise ConfigError("model 'dpmerf' needs PyTorch: pip install torch") from None
-    return torch
+    return torch_module("dpmerf")
 
 
 def _is_int(x, low: int) -> bool:
@@ -95,7 +92,7 @@ def _stratified(weights: np.ndarray, B: int) -> np.ndarray:
 
 
 @register("model", "dpmerf")
-class DPMERF(Model):
+class DPMERF(TorchMLP, Model):
     """DP-MERF (Harder, Adamczewski, Park, AISTATS 2021): a generator matched to a noisy random-feature
     mean embedding of the records.
 
@@ -118,6 +115,8 @@ class DPMERF(Model):
     temperature: Gumbel-softmax temperature (``output="gumbel"`` only).
     device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"`` or ``"cuda"``.
     """
+
+    _LABEL = "DPMERF"
 
     paper = _PAPER
     uses_measurements = False
@@ -193,34 +192,11 @@ class DPMERF(Model):
         sizes = [self.domain_[a] for a in self.attrs_]
         return [int(self.noise_dim) + n_cls, *self._hidden(), len(sizes) * max(sizes)]
 
-    def _shapes(self) -> list[tuple]:
-        sizes = self._layers()
-        return [s for a, b in zip(sizes[:-1], sizes[1:]) for s in ((b, a), (b,))]
-
-    def _device(self):
-        torch = _torch()
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("DPMERF parameter device='cuda': no CUDA device is available")
-        return torch.device(self.device)
-
     def _require_fit(self) -> None:
         if getattr(self, "_weights", None) is None:
             raise NotFittedError("DPMERF: call fit_records (or set_state) first")
 
     # ------------------------------------------------------------------- network
-    def _init_weights(self, gen) -> list:
-        """PyTorch's default Linear initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn from ``gen``."""
-        torch = _torch()
-        ws = []
-        sizes = self._layers()
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = 1.0 / np.sqrt(fan_in)
-            ws.append((torch.rand(fan_out, fan_in, generator=gen) * 2 - 1) * bound)
-            ws.append((torch.rand(fan_out, generator=gen) * 2 - 1) * bound)
-        return ws
-
     def _pad_mask(self, dev):
         sizes = np.array([self.domain_[a] for a in self.attrs_])
         return _torch().as_tensor(np.arange(sizes.max())[None, :] >= sizes[:, None], device=dev)

@@ -23,6 +23,7 @@ import numpy as np
 from ..core.base import Model, register
 from ..core.domain import Domain, Measurement
 from ..core.errors import ConfigError, NotFittedError
+from .torch_mlp import TorchMLP, torch_module
 from ..core.domain import check_measurements
 from .gsd import _is_int, prepare_targets
 
@@ -34,11 +35,7 @@ _LETTERS = "abcdefghijklmnopqrstuvwxy"  # "z" indexes the noise batch
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a declared dependency of this model
-        raise ConfigError("model 'gn' (GEM) needs PyTorch: pip install torch") from None
-    return torch
+    return torch_module("gn")
 
 
 def _einsum_spec(k: int) -> str:
@@ -75,7 +72,7 @@ def _mixture_marginal(ops: list[np.ndarray]) -> np.ndarray:
 
 
 @register("model", "gn")
-class GN(Model):
+class GN(TorchMLP, Model):
     """GEM's generative network (Liu, Vietri, Steinke, Ullman, Wu, NeurIPS 2021).
 
     Parameters
@@ -91,6 +88,8 @@ class GN(Model):
         previous network's weights.
     device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"`` or ``"cuda"``.
     """
+
+    _LABEL = "GN"
 
     paper = _PAPER
 
@@ -138,34 +137,11 @@ class GN(Model):
         # softmaxes are one reshape and one softmax; padding logits are masked to -inf
         return [int(self.noise_dim), *h, len(self.domain_) * max(self.domain_.shape)]
 
-    def _shapes(self) -> list[tuple]:
-        sizes = self._layers()
-        return [s for a, b in zip(sizes[:-1], sizes[1:]) for s in ((b, a), (b,))]
-
-    def _device(self):
-        torch = _torch()
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("GN parameter device='cuda': no CUDA device is available")
-        return torch.device(self.device)
-
     def _require_fit(self) -> None:
         if getattr(self, "_weights", None) is None:
             raise NotFittedError("GN: call fit (or set_state) first")
 
     # -------------------------------------------------------------------- network
-    def _init_weights(self, gen) -> list:
-        """PyTorch's default Linear initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn from ``gen``."""
-        torch = _torch()
-        ws = []
-        sizes = self._layers()
-        for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-            bound = 1.0 / np.sqrt(fan_in)
-            ws.append((torch.rand(fan_out, fan_in, generator=gen) * 2 - 1) * bound)
-            ws.append((torch.rand(fan_out, generator=gen) * 2 - 1) * bound)
-        return ws
-
     def _padded_softmax(self, ws, z, pad):
         """All attributes' softmaxes of ``G(z)`` as one (batch, d, K) tensor, zero on padding."""
         torch = _torch()
