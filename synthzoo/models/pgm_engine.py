@@ -40,12 +40,6 @@ def _maximal(cliques: list[tuple]) -> list[tuple]:
     return out
 
 
-def _view(src: tuple, dst: tuple) -> tuple[list[int], list[int]]:
-    """(transpose, reshape) turning a table over ``src`` (a subset of ``dst``) into one that
-    broadcasts against a table over ``dst``."""
-    perm = [src.index(a) for a in dst if a in src]
-    return perm, [None if a in src else 1 for a in dst]
-
 
 class Plan:
     """The reductions of one model structure: junction tree, where each potential and each
