@@ -27,6 +27,18 @@ def shared_dataset(name: str):
     return pd.read_csv(folder / f"{name}.csv"), Schema.from_json(folder / "schema.json")
 
 
+def process_alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return not Path("/proc").is_dir()  # gone meanwhile (Linux), or no /proc to ask
+
+
 @pytest.fixture(scope="session")
 def adult():
     return shared_dataset("adult")

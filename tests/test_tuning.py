@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import process_alive
 
 optuna = pytest.importorskip("optuna")
 
@@ -65,18 +66,6 @@ def misbehave(monkeypatch, tmp_path):
         monkeypatch.setenv("SYNTHZOO_TEST_FIT_CALL", str(call))
         monkeypatch.setenv("SYNTHZOO_TEST_SYNC", str(tmp_path))
     return setup
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper does not count)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return not Path("/proc").is_dir()  # gone meanwhile (Linux), or no /proc to ask
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +159,7 @@ def test_time_limit_is_hard_a_trial_stuck_in_a_native_call_is_killed(demo, tmp_p
                                                        optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.COMPLETE)
     assert stuck.user_attrs["pruned_reason"] == "trial ran past its time limit of 8s; its process was killed"
     assert (stuck.datetime_complete - stuck.datetime_start).total_seconds() < limit + 4
-    assert not _alive(int((tmp_path / "hanging").read_text()))  # the stuck process is gone
+    assert not process_alive(int((tmp_path / "hanging").read_text()))  # the stuck process is gone
     # the study went on in a new process and counts the stopped trial as finished
     assert res.metadata["finished_trials"] == 3 and "fit_seconds" in after.user_attrs
     assert res.metadata["best_trial"] in (0, 2) and len(res.synthesizer.sample(20)) == 20

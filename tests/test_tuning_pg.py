@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import process_alive
 
 optuna = pytest.importorskip("optuna")
 
@@ -102,18 +103,6 @@ def _result(out: str) -> dict:
     return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[len("RESULT "):])
 
 
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its reaper does not count)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return not Path("/proc").is_dir()  # gone meanwhile (Linux), or no /proc to ask
-
-
 def _finished(study):
     done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
     return [t for t in done if not t.user_attrs.get("surplus")]
@@ -153,7 +142,7 @@ def test_killed_worker_leaves_the_study_resumable(shared, tmp_path):
     os.kill(a.pid, signal.SIGKILL)  # mid-trial
     a.communicate()
     deadline = time.time() + 10
-    while _alive(trial_pid):  # the trial process ends with its worker: no orphan left running
+    while process_alive(trial_pid):  # the trial process ends with its worker: no orphan left running
         assert time.time() < deadline, "the killed worker's trial process is still running"
         time.sleep(0.1)
     # the next worker (same host) sees the dead pid and fails + re-enqueues that trial at once; a worker

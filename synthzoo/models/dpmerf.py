@@ -362,13 +362,7 @@ class DPMERF(TorchMLP, Model):
             weights = [torch.tensor(w["values"], dtype=torch.float32).reshape(w["shape"]) for w in state["weights"]]
         except (KeyError, TypeError, ValueError, RuntimeError) as e:
             raise ConfigError(f"DPMERF.set_state: malformed state ({e!r})") from None
-        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
-            raise ConfigError("DPMERF.set_state: the saved state was fitted on a different domain")
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ConfigError(f"DPMERF.set_state: unknown parameter {k!r}")
-            setattr(self, k, tuple(v) if k == "hidden" else v)
-        self.check_params()
+        self._restore_params(params, state, domain)
         if attrs != self._feature_attrs(domain):
             raise ConfigError("DPMERF.set_state: the saved attributes do not match the domain and label")
         n_cls = domain[self.label] if self.label is not None else 1

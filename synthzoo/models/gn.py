@@ -302,13 +302,7 @@ class GN(TorchMLP, Model):
             weights = [torch.tensor(w["values"], dtype=torch.float32).reshape(w["shape"]) for w in state["weights"]]
         except (KeyError, TypeError, ValueError, RuntimeError) as e:
             raise ConfigError(f"GN.set_state: malformed state ({e!r})") from None
-        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
-            raise ConfigError("GN.set_state: the saved state was fitted on a different domain")
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ConfigError(f"GN.set_state: unknown parameter {k!r}")
-            setattr(self, k, tuple(v) if k == "hidden" else v)
-        self.check_params()
+        self._restore_params(params, state, domain)
         self.domain_ = domain
         if [tuple(w.shape) for w in weights] != self._shapes():
             raise ConfigError("GN.set_state: the saved weights do not match the network's layer sizes")

@@ -27,6 +27,19 @@ class TorchMLP:
         sizes = self._layers()
         return [s for a, b in zip(sizes[:-1], sizes[1:]) for s in ((b, a), (b,))]
 
+    def _restore_params(self, params: dict, state: dict, domain) -> None:
+        """``set_state``'s shared part: the saved state belongs to ``domain`` and names only this
+        model's parameters; they are set and checked."""
+        from ..core.domain import Domain
+
+        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
+            raise ConfigError(f"{self._LABEL}.set_state: the saved state was fitted on a different domain")
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise ConfigError(f"{self._LABEL}.set_state: unknown parameter {k!r}")
+            setattr(self, k, tuple(v) if k == "hidden" else v)
+        self.check_params()
+
     def _device(self):
         torch = torch_module(self.name)
         if self.device == "auto":
