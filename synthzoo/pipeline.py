@@ -22,10 +22,10 @@ import pandas as pd
 from . import __version__
 from .core import base
 from .core.base import Preprocessor, create
-from .core.domain import EncodedData
+from .core.domain import EncodedData, estimate_total
 from .core.encoding import CategoricalEncoder, TableEncoder
 from .core.errors import ConfigError, NotFittedError, SchemaError
-from .core.privacy.ledger import Budget, PrivacyLedger, PrivacySpent, check_privacy_params
+from .core.privacy.ledger import REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, check_privacy_params
 from .core.schema import Schema
 
 FORMAT = "synthzoo-model"
@@ -47,7 +47,15 @@ class Synthesizer:
         reported as such with a warning.
     schema : :class:`Schema` (public knowledge). ``None`` infers one from the training frame,
         which warns that it is not covered by DP.
-    seed : int; the same seed gives the same synthetic data.
+    seed : int
+        Governs sampling from the fitted model and every post-processing step: the same fitted
+        model and the same seed give the same synthetic data.  It never decides DP noise, which
+        comes from OS entropy that is never stored (two fits with the same seed release
+        different noise).
+    noise_seed : int or None, default None
+        Test-only opt-in for replayable noise: the same ``noise_seed`` gives the same noise, so the
+        release is private only while it stays secret.  Every report and the saved file say so;
+        the noise seed itself is never saved.
     budget_split : ``{"preprocess": share, "select": share}`` (or ``"model"`` for record models),
         fractions of the total zCDP budget; default 0.1 to preprocessing when a preprocessor
         spends budget, the rest to selection+measurement (or to the model).
@@ -58,8 +66,13 @@ class Synthesizer:
     """
 
     def __init__(self, preprocess=None, select=None, model="gum", epsilon=1.0, delta=1e-5, schema=None,
-                 seed=0, budget_split=None, out_of_bounds="raise", name=None, schema_ledger=None):
+                 seed=0, budget_split=None, out_of_bounds="raise", name=None, schema_ledger=None,
+                 noise_seed=None):
         self.epsilon, self.delta = check_privacy_params(epsilon, delta)
+        if noise_seed is not None and (isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer))
+                                       or noise_seed < 0):
+            raise ConfigError(f"noise_seed must be None or a non-negative integer, got {noise_seed!r}")
+        self._noise_seed = noise_seed  # never saved, never in config()
         if schema_ledger is not None:
             if not isinstance(schema_ledger, PrivacyLedger):
                 raise ConfigError("schema_ledger must be the PrivacyLedger returned by synthzoo.dp_schema")
@@ -147,8 +160,7 @@ class Synthesizer:
             schema = Schema.infer(df)
         df = schema.validate(df, out_of_bounds=self.out_of_bounds)
         self.schema_ = schema
-        self.columns_ = list(df.columns)
-        self.dtypes_ = {c: df[c].dtype for c in df.columns}
+        self.columns_ = list(df.columns)  # the order only: dtypes come from the schema
         self.ledger_ = self._new_ledger()
         seeds = np.random.SeedSequence(self.seed).spawn(3)
         timings = {}
@@ -169,9 +181,11 @@ class Synthesizer:
             say(f"select ({self.select.name}): {len(measurements)} noisy marginals, {timings['select']:.1f}s")
             t0 = time.perf_counter()
             self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
+            self.n_estimate_ = estimate_total(measurements)
         else:
             budget = self._stage(self.model.name, self.budget_split["model"])
             self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
+            self.n_estimate_ = float(getattr(self.model, "total_", float("nan")))
         timings["model"] = time.perf_counter() - t0
         say(f"model ({self.model.name}): {timings['model']:.1f}s; {self.ledger_.spent()}")
         del data  # nothing private is kept past fit
@@ -187,10 +201,9 @@ class Synthesizer:
     def _new_ledger(self) -> PrivacyLedger:
         prior = self.schema_ledger
         if prior is None:
-            return PrivacyLedger(self.epsilon, self.delta)
-        ledger = PrivacyLedger(self.epsilon, self.delta, reserved_delta=prior.extra_delta)
-        for c in prior.charges:  # replayed: refused if the schema alone exceeds this request
-            ledger.charge(f"schema:{c.module}", c.mechanism, c.event, c.rho, c.note, extra_delta=c.extra_delta)
+            return PrivacyLedger(self.epsilon, self.delta, noise_seed=self._noise_seed)
+        ledger = PrivacyLedger(self.epsilon, self.delta, reserved_delta=prior.extra_delta, noise_seed=self._noise_seed)
+        ledger.absorb(prior, "schema:")  # refused if the schema alone exceeds this request
         self._stage_rho = ledger.rho_remaining
         return ledger
 
@@ -225,14 +238,22 @@ class Synthesizer:
         return TableEncoder(schema, encoders)
 
     # -- sample ---------------------------------------------------------------------------
-    def sample(self, n: int, seed: int | None = None) -> pd.DataFrame:
-        """``n`` synthetic rows with the training frame's columns, in order, with their dtypes.
+    def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
+        """``n`` synthetic rows with the training frame's columns, in order, typed by the schema
+        (:attr:`synthzoo.Column.output_dtype`; never by the private frame's dtypes).
 
+        ``n=None`` draws as many rows as the DP estimate of the training rows
+        (:attr:`n_estimate_`, computed from the noisy release; the exact count is never used).
         Without ``seed`` the k-th call after fit/load draws from a stream fixed by the
         synthesizer's seed and k, so the same seed gives the same synthetic data.
         """
         self._check_fitted()
-        if not isinstance(n, (int, np.integer)) or n < 1:
+        if n is None:
+            est = getattr(self, "n_estimate_", float("nan"))
+            if not (isinstance(est, float) and math.isfinite(est)):
+                raise ConfigError("this model has no DP estimate of the number of records; pass n")
+            n = max(1, int(round(est)))
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ConfigError(f"n must be a positive integer, got {n!r}")
         if seed is None:
             ss = np.random.SeedSequence([self.seed, 1, self._sample_calls])
@@ -242,7 +263,8 @@ class Synthesizer:
         r_model, r_decode = (np.random.default_rng(s) for s in ss.spawn(2))
         codes = self.model.sample(int(n), r_model)
         raw = self.encoder_.inverse(codes, r_decode)
-        return restore_dtypes(raw, self.schema_, self.columns_, self.dtypes_)
+        return pd.DataFrame({c: self.schema_[c].typed(raw[c].to_numpy()) for c in self.columns_},
+                            columns=self.columns_)
 
     # -- privacy --------------------------------------------------------------------------
     def privacy_spent(self) -> PrivacySpent:
@@ -260,7 +282,17 @@ class Synthesizer:
         self._check_fitted()
         if hasattr(self, "ledger_"):
             return self.ledger_.report()
-        return self._loaded_report
+        report = self._loaded_report
+        if self._loaded_replayable and REPLAYABLE_WARNING not in report:
+            report += "\n" + REPLAYABLE_WARNING
+        return report + "\n(as saved in the model file; read from it, not recomputed)"
+
+    @property
+    def replayable_noise(self) -> bool:
+        """True when the release's noise came from a ``noise_seed`` (test-only; not private once
+        the noise seed is known)."""
+        self._check_fitted()
+        return self.ledger_.replayable if hasattr(self, "ledger_") else self._loaded_replayable
 
     def _check_fitted(self):
         if not self._fitted:
@@ -287,10 +319,13 @@ class Synthesizer:
         self._check_fitted()
         doc = {"format": FORMAT, "version": __version__, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                "config": self.config(), "schema": self.schema_.to_dict(), "columns": self.columns_,
-               "dtypes": {c: str(d) for c, d in self.dtypes_.items()},
                "encoder": self.encoder_.to_state(), "model_state": self.model.get_state(),
+               "n_estimate": getattr(self, "n_estimate_", None),
                "privacy": {"spent": list(self.privacy_spent()), "report": self.privacy_report(),
-                           "breakdown": self.privacy_breakdown().to_dict(orient="records")}}
+                           "breakdown": self.privacy_breakdown().to_dict(orient="records"),
+                           "replayable_noise": self.replayable_noise}}
+        if self.replayable_noise:
+            doc["warning"] = REPLAYABLE_WARNING
         Path(path).write_text(json.dumps(doc, default=_json_default))
 
     @classmethod
@@ -309,13 +344,15 @@ class Synthesizer:
             self = cls(schema=schema, **cfg)
         self.schema_ = schema
         self.columns_ = doc["columns"]
-        self.dtypes_ = {c: _dtype(d) for c, d in doc["dtypes"].items()}
+        est = doc.get("n_estimate")
+        self.n_estimate_ = float(est) if isinstance(est, (int, float)) else float("nan")
         self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
         self.model.set_state(doc["model_state"], self.encoder_.domain)
         eps, delta = doc["privacy"]["spent"]
         self._loaded_spent = PrivacySpent(float(eps), float(delta))
         self._loaded_report = doc["privacy"]["report"]
         self._loaded_breakdown = doc["privacy"]["breakdown"]
+        self._loaded_replayable = bool(doc["privacy"].get("replayable_noise", False))
         self._fitted = True
         return self
 
@@ -328,53 +365,3 @@ def _json_default(o):
     raise TypeError(f"cannot save object of type {type(o).__name__}")
 
 
-def _dtype(name: str):
-    try:
-        return pd.api.types.pandas_dtype(name)
-    except TypeError:
-        return np.dtype(object)
-
-
-def restore_dtypes(raw: pd.DataFrame, schema: Schema, columns: list[str], dtypes: dict) -> pd.DataFrame:
-    """Decoded values -> the training frame's column order and dtypes.
-
-    Categorical values come back as their schema strings and are parsed to the input dtype
-    (``"1"`` -> 1 for an integer column); numeric values are cast back to integer dtypes, and
-    datetimes from epoch seconds. Where an input dtype cannot hold missing values but the
-    synthesizer produced some (the schema allows them), the nullable pandas dtype is used.
-    """
-    out = {}
-    for c in columns:
-        col, dtype, v = schema[c], dtypes[c], raw[c]
-        na = v.isna().to_numpy()
-        if col.kind == "datetime":
-            ts = pd.to_datetime(v.astype(float), unit="s")
-            out[c] = ts.dt.tz_localize("UTC").dt.tz_convert(dtype.tz) if getattr(dtype, "tz", None) else \
-                ts.astype(dtype if pd.api.types.is_datetime64_dtype(dtype) else "datetime64[ns]")
-            continue
-        if col.kind == "categorical":
-            if isinstance(dtype, pd.CategoricalDtype):
-                out[c] = pd.Categorical(v.where(~na, None).map(
-                    {str(k): k for k in dtype.categories}), dtype=dtype)
-                continue
-            if pd.api.types.is_bool_dtype(dtype):
-                v = v.map({"True": True, "False": False})
-            elif pd.api.types.is_numeric_dtype(dtype):
-                v = pd.to_numeric(v, errors="raise")
-            else:
-                out[c] = pd.Series(v.to_numpy(dtype=object), dtype=dtype) if dtype != object else v.astype(object)
-                continue
-        else:
-            v = v.astype(float)
-        out[c] = _cast(v, dtype, na)
-    return pd.DataFrame(out, columns=columns)
-
-
-def _cast(v: pd.Series, dtype, na) -> pd.Series:
-    if na.any() and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)) \
-            and not isinstance(dtype, pd.api.extensions.ExtensionDtype):
-        nullable = "boolean" if pd.api.types.is_bool_dtype(dtype) else str(dtype).capitalize()
-        return v.astype(nullable)
-    if pd.api.types.is_integer_dtype(dtype):
-        return v.round().astype(dtype)
-    return v.astype(dtype)

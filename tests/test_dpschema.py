@@ -7,12 +7,13 @@ import dp_accounting as dpa
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binom
+from scipy.stats import binom, norm
 
 from synthzoo.core.dpschema import (OTHER, conform, dp_bounds, dp_categories, dp_schema, kind_from_dtype,
                                     selection_threshold)
 from synthzoo.core.errors import BudgetExceededError, ConfigError, SchemaError
 from synthzoo.core.privacy.ledger import PrivacyLedger, rho_for
+from synthzoo.core.privacy.noise import discrete_gaussian_tail
 from synthzoo.core.schema import Column, Schema, numeric_values
 
 
@@ -34,7 +35,7 @@ def _budget(epsilon=1.0, delta=1e-6, reserved=1e-7):
 # ------------------------------------------------------------------------------------ budget
 def test_dp_schema_spends_its_budget_and_never_more():
     df = _frame()
-    schema, ledger = dp_schema(df, epsilon=1.0, delta=1e-6, seed=0)
+    schema, ledger = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=0)
     spent = ledger.spent()
     assert spent.delta == 1e-6
     assert 0.98 <= spent.epsilon <= 1.0 + 1e-9
@@ -78,19 +79,23 @@ def test_dp_schema_ledger_argument_errors():
 def test_budget_too_small_for_a_stage_is_refused_before_noise():
     ledger, budget = _budget()
     with pytest.raises(BudgetExceededError):
-        dp_bounds(np.arange(100.0), budget, np.random.default_rng(0), rho=budget.rho * 2)
+        dp_bounds(np.arange(100.0), budget, rho=budget.rho * 2)
     assert ledger.charges == []
 
 
 # ------------------------------------------------------------------------------------ categories
 def test_values_held_by_one_record_are_released_at_rate_delta_sel():
-    """Each singleton clears tau = 1 + sigma * Phi^-1(1 - delta_sel) with probability delta_sel."""
+    """Each singleton reaches the threshold T with probability P(1 + Z >= T) <= delta_sel (Z discrete
+    Gaussian), observed at that rate."""
     n, delta_sel = 20_000, 0.01
     values = pd.Series([f"id{i}" for i in range(n)], dtype=object)
     ledger, budget = _budget(epsilon=4.0, delta=0.05, reserved=0.02)
-    released = dp_categories(values, budget, np.random.default_rng(3), delta_sel=delta_sel)
+    released = dp_categories(values, budget, delta_sel=delta_sel)
     k = len(released)
-    lo, hi = binom.ppf(1e-6, n, delta_sel), binom.ppf(1 - 1e-6, n, delta_sel)
+    sigma = 1 / math.sqrt(2 * ledger.charges[0].rho)
+    rate = discrete_gaussian_tail(selection_threshold(sigma, delta_sel) - 1, sigma)
+    assert 0.5 * delta_sel < rate <= delta_sel
+    lo, hi = binom.ppf(1e-6, n, rate), binom.ppf(1 - 1e-6, n, rate)
     assert lo <= k <= hi, (k, lo, hi)
     assert ledger.extra_delta == pytest.approx(delta_sel)
 
@@ -98,7 +103,7 @@ def test_values_held_by_one_record_are_released_at_rate_delta_sel():
 def test_singletons_are_almost_never_released_at_small_delta():
     values = pd.Series([f"person{i}" for i in range(5000)] + ["common"] * 3000, dtype=object)
     ledger, budget = _budget(epsilon=1.0, delta=1e-6, reserved=1e-7)
-    released = dp_categories(values, budget, np.random.default_rng(0), delta_sel=1e-7)
+    released = dp_categories(values, budget, delta_sel=1e-7)
     assert released == ["common"]
 
 
@@ -106,7 +111,7 @@ def test_common_categories_are_released_rare_ones_merged_into_other():
     rng = np.random.default_rng(0)
     common = rng.choice(["a", "b", "c", "d"], size=4000).tolist()
     df = pd.DataFrame({"cat": pd.Series(common + ["rare1", "rare2", "rare3"], dtype=object)})
-    schema, _ = dp_schema(df, epsilon=1.0, delta=1e-6, seed=0)
+    schema, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=0)
     assert schema["cat"].categories == ["a", "b", "c", "d", OTHER]
     assert schema.meta["other_category"] == {"cat": OTHER}
     fixed = conform(df, schema)
@@ -123,16 +128,19 @@ def test_category_dtype_and_bools_count_observed_values_only():
     schema.validate(df)
 
 
-def test_selection_threshold_formula():
-    assert selection_threshold(2.0, 0.5) == pytest.approx(1.0)
-    assert selection_threshold(1.0, 1e-6) == pytest.approx(1.0 + 4.753424, rel=1e-5)
+def test_selection_threshold_is_the_smallest_integer_with_tail_below_delta_sel():
+    for sigma, d in ((2.0, 0.5), (1.0, 1e-6), (7.3, 1e-9), (40.0, 1e-7)):
+        t = selection_threshold(sigma, d)
+        assert isinstance(t, int)
+        assert discrete_gaussian_tail(t - 1, sigma) <= d < discrete_gaussian_tail(t - 2, sigma)
+        assert abs(t - (1 + sigma * norm.isf(d))) <= 2  # the continuous Gaussian's threshold, rounded
 
 
 def test_max_categories_keeps_the_most_frequent():
     counts = {"a": 3000, "b": 2000, "c": 1000, "d": 500}
     values = pd.Series([k for k, c in counts.items() for _ in range(c)], dtype=object)
     ledger, budget = _budget(epsilon=2.0)
-    assert dp_categories(values, budget, np.random.default_rng(0), delta_sel=1e-7, max_categories=2) == ["a", "b"]
+    assert dp_categories(values, budget, delta_sel=1e-7, max_categories=2) == ["a", "b"]
 
 
 def test_numeric_category_values_use_category_keys():
@@ -148,7 +156,7 @@ def test_bounds_cover_the_bulk_and_stay_tight(seed):
     # epsilon=2 over 4 columns and 5000 rows; the lognormal income's thin upper tail is what
     # DP bounds clip first (measured over 30 seeds at epsilon=1: >= 95.6% covered).
     df = _frame(5000)
-    schema, _ = dp_schema(df, epsilon=2.0, delta=1e-6, seed=seed)
+    schema, _ = dp_schema(df, epsilon=2.0, delta=1e-6, noise_seed=seed, integers=["age"])
     for name in ("age", "income", "when"):
         col = schema[name]
         v = numeric_values(df[name], col)
@@ -168,7 +176,7 @@ def test_sparse_data_gets_coarser_refinement_not_heavy_clipping(seed):
     # (that version kept ~77% of a 2000-row income column); over 30 seeds: age >= 94.7%, income
     # >= 87.8% (mean 93%) covered; the thin lognormal tail is what a small budget gives up.
     df = _frame(1500)
-    schema, _ = dp_schema(df, epsilon=0.5, delta=1e-6, seed=seed)
+    schema, _ = dp_schema(df, epsilon=0.5, delta=1e-6, noise_seed=seed)
     for name in ("age", "income"):
         v = numeric_values(df[name], schema[name])
         assert np.mean((v >= schema[name].lower) & (v <= schema[name].upper)) >= 0.85, name
@@ -178,7 +186,7 @@ def test_bounds_handle_negative_and_zero_heavy_data():
     rng = np.random.default_rng(0)
     v = np.r_[rng.normal(-50, 10, 3000), np.zeros(2000)]
     ledger, budget = _budget(reserved=0.0)
-    lo, hi = dp_bounds(v, budget, np.random.default_rng(1))
+    lo, hi = dp_bounds(v, budget)
     assert lo <= np.quantile(v, 0.01) and -2 <= hi <= 8
     assert ledger.spent().epsilon <= 1.0 + 1e-9
 
@@ -186,14 +194,14 @@ def test_bounds_handle_negative_and_zero_heavy_data():
 def test_bounds_raise_clearly_when_nothing_clears_the_threshold():
     ledger, budget = _budget(epsilon=0.05, reserved=0.0)
     with pytest.raises(SchemaError, match="'tiny'"):
-        dp_bounds(np.array([1.0, 2.0, 3.0]), budget, np.random.default_rng(0), name="tiny")
+        dp_bounds(np.array([1.0, 2.0, 3.0]), budget, name="tiny")
 
 
 # ------------------------------------------------------------------------------------ reproducibility, non-private
 def test_same_seed_same_schema():
     df = _frame()
-    a, _ = dp_schema(df, epsilon=1.0, delta=1e-6, seed=7)
-    b, _ = dp_schema(df, epsilon=1.0, delta=1e-6, seed=7)
+    a, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=7)
+    b, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=7)
     assert a.to_dict() == b.to_dict()
 
 
@@ -353,7 +361,7 @@ def adult():
 def test_dp_schema_on_adult_releases_the_common_categories(adult):
     df, public = adult
     kinds = {c.name: c.kind for c in public}
-    schema, ledger = dp_schema(df, kinds, epsilon=1.0, delta=1e-6, seed=0)
+    schema, ledger = dp_schema(df, kinds, epsilon=1.0, delta=1e-6, noise_seed=0)
     assert ledger.spent().epsilon <= 1.0 + 1e-9
     counts = df["native-country"].value_counts()
     released = set(schema["native-country"].categories)

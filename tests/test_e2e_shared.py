@@ -40,8 +40,8 @@ def test_adult_missing_rates_come_back(adult_privsyn):
 def test_adult_same_seed_same_data(adult):
     df, schema = adult
     train = df.sample(6000, random_state=1)
-    a = sz.make("privsyn", epsilon=1.0, schema=schema, seed=7).fit(train).sample(2000)
-    b = sz.make("privsyn", epsilon=1.0, schema=schema, seed=7).fit(train).sample(2000)
+    a = sz.make("privsyn", epsilon=1.0, schema=schema, seed=7, noise_seed=1).fit(train).sample(2000)
+    b = sz.make("privsyn", epsilon=1.0, schema=schema, seed=7, noise_seed=1).fit(train).sample(2000)
     assert a.equals(b)
 
 
@@ -52,7 +52,7 @@ def test_other_datasets_end_to_end(name, request):
     s = sz.make("privsyn", epsilon=1.0, schema=schema, seed=0).fit(train)
     fake = s.sample(len(train))
     schema.validate(fake)
-    assert fake.dtypes.equals(train.dtypes)
+    assert fake.dtypes.to_dict() == {c.name: c.output_dtype for c in schema}
     assert s.privacy_spent().epsilon <= 1.0
     a, b = halves(train, 0)
     assert tvd_2way(train, fake, schema) < tvd_2way(train, independent(train, 0), schema) + 0.01

@@ -18,9 +18,9 @@ from synthzoo.preprocess.privtree import biased_noisy_counts, privtree_edges, pr
 from synthzoo.preprocess.rare_merge import rare_groups
 
 
-def stage(epsilon=1.0, share=0.1):
+def stage(epsilon=1.0, share=0.1, noise_seed=None):
     """The preprocessing Budget the brief prescribes (a non-private one for epsilon=None)."""
-    return PrivacyLedger(epsilon, 1e-5).stage("preprocess", share)
+    return PrivacyLedger(epsilon, 1e-5, noise_seed=noise_seed).stage("preprocess", share)
 
 
 def numeric_frame(n=3000, seed=0, missing=0.0):
@@ -166,11 +166,15 @@ def test_privtree_charges_one_pure_dp_event_per_column_within_the_stage():
 
 def test_privtree_same_seed_same_edges():
     df, cols = numeric_frame()
-    a = PrivTree().fit(df, cols, stage(1.0), np.random.default_rng(5))
-    b = PrivTree().fit(df, cols, stage(1.0), np.random.default_rng(5))
-    c = PrivTree().fit(df, cols, stage(1.0), np.random.default_rng(6))
+    # the noise replays only through the test-only noise_seed; the user's generator does not decide it
+    a = PrivTree().fit(df, cols, stage(1.0, noise_seed=5), np.random.default_rng(0))
+    b = PrivTree().fit(df, cols, stage(1.0, noise_seed=5), np.random.default_rng(1))
+    c = PrivTree().fit(df, cols, stage(1.0, noise_seed=6), np.random.default_rng(0))
+    d = PrivTree().fit(df, cols, stage(1.0), np.random.default_rng(0))
+    e = PrivTree().fit(df, cols, stage(1.0), np.random.default_rng(0))
     assert all(np.array_equal(a[k].edges, b[k].edges) for k in a)
     assert any(not np.array_equal(a[k].edges, c[k].edges) for k in a)
+    assert any(not np.array_equal(d[k].edges, e[k].edges) for k in d)  # OS entropy: fresh every fit
 
 
 def test_privtree_constants_follow_the_paper():
@@ -181,7 +185,7 @@ def test_privtree_constants_follow_the_paper():
 
 
 def test_biased_noisy_count_has_laplace_scale_lambda_and_the_depth_bias():
-    rng = np.random.default_rng(0)
+    rng = PrivacyLedger(1.0).noise
     lam, delta = privtree_params(0.2)
     m = 200_000
     big = biased_noisy_counts(np.full(m, 1000.0), 3, lam, delta, 0.0, rng)
@@ -213,7 +217,7 @@ def test_privtree_split_rate_matches_the_charged_epsilon():
 def test_privtree_finds_dense_regions_and_leaves_empty_ones_coarse():
     rng = np.random.default_rng(0)
     v = np.concatenate([rng.uniform(0, 1, 20000), [np.nan] * 50])
-    edges = privtree_edges(v, 0.0, 1024.0, False, 2.0, rng, max_depth=14)
+    edges = privtree_edges(v, 0.0, 1024.0, False, 2.0, PrivacyLedger(1.0).noise, max_depth=14)
     assert edges[0] == 0 and edges[-1] == 1024 and np.all(np.diff(edges) > 0)
     assert np.sum(edges < 1) >= 8  # the dense unit interval (depth 10) is cut into many bins
     # the empty rest stays coarse: an empty node splits with probability 1/(2 beta) = 1/4, so each of
@@ -221,7 +225,7 @@ def test_privtree_finds_dense_regions_and_leaves_empty_ones_coarse():
     assert np.sum(edges[:-1] >= 1) <= 40
     assert np.diff(edges)[-1] >= 64
     # max_depth caps the number of bins
-    assert len(privtree_edges(v, 0.0, 1024.0, False, None, rng, max_depth=3)) - 1 <= 8
+    assert len(privtree_edges(v, 0.0, 1024.0, False, None, None, max_depth=3)) - 1 <= 8
 
 
 def test_privtree_does_not_split_below_one_integer():
@@ -328,7 +332,8 @@ def test_rare_merge_charges_one_gaussian_per_column_with_sigma_from_rho():
     rho_col = budget.rho / 3
     assert sum(c.rho for c in ch) == pytest.approx(budget.rho) and budget.spent <= budget.rho * (1 + 1e-9)
     assert rm.sigma_ == pytest.approx(1 / math.sqrt(2 * rho_col))
-    assert all(c.event.noise_multiplier == pytest.approx(rm.sigma_) for c in ch)  # L2 sensitivity 1
+    # discrete Gaussian: exactly rho-zCDP with rho = 1 / (2 sigma^2) at L2 sensitivity 1
+    assert all(c.event.rho == pytest.approx(1 / (2 * rm.sigma_ ** 2)) for c in ch)
 
 
 def test_rare_merge_noise_matches_sigma():
@@ -349,9 +354,9 @@ def test_rare_merge_noise_matches_sigma():
 
 def test_rare_merge_same_seed_same_groups():
     df, cols = categorical_frame(n=3000)
-    g = [RareMerge(theta=0.01).fit(df, cols, stage(1.0, 0.5), np.random.default_rng(s))["x"].groups
-         for s in (7, 7)]
-    assert g[0] == g[1]
+    g = [RareMerge(theta=0.01).fit(df, cols, stage(1.0, 0.5, noise_seed=7), np.random.default_rng(s))["x"].groups
+         for s in (7, 8)]
+    assert g[0] == g[1]  # the noise seed replays the noise; the user's generator plays no part
 
 
 def test_rare_merge_on_adult_merges_rare_countries(adult):
@@ -373,7 +378,7 @@ def test_privtree_theta_share_charges_a_row_count_and_coarsens_bins():
     pt = PrivTree(theta_share=0.05)
     coarse = pt.fit(df, cols, budget, np.random.default_rng(0))
     ch = budget.ledger.charges
-    assert ch[0].note == "row count" and ch[0].mechanism == "gaussian"
+    assert ch[0].note == "row count" and ch[0].mechanism == "discrete_gaussian"
     assert [c.note for c in ch[1:]] == [c.name for c in cols]
     assert budget.spent <= budget.rho * (1 + 1e-9)
     assert pt.theta_ > 0

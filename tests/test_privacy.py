@@ -40,9 +40,9 @@ def test_ledger_refuses_overspend_and_records_nothing():
     led = PrivacyLedger(1.0, 1e-5)
     b = led.stage("all", 1.0)
     rng = np.random.default_rng(0)
-    M.gaussian(b, np.zeros(3), 1.0, 0.6 * led.total_rho, rng)
+    M.gaussian(b, np.zeros(3), 1.0, 0.6 * led.total_rho)
     with pytest.raises(BudgetExceededError, match="charge refused"):
-        M.gaussian(b, np.zeros(3), 1.0, 0.6 * led.total_rho, rng)
+        M.gaussian(b, np.zeros(3), 1.0, 0.6 * led.total_rho)
     assert len(led.charges) == 1
     assert led.spent().epsilon <= 1.0
 
@@ -50,9 +50,9 @@ def test_ledger_refuses_overspend_and_records_nothing():
 def test_ledger_refuses_past_the_total_even_across_stages():
     led = PrivacyLedger(1.0, 1e-5)
     a, b = led.stage("a", 0.7), led.stage("b", 0.7)  # the shares oversubscribe; the ledger still refuses
-    M.gaussian(a, [0.0], 1.0, 0.7 * led.total_rho, np.random.default_rng(0))
+    M.gaussian(a, [0.0], 1.0, 0.7 * led.total_rho)
     with pytest.raises(BudgetExceededError):
-        M.gaussian(b, [0.0], 1.0, 0.7 * led.total_rho, np.random.default_rng(0))
+        M.gaussian(b, [0.0], 1.0, 0.7 * led.total_rho)
 
 
 def test_many_small_charges_never_exceed_request():
@@ -63,11 +63,11 @@ def test_many_small_charges_never_exceed_request():
     while True:
         try:
             if k % 3 == 0:
-                M.gaussian(b, np.zeros(2), 1.0, led.total_rho / 17, rng)
+                M.gaussian(b, np.zeros(2), 1.0, led.total_rho / 17)
             elif k % 3 == 1:
-                M.exponential(b, rng.random(5), 1.0, M.epsilon_for_rho(led.total_rho / 13), rng)
+                M.exponential(b, rng.random(5), 1.0, M.epsilon_for_rho(led.total_rho / 13))
             else:
-                M.gumbel_top_k(b, rng.random(9), 2, 1.0, M.epsilon_for_rho(led.total_rho / 40), rng)
+                M.gumbel_top_k(b, rng.random(9), 2, 1.0, M.epsilon_for_rho(led.total_rho / 40))
         except BudgetExceededError:
             break
         k += 1
@@ -80,7 +80,7 @@ def test_breakdown_per_module():
     pre, sel = led.stage("privtree", 0.1), led.stage("indif", 0.9)
     rng = np.random.default_rng(0)
     M.charge_pure_dp(pre, M.epsilon_for_rho(pre.rho / 2, bounded_range=False), "privtree")
-    M.gaussian(sel.sub("indif/measure", sel.rho), [1.0], 1.0, sel.rho, rng)
+    M.gaussian(sel.sub("indif/measure", sel.rho), [1.0], 1.0, sel.rho)
     rows = {r["module"]: r for r in led.breakdown()}
     assert rows["privtree"]["rho"] == pytest.approx(0.05 * led.total_rho)
     assert rows["indif/measure"]["rho"] == pytest.approx(0.9 * led.total_rho)
@@ -90,7 +90,7 @@ def test_breakdown_per_module():
 def test_non_private_run_is_reported_as_such():
     led = PrivacyLedger(None)
     b = led.stage("x", 1.0)
-    noisy, sigma = M.gaussian(b, [1.0, 2.0], 1.0, b.rho, np.random.default_rng(0))
+    noisy, sigma = M.gaussian(b, [1.0, 2.0], 1.0, b.rho)
     assert sigma == 0 and list(noisy) == [1.0, 2.0]
     spent = led.spent()
     assert math.isinf(spent.epsilon) and not spent.private
@@ -104,7 +104,7 @@ def test_conversion_pure_dp_to_zcdp():
     assert M.epsilon_for_rho(M.zcdp_of_pure_dp(0.3, True), True) == pytest.approx(0.3)
     # an exponential mechanism charged eps^2/8 is cheaper than the pure-DP bound eps^2/2
     led = PrivacyLedger(1.0, 1e-5)
-    M.exponential(led.stage("x", 1), [0, 1], 1.0, 0.4, np.random.default_rng(0))
+    M.exponential(led.stage("x", 1), [0, 1], 1.0, 0.4)
     assert led.charges[0].rho == pytest.approx(0.4 ** 2 / 8)
 
 
@@ -114,7 +114,7 @@ def test_gaussian_noise_scale_matches_charge():
     led = PrivacyLedger(1.0, 1e-5)
     b = led.stage("g", 1.0)
     rho, sens = 0.01, 3.0
-    noisy, sigma = M.gaussian(b, np.zeros(200_000), sens, rho, np.random.default_rng(0))
+    noisy, sigma = M.gaussian(b, np.zeros(200_000), sens, rho)
     assert sigma == pytest.approx(sens / math.sqrt(2 * rho))
     assert np.std(noisy) == pytest.approx(sigma, rel=0.01)
     # the charged event has the same RDP curve as rho-zCDP
@@ -127,25 +127,22 @@ def test_exponential_mechanism_selection_probabilities():
     eps, sens = 1.0, 1.0
     want = np.exp(eps * scores / (2 * sens))
     want /= want.sum()
-    rng = np.random.default_rng(0)
-    led = PrivacyLedger(None)
-    b = led.stage("x", 1.0)
-    # draw through the private path's noise directly: the same Gumbel scale the mechanism uses
+    # draw through the private path's noise directly: the same source and Gumbel scale the mechanism uses
     n = 100_000
-    noisy = scores + rng.gumbel(0, 2 * sens / eps, size=(n, 4))
+    noisy = scores + PrivacyLedger(1.0).noise.gumbel(2 * sens / eps, (n, 4))
     freq = np.bincount(noisy.argmax(1), minlength=4) / n
     assert np.allclose(freq, want, atol=0.006)
     # and the mechanism itself, run many times with a fresh ledger each time
     picks = []
     for i in range(4000):
         led = PrivacyLedger(100.0, 1e-5)
-        picks.append(M.exponential(led.stage("x", 1), scores, sens, eps, rng))
+        picks.append(M.exponential(led.stage("x", 1), scores, sens, eps))
     freq = np.bincount(picks, minlength=4) / len(picks)
     assert np.allclose(freq, want, atol=0.03)
 
 
 def test_gumbel_top_k_charges_k_selections():
     led = PrivacyLedger(1.0, 1e-5)
-    out = M.gumbel_top_k(led.stage("x", 1.0), np.arange(10.0), 3, 1.0, 0.2, np.random.default_rng(0))
+    out = M.gumbel_top_k(led.stage("x", 1.0), np.arange(10.0), 3, 1.0, 0.2)
     assert len(set(out.tolist())) == 3
     assert led.charges[0].rho == pytest.approx(3 * 0.2 ** 2 / 8)

@@ -106,15 +106,16 @@ def test_indif_selects_dependent_pairs_first_and_is_reproducible():
     data = correlated_table(n=5000)
     runs = []
     for _ in range(2):
-        stage = PrivacyLedger(2.0, 1e-5).stage("select", 1.0)
+        stage = PrivacyLedger(2.0, 1e-5, noise_seed=7).stage("select", 1.0)
         sel = InDif()
         meas = sel.run(data, stage, np.random.default_rng(7))
         runs.append((sel.selected_, [m.noisy for m in meas]))
     assert runs[0][0] == runs[1][0]
     assert all(np.array_equal(x, y) for x, y in zip(runs[0][1], runs[1][1]))
     chosen = {frozenset(p) for p in runs[0][0]}
-    assert frozenset("ab") in chosen and frozenset("ae") in chosen
-    assert frozenset("ad") not in chosen
+    # the strongly dependent pairs always; whether the weak ones (InDif 135-213, noise sd 86) make it
+    # depends on the draw (over 30 fresh-noise runs: 'ad' in about half)
+    assert {frozenset(p) for p in ("ab", "ae", "bc", "ac")} <= chosen
 
 
 def test_indif_non_private_is_exact():

@@ -107,9 +107,9 @@ def test_estimate_total_weights_by_noise():
     assert estimate_total([Measurement(("a",), np.array([3.0, 4.0]), 0.0), m2]) == 7.0
 
 
-def run_rappp(model, epsilon=1.0, seed=0, **params):
+def run_rappp(model, epsilon=1.0, seed=0, noise_seed=None, **params):
     data = small_table()
-    ledger = PrivacyLedger(epsilon, 1e-5)
+    ledger = PrivacyLedger(epsilon, 1e-5, noise_seed=noise_seed)
     budget = ledger.stage("rap++", 0.9)
     sel = RAPpp(**params)
     meas = sel.run(data, budget, np.random.default_rng(seed), model=model)
@@ -124,7 +124,7 @@ def test_rappp_budget_never_exceeded_and_fully_used(epsilon):
     assert ledger.rho_spent <= ledger.total_rho
     mech = [c.mechanism for c in ledger.charges]
     # one-way marginals, then per round ONE Gumbel top-q call and q Gaussian measurements
-    assert mech.count("gumbel_top_k") == 3 and mech.count("gaussian") == 4 + 3 * 2
+    assert mech.count("gumbel_top_k") == 3 and mech.count("discrete_gaussian") == 4 + 3 * 2
     assert len(meas) == 4 + 3 * 2 and len(sel.selected_) == 6
 
 
@@ -144,7 +144,7 @@ def test_rappp_non_private_picks_worst_marginal_and_stops():
 def test_rappp_same_seed_same_output_with_any_model(make_model):
     def go(seed):
         model = make_model()
-        sel, meas, *_ = run_rappp(model, seed=seed, rounds=2, q=2)
+        sel, meas, *_ = run_rappp(model, seed=seed, noise_seed=seed, rounds=2, q=2)
         model.fit(small_table().domain, meas, np.random.default_rng(seed))
         return sel.selected_, [m.noisy for m in meas], model.sample(300, np.random.default_rng(seed))
 

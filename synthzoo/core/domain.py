@@ -129,6 +129,19 @@ class Measurement:
                    d.get("meta", {}))
 
 
+def estimate_total(measurements) -> float:
+    """The number of records the noisy ``measurements`` imply: the inverse-variance weighted mean
+    of their sums (a marginal of ``c`` cells with noise sigma has a sum of variance ``c sigma^2``);
+    the plain mean when no measurement is noisy.  Post-processing: it costs no budget."""
+    sums = np.array([float(np.sum(m.noisy)) for m in measurements])
+    var = np.array([m.noisy.size * m.sigma ** 2 for m in measurements])
+    if sums.size == 0:
+        raise ValueError("no measurement to estimate the number of records from")
+    if np.all(var > 0):
+        return float(max(np.dot(1.0 / var, sums) / np.sum(1.0 / var), 0.0))
+    return float(max(np.mean(sums[var == 0]), 0.0))
+
+
 def check_measurements(who: str, domain: Domain, measurements) -> list[Measurement]:
     """Validate a model's ``fit`` input; the :class:`ConfigError` names the model and the clique."""
     from .errors import ConfigError

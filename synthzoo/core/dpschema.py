@@ -5,8 +5,8 @@ maximum *is* one person's value, and a category list names every rare value.  Th
 the private alternative; every access goes through a :class:`PrivacyLedger`.
 
 * **Bounds** — "approximate bounds" from a noisy histogram over a fixed, data-independent set
-  of logarithmic buckets (``0`` and ``+-2^k`` for k in a wide fixed range), Gaussian mechanism
-  with L2 sensitivity 1 (a record sits in one bucket); the bounds are the edges of the
+  of logarithmic buckets (``0`` and ``+-2^k`` for k in a wide fixed range), discrete Gaussian
+  mechanism with L2 sensitivity 1 (a record sits in one bucket); the bounds are the edges of the
   outermost buckets whose noisy count clears a threshold.  This is the construction of
   Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo, Gipson, "Differentially Private SQL with
   Bounded User Contribution", PoPETs 2020 (its ``ApproxBounds``).  Powers of two are coarse (a
@@ -16,12 +16,13 @@ the private alternative; every access goes through a :class:`PrivacyLedger`.
   first release is adaptive composition, and both histograms are charged.
 * **Categories** — the set of values is itself private.  DP partition selection with the
   Gaussian mechanism (Desfontaines, Voss, Gipson, Mandayam, "Differentially private partition
-  selection", PoPETs 2022; Wilson et al. 2020, Sec. 3): Gaussian noise on the counts of the
-  values *present* in the data, keeping those whose noisy count exceeds
-  ``tau = 1 + sigma * Phi^{-1}(1 - delta_sel)``.  A value held by a single record is released
-  with probability at most ``delta_sel``; otherwise the release is a post-processed Gaussian
-  count.  The mechanism is (delta_sel, rho)-approximate zCDP and is charged to the ledger as
-  a Gaussian event plus ``extra_delta=delta_sel``.
+  selection", PoPETs 2022; Wilson et al. 2020, Sec. 3): discrete Gaussian noise on the counts
+  of the values *present* in the data, keeping those whose noisy count reaches the smallest
+  integer ``T`` with ``P(1 + Z >= T) <= delta_sel`` (the discrete Gaussian's own tail, summed
+  exactly).  A value held by a single record is released with probability at most
+  ``delta_sel``; otherwise the release is a post-processed discrete Gaussian count.  The
+  mechanism is (delta_sel, rho)-approximate zCDP and is charged to the ledger as a zCDP event
+  plus ``extra_delta=delta_sel``.
 * **Missing values** — not measured: every measured column is declared ``missing=True``
   (unless ``known`` says otherwise).  Declaring a missing code that never occurs costs a
   little utility (one more code per column, whose count the synthesizer measures as about
@@ -37,6 +38,7 @@ not released (rare categories) are mapped to a catch-all category (``other``, de
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Iterable, Mapping
 
 import dp_accounting as dpa
@@ -46,7 +48,8 @@ from scipy.stats import norm
 
 from .errors import BudgetExceededError, ConfigError, SchemaError
 from .privacy.ledger import Budget, PrivacyLedger
-from .privacy.mechanisms import gaussian, gaussian_sigma
+from .privacy.mechanisms import discrete_gaussian, gaussian_sigma
+from .privacy.noise import discrete_gaussian_tail
 from .schema import KINDS, Column, Schema, _to_epoch_seconds, category_key
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
@@ -108,13 +111,13 @@ def _outermost(noisy: np.ndarray, tau: float) -> tuple[int, int] | None:
     return int(above[0]), int(above[-1])
 
 
-def dp_bounds(values, budget: Budget, rng: np.random.Generator, rho: float | None = None, *,
+def dp_bounds(values, budget: Budget, rho: float | None = None, *,
               integer: bool = False, name: str = "column", refine_share: float = 0.6, n_refine: int = 32,
               false_positive: float = 1e-3, refine_false_positive: float = 0.01,
               log2_range: tuple[int, int] = (LOG2_MIN, LOG2_MAX)) -> tuple[float, float]:
     """DP approximate (lower, upper) bounds of ``values`` (NaNs are ignored), spending ``rho``.
 
-    Two Gaussian histograms, each with L2 sensitivity 1 (one record, one bucket): first over
+    Two discrete Gaussian histograms, each with L2 sensitivity 1 (one record, one bucket): first over
     the fixed logarithmic buckets (Wilson et al., PoPETs 2020, ``ApproxBounds``), then over
     uniform sub-buckets of the first answer (values outside it counted in the edge
     sub-buckets): ``n_refine`` of them, halved while the first histogram's noisy total says
@@ -155,8 +158,8 @@ def dp_bounds(values, budget: Budget, rng: np.random.Generator, rho: float | Non
     edges = _log_bucket_edges(lo2, hi2)
     counts = np.bincount(_log_bucket_index(v, lo2, hi2), minlength=len(edges)).astype(float)
     rho1 = rho * (1.0 - refine_share)
-    noisy, sigma = gaussian(budget, counts, 1.0, rho1, rng, mechanism="gaussian_log_histogram",
-                            note=f"{name}: bounds, {len(edges)} log2 buckets")
+    noisy, sigma = discrete_gaussian(budget, counts, 1.0, rho1, mechanism="log_histogram",
+                                     note=f"{name}: bounds, {len(edges)} log2 buckets")
     span = _outermost(noisy, _threshold(sigma, len(edges), false_positive))
     if span is None:
         raise SchemaError(
@@ -175,8 +178,8 @@ def dp_bounds(values, budget: Budget, rng: np.random.Generator, rho: float | Non
     sub = np.linspace(lo, hi, k + 1)
     idx = np.clip(np.searchsorted(sub, v, side="right") - 1, 0, k - 1)
     counts2 = np.bincount(idx, minlength=k).astype(float)
-    noisy2, sigma2 = gaussian(budget, counts2, 1.0, rho - rho1, rng, mechanism="gaussian_histogram",
-                              note=f"{name}: bounds refinement, {k} sub-buckets")
+    noisy2, sigma2 = discrete_gaussian(budget, counts2, 1.0, rho - rho1, mechanism="histogram",
+                                       note=f"{name}: bounds refinement, {k} sub-buckets")
     span2 = _outermost(noisy2, _threshold(sigma2, k, refine_false_positive)) if hi > lo else None
     if span2 is not None:
         lo, hi = float(sub[span2[0]]), float(sub[span2[1] + 1])
@@ -188,20 +191,25 @@ def dp_bounds(values, budget: Budget, rng: np.random.Generator, rho: float | Non
 # -------------------------------------------------------------------------------------------------
 # categories
 # -------------------------------------------------------------------------------------------------
-def selection_threshold(sigma: float, delta_sel: float) -> float:
-    """Partition-selection threshold: a value held by one record clears it w.p. ``delta_sel``.
+def selection_threshold(sigma: float, delta_sel: float) -> int:
+    """Partition-selection threshold ``T``: a value held by one record reaches it (``1 + Z >= T``,
+    ``Z`` discrete Gaussian of parameter ``sigma``) with probability at most ``delta_sel``.
 
-    ``tau = 1 + sigma * Phi^{-1}(1 - delta_sel)`` (Desfontaines et al., PoPETs 2022, Gaussian
-    thresholding with one partition per record).
+    The smallest such integer, from the discrete Gaussian's exact tail (Desfontaines et al.,
+    PoPETs 2022, Gaussian thresholding with one partition per record; discrete noise as in
+    Canonne, Kamath & Steinke 2020).
     """
-    return 1.0 + sigma * float(norm.isf(delta_sel))
+    k = max(0, math.floor(sigma * float(norm.isf(delta_sel))) - 2)  # the continuous answer, a little low
+    while discrete_gaussian_tail(k, sigma) > delta_sel:
+        k += 1
+    return int(k) + 1
 
 
-def dp_categories(values, budget: Budget, rng: np.random.Generator, rho: float | None = None, *,
+def dp_categories(values, budget: Budget, rho: float | None = None, *,
                   delta_sel: float, max_categories: int | None = None, name: str = "column") -> list[str]:
     """The values of a categorical column released by DP partition selection.
 
-    Gaussian noise (L2 sensitivity 1: one value per record) on the counts of the values present
+    Discrete Gaussian noise (L2 sensitivity 1: one value per record) on the counts of the values present
     in ``values`` (NaN ignored; values matched by :func:`category_key`); a value is released
     when its noisy count exceeds :func:`selection_threshold` (Desfontaines, Voss, Gipson,
     Mandayam, "Differentially private partition selection", PoPETs 2022).  Cost: ``rho``
@@ -220,16 +228,15 @@ def dp_categories(values, budget: Budget, rng: np.random.Generator, rho: float |
     vc = keys.value_counts(sort=False)
     cats = np.asarray(vc.index, dtype=object)
     counts = vc.to_numpy(dtype=float)
-    note = f"{name}: categories, partition selection over {len(cats)} observed value(s)"
+    note = f"{name}: categories, partition selection"  # the number of distinct values is private
     if not budget.private:
         budget.charge("gaussian_partition_selection", None, math.inf, note)
         noisy, keep = counts, counts > 0
     else:
         sigma = gaussian_sigma(rho, 1.0)
-        budget.charge("gaussian_partition_selection", dpa.GaussianDpEvent(sigma), rho, note,
-                      extra_delta=delta_sel)
-        noisy = counts + rng.normal(0.0, sigma, size=counts.shape)
-        keep = noisy > selection_threshold(sigma, delta_sel)
+        budget.charge("gaussian_partition_selection", dpa.ZCDpEvent(rho), rho, note, extra_delta=delta_sel)
+        noisy = counts + budget.noise.discrete_gaussian(sigma, counts.shape)
+        keep = noisy >= selection_threshold(sigma, delta_sel)
     chosen, score = cats[keep], noisy[keep]
     if max_categories is not None and chosen.size > int(max_categories):
         chosen = chosen[np.argsort(-score, kind="stable")[: int(max_categories)]]
@@ -251,7 +258,7 @@ def kind_from_dtype(dtype) -> str:
 
 
 def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=_EPS_DEFAULT,
-              delta=_DELTA_DEFAULT, ledger: PrivacyLedger | None = None, seed: int = 0,
+              delta=_DELTA_DEFAULT, ledger: PrivacyLedger | None = None, noise_seed: int | None = None,
               max_categories: int = 100, known: Schema | None = None, *, share: float | None = None,
               selection_delta: float | None = None, other: str | None = OTHER, integers: Iterable[str] = (),
               bounds_options: Mapping | None = None) -> tuple[Schema, PrivacyLedger]:
@@ -259,9 +266,10 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
     :meth:`Schema.infer`.  Returns ``(schema, ledger)``.
 
     * Column kinds come from ``kinds`` (``{"age": "numerical", ...}``) or, for the columns it
-      omits, from the dtypes (public): datetime64 -> datetime, bool / text -> categorical,
-      numbers -> numerical.  Integer-ness of numerical columns comes from the dtype too, or
-      from ``integers`` (public knowledge, e.g. a count stored as float because of NaNs).
+      omits, from the dtypes: datetime64 -> datetime, bool / text -> categorical, numbers ->
+      numerical.  Integer-ness of numerical columns comes from ``integers`` only (public
+      knowledge): pandas stores an integer column with a missing value as float, so reading it
+      from the dtype would tell neighbouring frames apart.
     * Columns of ``known`` (a public, possibly partial Schema) are taken as they are, free.
     * Every other column costs an equal share of the budget: numerical / datetime columns get
       :func:`dp_bounds` (Wilson et al., PoPETs 2020), categorical ones :func:`dp_categories`
@@ -269,6 +277,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
       category ``other`` (always added, so its presence says nothing; ``other=None`` omits it).
       Released bounds may clip a few extreme values; apply :func:`conform` to the private frame.
     * Measured columns are declared ``missing=True`` (no budget spent on missingness).
+
+    Noise comes from the ledger's secret source (OS entropy); ``noise_seed`` is the test-only
+    opt-in for replayable noise, for a new ledger only (a given ledger brings its own source).
 
     Budget: without ``ledger``, a new ``PrivacyLedger(epsilon, delta)`` is made and all of it
     spent (``share`` defaults to 1); ``selection_delta`` (default ``delta / 10``) is reserved
@@ -323,8 +334,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
                               "numbers first (dtypes are public, values are not inspected)")
     n_cat = sum(col_kind[c] == "categorical" for c in todo)
 
-    ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_cat, bool(todo))
-    rng = np.random.default_rng(seed)
+    ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_cat, bool(todo),
+                                             noise_seed)
     per_col = (budget.remaining / len(todo)) if (todo and budget.private) else math.inf
     opts = dict(bounds_options or {})
 
@@ -335,7 +346,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
             continue
         kind = col_kind[c]
         if kind == "categorical":
-            cats = dp_categories(df[c], budget, rng, per_col, delta_sel=delta_sel,
+            cats = dp_categories(df[c], budget, per_col, delta_sel=delta_sel,
                                  max_categories=max_categories, name=c)
             if other is not None:
                 if other not in cats:
@@ -351,8 +362,15 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
                 integer = False
             else:
                 vals = df[c].to_numpy(dtype=float, na_value=np.nan)
-                integer = pd.api.types.is_integer_dtype(df[c].dtype) or c in integers
-            lo, hi = dp_bounds(vals, budget, rng, per_col, integer=integer, name=c, **opts)
+                # never from the dtype: pandas turns an integer column with one missing value into
+                # float64, so the dtype would tell neighbouring frames apart
+                integer = c in integers
+                if not integer and pd.api.types.is_integer_dtype(df[c].dtype):
+                    warnings.warn(f"column {c!r}: integer dtype, but integer-ness is public knowledge that "
+                                  "dp_schema does not read from dtypes (a missing value would change them); "
+                                  "list it in integers=[...] for integral synthetic values", UserWarning,
+                                  stacklevel=2)
+            lo, hi = dp_bounds(vals, budget, per_col, integer=integer, name=c, **opts)
             if kind == "datetime":
                 columns.append(Column(c, kind, lower=pd.Timestamp(lo, unit="s"), upper=pd.Timestamp(hi, unit="s"),
                                       missing=True))
@@ -408,7 +426,7 @@ def _rho(budget: Budget, rho: float | None) -> float:
     return rho
 
 
-def _make_budget(ledger, epsilon, delta, share, selection_delta, n_cat: int, any_measured: bool):
+def _make_budget(ledger, epsilon, delta, share, selection_delta, n_cat: int, any_measured: bool, noise_seed=None):
     """The ledger and stage budget dp_schema spends, and the per-column selection delta."""
     if ledger is None:
         eps = epsilon.value if isinstance(epsilon, _Default) else epsilon
@@ -418,10 +436,13 @@ def _make_budget(ledger, epsilon, delta, share, selection_delta, n_cat: int, any
             selection_delta = float(dlt) / 10.0 if n_cat else 0.0
         if n_cat and eps is not None and not 0 < selection_delta < float(dlt):
             raise ConfigError(f"selection_delta must lie in (0, delta={dlt}), got {selection_delta}")
-        ledger = PrivacyLedger(eps, dlt, reserved_delta=selection_delta if (n_cat and eps is not None) else 0.0)
+        ledger = PrivacyLedger(eps, dlt, reserved_delta=selection_delta if (n_cat and eps is not None) else 0.0,
+                               noise_seed=noise_seed)
     else:
         if not isinstance(ledger, PrivacyLedger):
             raise ConfigError(f"ledger must be a PrivacyLedger, got {type(ledger).__name__}")
+        if noise_seed is not None:
+            raise ConfigError("dp_schema: noise_seed applies to a new ledger; a given ledger brings its own noise")
         if not isinstance(epsilon, _Default) or not isinstance(delta, _Default):
             raise ConfigError("dp_schema: pass either a ledger or epsilon/delta, not both (the ledger carries "
                               "its own request)")

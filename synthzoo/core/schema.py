@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ import pandas as pd
 from .errors import SchemaError
 
 KINDS = ("categorical", "numerical", "datetime")
+#: Output dtypes a categorical column may declare with its ``"dtype"`` key.
+CATEGORICAL_DTYPES = ("str", "int", "bool", "category")
 
 
 class PrivateSchemaWarning(UserWarning):
@@ -59,16 +62,24 @@ class Column:
     integer: bool = False
     categories: list[str] | None = None
     missing: bool = False
+    dtype: str | None = None  # categorical only: how synthetic values are typed (see output_dtype)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise SchemaError(f"column {self.name!r}: unknown type {self.kind!r}; expected one of {KINDS}")
+        if self.dtype is not None and (self.kind != "categorical" or self.dtype not in CATEGORICAL_DTYPES):
+            raise SchemaError(f"column {self.name!r}: 'dtype' is for categorical columns, one of "
+                              f"{CATEGORICAL_DTYPES}; got {self.dtype!r} on a {self.kind} column")
         if self.kind == "categorical":
             if not self.categories:
                 raise SchemaError(f"column {self.name!r}: a categorical column needs a non-empty 'categories' list")
             self.categories = [category_key(c) for c in self.categories]
             if len(set(self.categories)) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: duplicate categories in the schema")
+            if self.dtype == "int" and not all(_INT.fullmatch(c) for c in self.categories):
+                raise SchemaError(f"column {self.name!r}: dtype 'int' needs integer categories")
+            if self.dtype == "bool" and not set(self.categories) <= {"True", "False"}:
+                raise SchemaError(f"column {self.name!r}: dtype 'bool' needs the categories True/False")
         else:
             if self.lower is None or self.upper is None:
                 raise SchemaError(
@@ -87,6 +98,56 @@ class Column:
     def is_numeric(self) -> bool:
         return self.kind in ("numerical", "datetime")
 
+    @property
+    def output_dtype(self):
+        """The dtype of this column in every synthetic frame, from the schema alone.
+
+        Never read from the private frame: one extra record with a missing value would otherwise
+        flip an integer column to float, and a pandas ``category`` column's observed categories
+        would decide which synthetic values survive -- both distinguish neighbouring inputs.
+
+        * numerical: ``int64`` (``Int64`` when missing values are allowed) if ``integer``, else
+          ``float64``; datetime: ``datetime64[ns]`` (naive, UTC);
+        * categorical: the column's ``dtype`` key, else ``int`` when every category is an integer
+          spelling, ``bool`` for True/False, ``str`` otherwise; ``int``/``bool`` become the nullable
+          ``Int64``/``boolean`` when missing values are allowed, ``str`` is pandas' default string
+          dtype (what ``read_csv`` gives; object before pandas 3), ``category`` a pandas
+          ``CategoricalDtype`` over the schema's categories.
+        """
+        if self.kind == "datetime":
+            return np.dtype("datetime64[ns]")
+        if self.kind == "numerical":
+            if self.integer:
+                return pd.Int64Dtype() if self.missing else np.dtype("int64")
+            return np.dtype("float64")
+        kind = self.dtype or _categorical_default(self.categories)
+        if kind == "int":
+            return pd.Int64Dtype() if self.missing else np.dtype("int64")
+        if kind == "bool":
+            return pd.BooleanDtype() if self.missing else np.dtype("bool")
+        if kind == "category":
+            return pd.CategoricalDtype(list(self.categories))
+        return _STR
+
+    def typed(self, values) -> pd.Series:
+        """Decoded values (schema strings for categories, floats / epoch seconds otherwise) as a
+        Series of :attr:`output_dtype`."""
+        v = pd.Series(values)
+        na = v.isna().to_numpy()
+        dtype = self.output_dtype
+        if self.kind == "datetime":
+            return pd.to_datetime(v.astype(float), unit="s").astype(dtype)
+        if self.kind == "numerical":
+            v = v.astype(float)
+            return (v.round() if self.integer else v).astype(dtype)
+        if isinstance(dtype, pd.CategoricalDtype):
+            return pd.Series(pd.Categorical(v.where(~na, None), dtype=dtype))
+        if dtype is _STR:
+            return pd.Series(v.to_numpy(dtype=object), dtype=_STR)
+        if pd.api.types.is_bool_dtype(dtype):
+            return v.map({"True": True, "False": False}).astype(dtype)
+        return pd.to_numeric(v).astype(dtype)
+
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"type": self.kind}
         if self.kind == "categorical":
@@ -98,7 +159,22 @@ class Column:
             d["lower"], d["upper"] = _plain(self.lower, self.integer), _plain(self.upper, self.integer)
             d["integer"] = self.integer
         d["missing"] = self.missing
+        if self.dtype is not None:
+            d["dtype"] = self.dtype
         return d
+
+
+# pandas' default string dtype from pandas 3 on (NaN as missing); object before
+_STR = pd.StringDtype(na_value=np.nan) if int(pd.__version__.split(".")[0]) >= 3 else np.dtype(object)
+_INT = re.compile(r"-?\d+")
+
+
+def _categorical_default(categories) -> str:
+    if all(_INT.fullmatch(c) for c in categories):
+        return "int"
+    if set(categories) <= {"True", "False"}:
+        return "bool"
+    return "str"
 
 
 def _plain(x: float, integer: bool):
@@ -142,7 +218,7 @@ class Schema:
             kind = spec.get("type", spec.get("kind"))
             cols.append(Column(name=name, kind=kind, lower=spec.get("lower"), upper=spec.get("upper"),
                                integer=bool(spec.get("integer", False)), categories=spec.get("categories"),
-                               missing=bool(spec.get("missing", False))))
+                               missing=bool(spec.get("missing", False)), dtype=spec.get("dtype")))
         meta = {k: v for k, v in d.items() if k != "columns"}
         return cls(cols, meta)
 

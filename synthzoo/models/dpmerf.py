@@ -237,7 +237,7 @@ class DPMERF(TorchMLP, Model):
 
         feats = RandomFourierFeatures(domain, int(self.n_features), float(self.length_scale) * math.sqrt(len(attrs)),
                                       rng, attrs=attrs)
-        emb = noisy_mean_embedding(data, feats, budget, rng, count_share=float(self.count_share),
+        emb = noisy_mean_embedding(data, feats, budget, count_share=float(self.count_share),
                                    label=self.label, module="dpmerf")
         self.sigma_sum_, self.sigma_count_ = emb.sigma_sum, emb.sigma_count
         self.domain_, self.attrs_ = domain, attrs

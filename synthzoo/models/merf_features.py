@@ -31,8 +31,11 @@ costs nothing beyond the noise each part gets.  With ``m = ||mu||^2 <= 1`` the s
 ``D / (2 rho_sum n^2) + m / (2 rho_count n^2)`` is smallest at
 ``rho_count / rho_sum = sqrt(m / D)``: about 2% of the budget for ``D = 2000``.
 
-Both mechanisms go through :func:`synthzoo.core.privacy.mechanisms.gaussian`, which charges the
-budget before drawing noise.
+The counts go through :func:`synthzoo.core.privacy.mechanisms.discrete_gaussian` (integer
+noise on integer counts), the sums through :func:`~synthzoo.core.privacy.mechanisms.gaussian`
+(the embedding is real-valued and only the generator's training target); both charge the budget
+before drawing from its secret noise source.  The random frequencies come from the user's seed:
+they are data-independent and may be public, as in DP-MERF.
 """
 
 from __future__ import annotations
@@ -141,7 +144,7 @@ class NoisyEmbedding:
 
 
 def noisy_mean_embedding(data: EncodedData, features: RandomFourierFeatures, budget: Budget,
-                         rng: np.random.Generator, count_share: float = 0.02, label: str | None = None,
+                         count_share: float = 0.02, label: str | None = None,
                          module: str = "dpmerf") -> NoisyEmbedding:
     """Release the mean embedding of ``data`` under the features, spending all of ``budget``.
 
@@ -172,10 +175,10 @@ def noisy_mean_embedding(data: EncodedData, features: RandomFourierFeatures, bud
     rho_count = count_share * rho if budget.private else math.inf
     rho_sum = rho - rho_count if budget.private else math.inf
     what = "class counts" if label is not None else "record count"
-    noisy_counts, sigma_count = mechanisms.gaussian(budget, counts, SENSITIVITY, rho_count, rng,
-                                                    note=f"DP-MERF {what}")
+    noisy_counts, sigma_count = mechanisms.discrete_gaussian(budget, counts, SENSITIVITY, rho_count,
+                                                             note=f"DP-MERF {what}")
     sums = features.class_sums(data.codes, labels, n_classes)
-    noisy_sums, sigma_sum = mechanisms.gaussian(budget, sums, SENSITIVITY, rho_sum, rng,
+    noisy_sums, sigma_sum = mechanisms.gaussian(budget, sums, SENSITIVITY, rho_sum,
                                                 note=f"DP-MERF sum embedding ({features.dim} random features"
                                                      f"{', per class' if label is not None else ''})")
     # post-processing

@@ -1,7 +1,7 @@
 """Differentially private rare-category merging.
 
 Algorithm 1 of Chen et al., "Benchmarking Differentially Private Tabular Data Synthesis"
-(SIGMOD 2025): measure a column's category histogram with the Gaussian mechanism, take the
+(SIGMOD 2025): measure a column's category histogram with the (discrete) Gaussian mechanism, take the
 noisy total ``n_hat`` as the sum of the noisy cells, and merge every category whose noisy count
 is below ``max(theta * n_hat, 3 * sigma)`` into one group.  Below ``3 * sigma`` a count cannot
 be told from noise, and below ``theta * n_hat`` a category is too rare to be worth a domain cell.
@@ -25,7 +25,7 @@ from ..core.base import Preprocessor, register
 from ..core.encoding import CategoricalEncoder
 from ..core.errors import BudgetExceededError, ConfigError
 from ..core.privacy.ledger import Budget
-from ..core.privacy.mechanisms import gaussian
+from ..core.privacy.mechanisms import discrete_gaussian
 from ..core.schema import Column
 
 
@@ -47,7 +47,8 @@ class RareMerge(Preprocessor):
 
     Budget: the module's zCDP budget is split evenly over the columns it measures (those with at
     least ``min_categories`` schema categories); each gets one Gaussian histogram of L2
-    sensitivity 1 (a record falls in exactly one cell), ``sigma = 1 / sqrt(2 rho_col)``, charged
+    sensitivity 1 (a record falls in exactly one cell), discrete Gaussian noise of parameter
+    ``sigma = 1 / sqrt(2 rho_col)``, charged
     once as ``"rare_merge"`` with the column name as note.  When the schema allows missing values
     the histogram has one more cell for them: it counts towards ``n_hat`` (so ``theta`` is a share
     of all rows) but is never merged -- missing values keep their own code.
@@ -109,7 +110,7 @@ class RareMerge(Preprocessor):
             # identity encoding: category index, missing -> k (one extra cell when allowed)
             codes = CategoricalEncoder(col).transform(df[col.name])
             counts = np.bincount(codes, minlength=k + (1 if col.missing else 0))
-            noisy, sigma = gaussian(budget, counts, 1.0, rho_col, rng, mechanism="rare_merge", note=col.name)
+            noisy, sigma = discrete_gaussian(budget, counts, 1.0, rho_col, mechanism="rare_merge", note=col.name)
             self.sigma_ = sigma
             n_hat = float(noisy.sum())
             groups = rare_groups(noisy[:k], n_hat, sigma, float(self.theta))

@@ -158,7 +158,7 @@ class AIM(Selector):
                 hit = flat[cl] = data.project(cl).ravel()
             return hit
 
-        measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_meas, rng) for a in domain.attrs]
+        measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_meas) for a in domain.attrs]
         measured: list[tuple] = [(a,) for a in domain.attrs]
         model.fit_round(domain, measurements, rng.spawn(1)[0])
         history = []
@@ -182,12 +182,12 @@ class AIM(Selector):
             pool = self._filter(domain, candidates, measured, size_limit)
             scores = self._scores(pool, answer, model, candidates, sigma, domain)
             sens = max(candidates[c] for c in pool)
-            i = mechanisms.exponential(budget, scores, sens, eps, rng, note=f"AIM round {t}: {len(pool)} candidates")
+            i = mechanisms.exponential(budget, scores, sens, eps, note=f"AIM round {t}: {len(pool)} candidates")
             cl = pool[i]
             if not private and cl in measured:
                 break  # exact measurements: measuring the same marginal again adds nothing
             z = model.project(cl) if not last else None
-            measurements.append(mechanisms.measure_marginal(data, cl, budget, rho_meas, rng))
+            measurements.append(mechanisms.measure_marginal(data, cl, budget, rho_meas))
             measured.append(cl)
             history.append({"round": t, "clique": cl, "sigma": sigma, "epsilon": eps, "candidates": len(pool)})
             if last:

@@ -51,7 +51,7 @@ def indif_scores(data: EncodedData) -> tuple[list[tuple[str, str]], np.ndarray]:
     return pairs, scores
 
 
-def noisy_indif_scores(data: EncodedData, budget: Budget, rho: float, rng: np.random.Generator):
+def noisy_indif_scores(data: EncodedData, budget: Budget, rho: float):
     """Exact and noisy InDif scores: one Gaussian release of the whole score vector.
 
     The vector of ``m`` scores has L2 sensitivity ``4 sqrt(m)``; with ``rho`` the per-score noise
@@ -61,7 +61,7 @@ def noisy_indif_scores(data: EncodedData, budget: Budget, rho: float, rng: np.ra
     if not pairs:
         return pairs, exact, exact.copy(), 0.0
     sens = INDIF_SENSITIVITY * math.sqrt(len(pairs))
-    noisy, sigma = mechanisms.gaussian(budget, exact, sens, rho, rng, mechanism="gaussian",
+    noisy, sigma = mechanisms.gaussian(budget, exact, sens, rho, mechanism="gaussian",
                                        note=f"InDif scores of {len(pairs)} pairs")
     return pairs, exact, noisy, sigma
 
@@ -191,7 +191,7 @@ class InDif(Selector):
         if len(domain) >= 2:
             rho_sel = self.select_share * total if private else math.inf
             sel_budget = budget.sub(f"{budget.name}/scores", rho_sel)
-            pairs, _, noisy, sigma_sel = noisy_indif_scores(data, sel_budget, rho_sel, rng)
+            pairs, _, noisy, sigma_sel = noisy_indif_scores(data, sel_budget, rho_sel)
             rho_meas = budget.remaining if private else math.inf
             pair_cells = np.array([domain.size(p) for p in pairs], dtype=float)
             base_cells = np.array(domain.shape, dtype=float)
@@ -204,11 +204,11 @@ class InDif(Selector):
         self.selected_ = selected
 
         cliques = [(a,) for a in domain.attrs] + [tuple(c) for c in selected]
-        return measure(data, cliques, budget, rng)
+        return measure(data, cliques, budget)
 
 
-def measure(data: EncodedData, cliques: list[tuple], budget: Budget, rng: np.random.Generator) -> list[Measurement]:
-    """Gaussian measurement (L2 sensitivity 1) of each clique's counts, spending what is left of
+def measure(data: EncodedData, cliques: list[tuple], budget: Budget) -> list[Measurement]:
+    """Discrete Gaussian measurement (L2 sensitivity 1) of each clique's counts, spending what is left of
     ``budget`` split ``rho_i ~ cells_i^(2/3)`` (PrivSyn's optimal split for L1 error)."""
     if not cliques:
         return []
@@ -219,9 +219,4 @@ def measure(data: EncodedData, cliques: list[tuple], budget: Budget, rng: np.ran
     # a hair under the remainder so that float rounding never trips the stage's limit
     rhos = w / w.sum() * rho_all * (1 - 1e-12) if private else np.full(len(cliques), math.inf)
     meas_budget = budget.sub(f"{budget.name}/measure", float(rhos.sum()) if private else math.inf)
-    out = []
-    for clique, rho in zip(cliques, rhos):
-        noisy, sigma = mechanisms.gaussian(meas_budget, data.project(clique), 1.0, float(rho), rng,
-                                           note=f"marginal {'x'.join(clique)}")
-        out.append(Measurement(tuple(clique), noisy, float(sigma)))
-    return out
+    return [mechanisms.measure_marginal(data, clique, meas_budget, float(rho)) for clique, rho in zip(cliques, rhos)]

@@ -112,7 +112,7 @@ class MST(Selector):
         # 1. one-way marginals, one third split evenly (MST scales each to L2 sensitivity 1/sqrt(d))
         rho_one = s_one * total * (1 - 1e-12) if private else math.inf
         one_budget = budget.sub(f"{budget.name}/one-way", rho_one)
-        one = [_gaussian(data, (a,), one_budget, rho_one / len(attrs), rng) for a in attrs]
+        one = [mechanisms.measure_marginal(data, (a,), one_budget, rho_one / len(attrs)) for a in attrs]
         self.tree_ = []
         if len(attrs) < 2:
             return one
@@ -121,14 +121,13 @@ class MST(Selector):
         weights = self._weights(data, one, rng, model)
         rho_sel = s_sel * total if private else math.inf
         sel_budget = budget.sub(f"{budget.name}/select", rho_sel)
-        edges = self._spanning_tree(attrs, weights, sel_budget, rho_sel, rng)
-        self.tree_ = edges
-        self.weights_ = weights
+        edges = self._spanning_tree(attrs, weights, sel_budget, rho_sel)
+        self.tree_ = edges  # the released choice; the exact weights are not kept
 
         # 3. the tree's two-way marginals with what is left, split evenly
         rho_tree = budget.remaining * (1 - 1e-12) if private else math.inf
         tree_budget = budget.sub(f"{budget.name}/tree", rho_tree)
-        two = [_gaussian(data, e, tree_budget, rho_tree / len(edges), rng) for e in edges]
+        two = [mechanisms.measure_marginal(data, e, tree_budget, rho_tree / len(edges)) for e in edges]
         return one + two
 
     @staticmethod
@@ -145,7 +144,7 @@ class MST(Selector):
         return {p: float(np.abs(data.project(p) - estimate(p)).sum()) for p in pairs}
 
     @staticmethod
-    def _spanning_tree(attrs, weights: dict, budget: Budget, rho: float, rng: np.random.Generator) -> list:
+    def _spanning_tree(attrs, weights: dict, budget: Budget, rho: float) -> list:
         """Kruskal's algorithm with each edge chosen by the exponential mechanism (MST, Alg. 2)."""
         ds = _DisjointSet(attrs)
         rounds = len(attrs) - 1
@@ -155,15 +154,10 @@ class MST(Selector):
         for _ in range(rounds):
             candidates = [e for e in candidates if ds.find(e[0]) != ds.find(e[1])]
             scores = np.array([weights[e] for e in candidates])
-            i = mechanisms.exponential(budget, scores, MST_SENSITIVITY, eps, rng,
+            i = mechanisms.exponential(budget, scores, MST_SENSITIVITY, eps,
                                        note=f"spanning-tree edge among {len(candidates)} pairs")
             a, b = candidates[i]
             ds.union(a, b)
             edges.append((a, b))
         return edges
 
-
-def _gaussian(data: EncodedData, clique: tuple, budget: Budget, rho: float, rng: np.random.Generator) -> Measurement:
-    noisy, sigma = mechanisms.gaussian(budget, data.project(clique), 1.0, rho, rng,
-                                       note=f"marginal {'x'.join(clique)}")
-    return Measurement(tuple(clique), noisy, float(sigma))

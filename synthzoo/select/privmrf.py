@@ -258,15 +258,13 @@ class PrivMRF(Selector):
         # 1. the Markov network: noisy record count, noisy pair TVDs, greedy edges under the size cap
         rho_count = share(self.graph_share * (COUNT_SHARE if d >= 2 else 1.0))
         rho_pairs = share(self.graph_share * (1.0 - COUNT_SHARE))
-        n_noisy, _ = mechanisms.gaussian(budget, float(data.n), 1.0, rho_count, rng,
-                                         note="record count (theta-usefulness)")
-        n_hat = max(float(n_noisy), 1.0)
+        n_hat = max(mechanisms.noisy_count(budget, data.n, rho_count, note="record count (theta-usefulness)"), 1.0)
         tvd = np.zeros((d, d))
         sigma_pairs = 0.0
         if d >= 2:
             pairs, exact = indif_scores(data)
             sens = INDIF_SENSITIVITY * math.sqrt(len(pairs))
-            noisy, sigma_pairs = mechanisms.gaussian(budget, exact, sens, rho_pairs, rng,
+            noisy, sigma_pairs = mechanisms.gaussian(budget, exact, sens, rho_pairs,
                                                      note=f"pairwise dependency (TVD) of {len(pairs)} pairs")
             iu = np.triu_indices(d, 1)  # combinations() order == row-major upper triangle
             tvd[iu] = noisy / (2.0 * n_hat)
@@ -293,7 +291,7 @@ class PrivMRF(Selector):
         else:  # nothing to refine: the criteria's share goes to the initial marginals
             rho_crit = 0.0
             rho_m = budget.remaining * (1 - 1e-9) / len(initial) if private else math.inf
-        measurements = [mechanisms.measure_marginal(data, cl, budget, rho_m, rng) for cl in initial]
+        measurements = [mechanisms.measure_marginal(data, cl, budget, rho_m) for cl in initial]
         measured = list(initial)
         history = []
 
@@ -312,7 +310,7 @@ class PrivMRF(Selector):
             cls = [cand[i] for i in query]
             exact = self._criteria(cls, data, model, domain, flat)
             # one criterion moves by <= 1 per added/removed record: L2 sensitivity sqrt(k) for k of them
-            noisy, sigma_c = mechanisms.gaussian(budget, exact, math.sqrt(len(cls)), rho_crit, rng,
+            noisy, sigma_c = mechanisms.gaussian(budget, exact, math.sqrt(len(cls)), rho_crit,
                                                  note=f"PrivMRF round {step}: L1 criteria of {len(cls)} marginals")
             order = np.argsort(-noisy, kind="stable")
             take = order[:m_step]
@@ -322,7 +320,7 @@ class PrivMRF(Selector):
             if last and private:
                 rho_m = budget.remaining * (1 - 1e-9) / len(chosen)  # exactly what is left
             for cl in chosen:
-                measurements.append(mechanisms.measure_marginal(data, cl, budget, rho_m, rng))
+                measurements.append(mechanisms.measure_marginal(data, cl, budget, rho_m))
                 measured.append(cl)
             keep = np.ones(len(cand), dtype=bool)
             keep[query[take]] = False

@@ -128,7 +128,7 @@ class RAPpp(Selector):
         T = _rounds_for(self.rounds, d, None)
 
         rho_one = self.oneway_share * rho / d if private else math.inf
-        measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_one, rng) for a in domain.attrs]
+        measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_one) for a in domain.attrs]
         measured = {(a,) for a in domain.attrs}
         model.fit_round(domain, measurements, rng.spawn(1)[0])
         history = []
@@ -146,11 +146,11 @@ class RAPpp(Selector):
             else:
                 rho_meas, eps = math.inf, math.inf
             scores = self._scores(cands, data, model)
-            picks = mechanisms.gumbel_top_k(budget, scores, q, 1.0, eps, rng,
+            picks = mechanisms.gumbel_top_k(budget, scores, q, 1.0, eps,
                                             note=f"RAP++ round {t}: top {q} of {len(cands)} marginals")
             chosen = [cands[i] for i in picks]
             for cl in chosen:
-                measurements.append(mechanisms.measure_marginal(data, cl, budget, rho_meas, rng))
+                measurements.append(mechanisms.measure_marginal(data, cl, budget, rho_meas))
                 measured.add(cl)
             history.append({"round": t, "cliques": chosen, "epsilon": eps,
                             "sigma": mechanisms.gaussian_sigma(rho_meas, 1.0), "candidates": len(cands)})

@@ -13,6 +13,10 @@ Sec. 8) and the RDP composition is converted at ``delta - sum(extra_delta)``, so
 stays (epsilon, delta).  A ledger built with ``reserved_delta`` plans its ``total_rho`` at
 ``delta - reserved_delta`` so that extra deltas up to the reserve never eat into it.
 
+The ledger also owns the release's noise: ``ledger.noise`` is the :class:`NoiseSource` every
+mechanism charged to it draws from (OS entropy, never stored; or, with the test-only
+``noise_seed`` opt-in, a replayable stream that every report flags).
+
 Budgets are split between pipeline stages in zCDP "rho" units (the currency of AIM, PrivSyn
 and Chen et al.'s framework): a stage gets a share of ``total_rho``, the largest rho whose
 zCDP guarantee converts (through the same accountant) to the requested (epsilon, delta).
@@ -30,9 +34,12 @@ import dp_accounting as dpa
 from dp_accounting import rdp
 
 from ..errors import BudgetExceededError, ConfigError
+from .noise import NoiseSource
 
 _ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [80, 128, 256, 512, 1024])
 _TOL = 1e-9
+REPLAYABLE_WARNING = ("REPLAYABLE NOISE: this release was made with noise_seed set (a test-only opt-in); it is "
+                      "differentially private only while that noise seed stays secret")
 
 
 class PrivacySpent(NamedTuple):
@@ -111,10 +118,32 @@ def check_privacy_params(epsilon, delta) -> tuple[float | None, float]:
 
 
 class PrivacyLedger:
-    """Records every access to private data and refuses charges past the request."""
+    """Records every access to private data, refuses charges past the request, and owns the noise.
 
-    def __init__(self, epsilon: float | None, delta: float = 1e-5, reserved_delta: float = 0.0):
+    Parameters
+    ----------
+    epsilon : float or None
+        The request; ``None`` (or ``inf``) is a non-private run.
+    delta : float, default 1e-5
+    reserved_delta : float, default 0
+        Part of ``delta`` set aside for charges with an additive delta (partition selection).
+    noise_seed : int or None, default None
+        Test-only opt-in for replayable noise (see :class:`NoiseSource`); the default draws all
+        noise from OS entropy.  Never stored.
+
+    Examples
+    --------
+    >>> ledger = PrivacyLedger(1.0, 1e-5)
+    >>> budget = ledger.stage("select", 0.9)     # 90 % of the total zCDP rho
+    """
+
+    def __init__(self, epsilon: float | None, delta: float = 1e-5, reserved_delta: float = 0.0,
+                 noise_seed: int | None = None):
         self.epsilon, self.delta = check_privacy_params(epsilon, delta)
+        try:
+            self.noise = NoiseSource(noise_seed)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         try:
             reserved_delta = float(reserved_delta)
         except (TypeError, ValueError):
@@ -132,6 +161,11 @@ class PrivacyLedger:
     @property
     def private(self) -> bool:
         return self.epsilon is not None
+
+    @property
+    def replayable(self) -> bool:
+        """True when any noise charged here came from a ``noise_seed`` (the report says so)."""
+        return self.noise.replayable or getattr(self, "_replayed_charges", False)
 
     @property
     def rho_spent(self) -> float:
@@ -189,6 +223,13 @@ class PrivacyLedger:
         self.charges.append(Charge(module, mechanism, event, rho, note, extra_delta))
         self._acc = trial
 
+    def absorb(self, other: "PrivacyLedger", prefix: str = "") -> None:
+        """Charge ``other``'s charges here (e.g. a DP schema's), keeping its replayable-noise flag."""
+        for c in other.charges:
+            self.charge(f"{prefix}{c.module}", c.mechanism, c.event, c.rho, c.note, extra_delta=c.extra_delta)
+        if other.replayable:
+            self._replayed_charges = True
+
     def spent(self) -> PrivacySpent:
         if not self.private:
             return PrivacySpent(math.inf, 0.0) if self.charges else PrivacySpent(0.0, 0.0)
@@ -223,6 +264,8 @@ class PrivacyLedger:
             if self.extra_delta > 0:
                 head += f"; includes additive delta {self.extra_delta:.3g} (partition selection)"
         lines = [head]
+        if self.private and self.replayable:
+            lines.append(REPLAYABLE_WARNING)
         for r in self.breakdown():
             share = "" if not self.private else f" rho={r['rho']:.5g} ({100 * r['share']:.1f}%)"
             lines.append(f"  {r['module']:<14} {r['charges']:>4} charge(s){share}  [{r['mechanisms']}]")
@@ -247,6 +290,11 @@ class Budget:
     @property
     def private(self) -> bool:
         return self.ledger.private
+
+    @property
+    def noise(self) -> NoiseSource:
+        """The ledger's noise source: mechanisms draw their noise here, after charging."""
+        return self.ledger.noise
 
     @property
     def remaining(self) -> float:
