@@ -66,7 +66,7 @@ def run(datasets: Iterable[str] = ("adult", "hmeq", "housing"), epsilons: Iterab
                 t0 = time.perf_counter()
                 s.fit(train)
                 t1 = time.perf_counter()
-                fake = s.sample(len(train))
+                fake = s.sample()  # as many rows as the DP estimate of the training rows
                 t2 = time.perf_counter()
                 spent = s.privacy_spent()
                 rows.append({"dataset": name, "method": synth, "epsilon": eps, "seed": seed, **score(train, fake, schema),
@@ -177,7 +177,8 @@ def run_isolated(func: Callable, args: tuple = (), timeout: float | None = None)
 
 def fit_sample(train: pd.DataFrame, schema_dict: dict, config: dict, epsilon: float, delta: float, seed: int,
                n: int | None = None) -> dict:
-    """Fit one pipeline configuration on ``train`` and sample ``n`` rows (default ``len(train)``).
+    """Fit one pipeline configuration on ``train`` and sample ``n`` rows (default: the fitted model's
+    DP estimate of the training rows, so the release's size says nothing exact about them).
 
     ``config`` holds :class:`~synthzoo.pipeline.Synthesizer` arguments (``preprocess``,
     ``select``, ``model``, ``budget_split``).  Module-level, so a spawned cell process can run it.
@@ -190,7 +191,7 @@ def fit_sample(train: pd.DataFrame, schema_dict: dict, config: dict, epsilon: fl
     t0 = time.perf_counter()
     synth.fit(train)
     t1 = time.perf_counter()
-    fake = synth.sample(len(train) if n is None else int(n))
+    fake = synth.sample(None if n is None else int(n))
     t2 = time.perf_counter()
     spent = synth.privacy_spent()
     return {"fake": fake, "fit_s": t1 - t0, "sample_s": t2 - t1, "eps_spent": float(spent.epsilon),

@@ -38,7 +38,7 @@ def cmd_fit(a) -> int:
     if a.model is not None:
         over["model"] = a.model
     synth = sz.make(a.synth, epsilon=a.epsilon, delta=a.delta, schema=schema, seed=a.seed,
-                    out_of_bounds="clip" if a.clip else "raise", **over)
+                    out_of_bounds="clip" if a.clip else "raise", noise_seed=a.noise_seed, **over)
     print(f"fitting {synth!r} on {a.data} ({len(df):,} rows x {df.shape[1]} columns)", file=sys.stderr)
     t0 = time.perf_counter()
     synth.fit(df, progress=True)
@@ -53,7 +53,7 @@ def cmd_sample(a) -> int:
 
     synth = sz.Synthesizer.load(a.model)
     t0 = time.perf_counter()
-    fake = synth.sample(a.n, seed=a.seed)
+    fake = synth.sample(a.n, seed=a.seed)  # n None: the model's DP estimate of the training rows
     fake.to_csv(a.out, index=False)
     print(f"sampled {len(fake):,} rows in {time.perf_counter() - t0:.1f}s -> {a.out}", file=sys.stderr)
     print(synth.privacy_report())
@@ -77,7 +77,7 @@ def cmd_demo(a) -> int:
     t0 = time.perf_counter()
     synth.fit(train, progress=True)
     t1 = time.perf_counter()
-    fake = synth.sample(len(train))
+    fake = synth.sample()  # as many rows as the DP estimate of the training rows
     t2 = time.perf_counter()
     print(f"3. fitted in {t1 - t0:.1f}s, sampled {len(fake):,} rows in {t2 - t1:.1f}s; first rows:")
     print(fake.head(5).to_string(max_colwidth=14))
@@ -212,12 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, default=1e-5)
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--clip", action="store_true", help="clip numeric values outside the public bounds")
+    f.add_argument("--noise-seed", type=int, default=None,
+                   help="TEST ONLY: replayable DP noise; the release is private only while this seed stays secret "
+                        "(default: noise from OS entropy, never stored)")
     f.add_argument("--out", required=True, help="model file to write")
     f.set_defaults(func=cmd_fit)
 
     s = sub.add_parser("sample", help="sample rows from a saved synthesizer")
     s.add_argument("model")
-    s.add_argument("-n", type=int, required=True)
+    s.add_argument("-n", type=int, default=None,
+                   help="rows to draw (default: the model's DP estimate of the number of training rows)")
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--out", required=True)
     s.set_defaults(func=cmd_sample)
