@@ -1,0 +1,81 @@
+"""The secret noise source: distributions against their exact laws, secrecy and the replay opt-in."""
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.core.privacy.noise import NoiseSource, discrete_gaussian_pmf, discrete_gaussian_tail
+
+
+def _chi2_pvalue(samples: np.ndarray, support: np.ndarray, pmf: np.ndarray) -> float:
+    """Chi-square goodness of fit; cells with expected count < 5 pooled into the two tails."""
+    n = samples.size
+    obs = np.array([(samples == k).sum() for k in support], dtype=float)
+    exp = pmf * n
+    tail_obs = n - obs.sum()
+    keep = exp >= 5
+    o = np.append(obs[keep], obs[~keep].sum() + tail_obs)
+    e = np.append(exp[keep], n - exp[keep].sum())
+    return float(stats.chisquare(o, e).pvalue)
+
+
+@pytest.mark.parametrize("sigma", [0.4, 1.0, 3.7, 25.0])
+def test_discrete_gaussian_matches_its_pmf(sigma):
+    z = NoiseSource().discrete_gaussian(sigma, 200_000)
+    assert z.dtype == np.int64
+    k = np.arange(-int(6 * sigma) - 3, int(6 * sigma) + 4)
+    assert _chi2_pvalue(z, k, discrete_gaussian_pmf(k, sigma)) > 1e-4
+    # variance of the discrete Gaussian is at most sigma^2 (Canonne et al., Prop. 19)
+    assert z.var() <= sigma ** 2 * 1.02
+
+
+@pytest.mark.parametrize("scale", [0.5, 2.0, 10.0])
+def test_discrete_laplace_matches_its_pmf(scale):
+    z = NoiseSource().discrete_laplace(scale, 200_000)
+    q = math.exp(-1 / scale)
+    k = np.arange(-int(12 * scale) - 3, int(12 * scale) + 4)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(k)
+    assert _chi2_pvalue(z, k, pmf) > 1e-4
+
+
+def test_continuous_samplers_match_their_laws():
+    src = NoiseSource()
+    assert stats.kstest(src.normal(2.0, 50_000) / 2.0, "norm").pvalue > 1e-4
+    assert stats.kstest(src.laplace(1.5, 50_000) / 1.5, "laplace").pvalue > 1e-4
+    assert stats.kstest(src.gumbel(0.5, 50_000) / 0.5, "gumbel_r").pvalue > 1e-4
+    u = src.uniform(100_000)
+    assert u.min() > 0 and u.max() < 1 and stats.kstest(u, "uniform").pvalue > 1e-4
+    counts = np.bincount(src.integers(7, 70_000), minlength=7)
+    assert stats.chisquare(counts).pvalue > 1e-4
+
+
+def test_discrete_gaussian_tail_sums_the_pmf():
+    sigma = 2.5
+    k = np.arange(3, 200)
+    assert discrete_gaussian_tail(3, sigma) == pytest.approx(discrete_gaussian_pmf(k, sigma).sum(), rel=1e-12)
+    assert discrete_gaussian_tail(-1000, sigma) == pytest.approx(1.0)
+
+
+def test_os_entropy_never_repeats_and_replay_opt_in_does():
+    a, b = NoiseSource().words(4), NoiseSource().words(4)
+    assert not np.array_equal(a, b)
+    r1, r2 = NoiseSource(12345), NoiseSource(12345)
+    assert np.array_equal(r1.discrete_gaussian(3.0, 100), r2.discrete_gaussian(3.0, 100))
+    assert r1.replayable and not NoiseSource().replayable
+    assert "12345" not in repr(r1)
+
+
+def test_noise_source_cannot_be_pickled_and_the_ledger_flags_replay():
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(NoiseSource())
+    led = PrivacyLedger(1.0, 1e-5, noise_seed=3)
+    assert copy.deepcopy(led).noise is led.noise  # a copied ledger shares its source, copies no state
+    assert led.replayable and "REPLAYABLE NOISE" in led.report()
+    assert not PrivacyLedger(1.0, 1e-5).replayable
+    with pytest.raises(Exception, match="noise_seed"):
+        PrivacyLedger(1.0, 1e-5, noise_seed=-1)
