@@ -19,13 +19,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from ._version import __version__
 from .core import base
 from .core.base import Preprocessor, create
-from .core.domain import EncodedData, estimate_total
+from .core.domain import EncodedData
 from .core.encoding import CategoricalEncoder, TableEncoder
 from .core.errors import ConfigError, NotFittedError, SchemaError
-from .core.privacy.ledger import REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, check_privacy_params
+from .core.measurements import estimate_total
+from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
+                                  check_privacy_params)
 from .core.schema import Schema
 
 FORMAT = "synthzoo-model"
@@ -93,10 +95,7 @@ class Synthesizer:
                                              else list(preprocess))
         self.preprocess = [create("preprocess", p) for p in pre]
         self.model = create("model", model)
-        self.select = None if select is None else create("select", select)
-        for m in [*self.preprocess, self.select, self.model]:
-            if m is not None:
-                m.check_params()
+        self.select = None if select is None else create("select", select)  # each checks its parameters
         self._check_combination()
         self.budget_split = self._split(budget_split)
         if self.epsilon is None:
@@ -107,6 +106,8 @@ class Synthesizer:
 
     # -- construction-time checks --------------------------------------------------------
     def _check_combination(self) -> None:
+        """What the modules' tags say about each other: kinds claimed once, a selector exactly when
+        the model fits measurements, an adaptive selector only with a model that answers marginals."""
         claimed: dict[str, str] = {}
         for p in self.preprocess:
             for kind in p.kinds:
@@ -114,19 +115,26 @@ class Synthesizer:
                     raise ConfigError(f"preprocessors {claimed[kind]!r} and {p.name!r} both handle {kind} columns; "
                                       "keep one")
                 claimed[kind] = p.name
-        m, s = self.model, self.select
-        if m.uses_measurements and s is None:
-            raise ConfigError(f"model {m.name!r} fits noisy measurements: give a selector, e.g. select='indif'")
-        if not m.uses_measurements and s is not None:
-            raise ConfigError(f"model {m.name!r} fits records directly under DP-SGD; it takes no selector "
+        m, s = self.model.get_tags(), self.select
+        if m["fits"] == "measurements" and s is None:
+            raise ConfigError(f"model {self.model.name!r} fits noisy measurements: give a selector, e.g. select='indif'")
+        if m["fits"] == "records" and s is not None:
+            raise ConfigError(f"model {self.model.name!r} fits records directly under DP; it takes no selector "
                               f"(got {s.name!r}); use select=None")
-        if s is not None and s.adaptive and type(m).project is base.Model.project:
+        if s is not None and s.get_tags()["adaptive"] and not m["answers_marginals"]:
             raise ConfigError(f"selector {s.name!r} is adaptive and needs a model that estimates marginals; "
-                              f"{m.name!r} cannot")
+                              f"{self.model.name!r} cannot")
+
+    @property
+    def _main_stage(self) -> str:
+        return "select" if self.model.get_tags()["fits"] == "measurements" else "model"
+
+    def _spenders(self) -> list:
+        return [p for p in self.preprocess if p.get_tags()["spends_budget"]]
 
     def _split(self, split) -> dict:
-        main = "select" if self.model.uses_measurements else "model"
-        spenders = [p for p in self.preprocess if p.uses_budget]
+        main = self._main_stage
+        spenders = self._spenders()
         if split is None:
             pre = 0.1 if spenders else 0.0
             return {"preprocess": pre, main: 1.0 - pre}
@@ -161,7 +169,7 @@ class Synthesizer:
         df = schema.validate(df, out_of_bounds=self.out_of_bounds)
         self.schema_ = schema
         self.columns_ = list(df.columns)  # the order only: dtypes come from the schema
-        self.ledger_ = self._new_ledger()
+        self.ledger_ = self.account_ = self._new_ledger()
         seeds = np.random.SeedSequence(self.seed).spawn(3)
         timings = {}
 
@@ -174,14 +182,14 @@ class Synthesizer:
 
         t0 = time.perf_counter()
         rng = np.random.default_rng(seeds[1])
-        if self.model.uses_measurements:
+        if self._main_stage == "select":
             budget = self._stage(self.select.name, self.budget_split["select"])
             measurements = self.select.run(data, budget, rng, model=self.model)
             timings["select"] = time.perf_counter() - t0
             say(f"select ({self.select.name}): {len(measurements)} noisy marginals, {timings['select']:.1f}s")
             t0 = time.perf_counter()
             self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
-            self.n_estimate_ = estimate_total(measurements)
+            self.n_estimate_ = estimate_total(measurements, floor=0.0)
         else:
             budget = self._stage(self.model.name, self.budget_split["model"])
             self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
@@ -216,7 +224,7 @@ class Synthesizer:
 
     def _fit_preprocess(self, df, schema, rng) -> TableEncoder:
         encoders: dict = {}
-        spenders = [p for p in self.preprocess if p.uses_budget]
+        spenders = self._spenders()
         mods: list[Preprocessor] = list(self.preprocess)
         if not any(set(p.kinds) & {"numerical", "datetime"} for p in mods) and any(c.is_numeric for c in schema):
             mods.append(create("preprocess", dict(DEFAULT_NUMERIC)))
@@ -225,7 +233,7 @@ class Synthesizer:
             cols = [c for c in schema.columns if c.kind in p.kinds]
             if not cols:
                 continue
-            if p.uses_budget:
+            if p in spenders:
                 budget = self._stage(p.name, self.budget_split["preprocess"] / len(spenders))
             else:
                 budget = empty
@@ -267,32 +275,29 @@ class Synthesizer:
                             columns=self.columns_)
 
     # -- privacy --------------------------------------------------------------------------
+    # One state answers every privacy question: the live ledger after fit, the saved account after load.
     def privacy_spent(self) -> PrivacySpent:
         """(epsilon, delta) spent by everything the release depends on."""
         self._check_fitted()
-        return self.ledger_.spent() if hasattr(self, "ledger_") else self._loaded_spent
+        return self.account_.spent()
 
     def privacy_breakdown(self) -> pd.DataFrame:
         """Per-module rho, share of the budget, mechanisms and epsilon of that module alone."""
         self._check_fitted()
-        rows = self.ledger_.breakdown() if hasattr(self, "ledger_") else self._loaded_breakdown
-        return pd.DataFrame(rows, columns=["module", "rho", "share", "charges", "mechanisms", "epsilon_alone"])
+        return pd.DataFrame(self.account_.breakdown(),
+                            columns=["module", "rho", "share", "charges", "mechanisms", "epsilon_alone"])
 
     def privacy_report(self) -> str:
+        """The ledger's account: (epsilon, delta) spent and requested, per-module rho and mechanisms."""
         self._check_fitted()
-        if hasattr(self, "ledger_"):
-            return self.ledger_.report()
-        report = self._loaded_report
-        if self._loaded_replayable and REPLAYABLE_WARNING not in report:
-            report += "\n" + REPLAYABLE_WARNING
-        return report + "\n(as saved in the model file; read from it, not recomputed)"
+        return self.account_.report()
 
     @property
     def replayable_noise(self) -> bool:
         """True when the release's noise came from a ``noise_seed`` (test-only; not private once
         the noise seed is known)."""
         self._check_fitted()
-        return self.ledger_.replayable if hasattr(self, "ledger_") else self._loaded_replayable
+        return self.account_.replayable
 
     def _check_fitted(self):
         if not self._fitted:
@@ -306,6 +311,7 @@ class Synthesizer:
 
     # -- save / load ----------------------------------------------------------------------
     def config(self) -> dict:
+        """The construction parameters (modules by name with their parameters), JSON-able."""
         return {"preprocess": [{"name": p.name, **p.get_params()} for p in self.preprocess],
                 "select": None if self.select is None else {"name": self.select.name, **self.select.get_params()},
                 "model": {"name": self.model.name, **self.model.get_params()},
@@ -313,20 +319,50 @@ class Synthesizer:
                 "budget_split": self.budget_split, "out_of_bounds": self.out_of_bounds, "name": self.name}
         # schema_ledger is not saved: its cost is already inside the saved privacy account
 
-    def save(self, path: str | Path) -> None:
-        """Write the fitted synthesizer as JSON: configuration, public schema, the DP-released encodings
-        and model state, and the privacy ledger's account. No private record, no executable code."""
+    def to_json(self) -> dict:
+        """The fitted synthesizer as a JSON document: configuration, public schema, the DP-released
+        encodings and model state, and the privacy account.  No private record, no executable code,
+        no noise seed."""
         self._check_fitted()
         doc = {"format": FORMAT, "version": __version__, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                "config": self.config(), "schema": self.schema_.to_dict(), "columns": self.columns_,
                "encoder": self.encoder_.to_state(), "model_state": self.model.get_state(),
                "n_estimate": getattr(self, "n_estimate_", None),
-               "privacy": {"spent": list(self.privacy_spent()), "report": self.privacy_report(),
-                           "breakdown": self.privacy_breakdown().to_dict(orient="records"),
-                           "replayable_noise": self.replayable_noise}}
+               "privacy": self.account_.account()}
         if self.replayable_noise:
             doc["warning"] = REPLAYABLE_WARNING
-        Path(path).write_text(json.dumps(doc, default=_json_default))
+        return json.loads(json.dumps(doc, default=_json_default))
+
+    @classmethod
+    def from_json(cls, doc: dict, account: PrivacyLedger | None = None) -> "Synthesizer":
+        """Rebuild a synthesizer from :meth:`to_json`'s document (untrusted input: only data is read,
+        modules come from the registry).  ``account`` replaces the saved privacy account with a live
+        ledger that covers more than the fit (the tuner's random-stopping charge)."""
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise ConfigError("not a synthzoo model document")
+        try:
+            cfg = dict(doc["config"])
+            schema = Schema.from_dict(doc["schema"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ConfigError(f"model file: malformed configuration or schema ({e!r})") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the non-private warning was given at fit time
+            self = cls(schema=schema, **cfg)
+        self.schema_ = schema
+        self.columns_ = list(doc["columns"])
+        est = doc.get("n_estimate")
+        self.n_estimate_ = float(est) if isinstance(est, (int, float)) else float("nan")
+        self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
+        self.model.set_state(doc["model_state"], self.encoder_.domain)
+        self.account_ = account if account is not None else SavedAccount(doc["privacy"])
+        if account is not None:
+            self.ledger_ = account
+        self._fitted = True
+        return self
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_json`'s document to ``path``."""
+        Path(path).write_text(json.dumps(self.to_json()))
 
     @classmethod
     def load(cls, path: str | Path) -> "Synthesizer":
@@ -337,24 +373,7 @@ class Synthesizer:
             raise ConfigError(f"{path}: not a synthzoo model file ({e})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")
-        cfg = dict(doc["config"])
-        schema = Schema.from_dict(doc["schema"])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the non-private warning was given at fit time
-            self = cls(schema=schema, **cfg)
-        self.schema_ = schema
-        self.columns_ = doc["columns"]
-        est = doc.get("n_estimate")
-        self.n_estimate_ = float(est) if isinstance(est, (int, float)) else float("nan")
-        self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
-        self.model.set_state(doc["model_state"], self.encoder_.domain)
-        eps, delta = doc["privacy"]["spent"]
-        self._loaded_spent = PrivacySpent(float(eps), float(delta))
-        self._loaded_report = doc["privacy"]["report"]
-        self._loaded_breakdown = doc["privacy"]["breakdown"]
-        self._loaded_replayable = bool(doc["privacy"].get("replayable_noise", False))
-        self._fitted = True
-        return self
+        return cls.from_json(doc)
 
 
 def _json_default(o):
@@ -362,6 +381,6 @@ def _json_default(o):
         return o.item()
     if isinstance(o, np.ndarray):
         return o.tolist()
+    if isinstance(o, set):
+        return sorted(o)
     raise TypeError(f"cannot save object of type {type(o).__name__}")
-
-

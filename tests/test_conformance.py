@@ -22,7 +22,7 @@ def partner_config(role: str, name: str) -> dict:
         return {"preprocess": ["uniform"], "select": name, "model": "gum"}
     model = REGISTRY["model"][name]
     # MST measures d-1 pairs: a small junction tree, so the non-private run stays quick for any model
-    return {"preprocess": ["uniform"], "select": "mst" if model.uses_measurements else None, "model": name}
+    return {"preprocess": ["uniform"], "select": "mst" if model.get_tags()["fits"] == "measurements" else None, "model": name}
 
 
 CASES = [(role, name) for role, table in sorted(REGISTRY.items()) for name in sorted(table)]

@@ -14,7 +14,8 @@ from synthzoo.core.domain import Domain, EncodedData, Measurement
 from synthzoo.core.errors import ConfigError
 from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.models.pgm import PGM, _mbi
-from synthzoo.select.aim import AIM, junction_tree_cells, model_size_mb, workload_candidates
+from synthzoo.core.graph import junction_tree_cells, model_size_mb
+from synthzoo.select.aim import AIM, workload_candidates
 from synthzoo.select.mst import MST, independent_estimate
 
 
@@ -33,6 +34,8 @@ def chain_data(n=3000, seed=0) -> EncodedData:
 class ProductModel(Model):
     """Test double: any measurement model works with the selectors. Estimates every marginal as the
     product of the measured one-way marginals."""
+
+    _tags = {"answers_marginals": True}
 
     def fit(self, domain, measurements, rng):
         self.domain_ = domain

@@ -59,20 +59,20 @@ def test_registered_and_sklearn_style_params():
         assert m.get_params() == cls().get_params()
     assert PrivTree(theta=1.5, max_depth=7).get_params() == {"theta": 1.5, "max_depth": 7, "beta": 2,
                                                              "theta_share": 0.02, "count_share": 0.05}
-    assert Uniform.uses_budget is False and PrivTree.uses_budget and RareMerge.uses_budget
-    assert RareMerge.kinds == ("categorical",) and set(PrivTree.kinds) == {"numerical", "datetime"}
+    assert not Uniform.get_tags()["spends_budget"] and PrivTree.get_tags()["spends_budget"]
+    assert RareMerge.get_tags()["spends_budget"]
+    assert RareMerge.get_tags()["kinds"] == ("categorical",)
+    assert set(PrivTree.get_tags()["kinds"]) == {"numerical", "datetime"}
 
 
-@pytest.mark.parametrize("module, param", [(Uniform(bins=0), "bins"), (Uniform(bins=2.5), "bins"),
-                                           (PrivTree(max_depth=-1), "max_depth"), (PrivTree(beta=1), "beta"),
-                                           (PrivTree(theta=float("nan")), "theta"),
-                                           (PrivTree(theta_share=1.5), "theta_share"),
-                                           (RareMerge(theta=1.5), "theta"), (RareMerge(min_categories=0),
-                                                                             "min_categories")])
-def test_bad_parameters_name_the_parameter(module, param):
-    df, cols = (categorical_frame() if isinstance(module, RareMerge) else numeric_frame())
+@pytest.mark.parametrize("cls, kwargs, param", [
+    (Uniform, {"bins": 0}, "bins"), (Uniform, {"bins": 2.5}, "bins"), (PrivTree, {"max_depth": -1}, "max_depth"),
+    (PrivTree, {"beta": 1}, "beta"), (PrivTree, {"theta": float("nan")}, "theta"),
+    (PrivTree, {"theta_share": 1.5}, "theta_share"), (RareMerge, {"theta": 1.5}, "theta"),
+    (RareMerge, {"min_categories": 0}, "min_categories")])
+def test_bad_parameters_fail_at_construction_naming_the_parameter(cls, kwargs, param):
     with pytest.raises(ConfigError, match=param):
-        module.fit(df, cols, stage(), np.random.default_rng(0))
+        cls(**kwargs)
 
 
 def test_wrong_kind_or_absent_column_is_refused():

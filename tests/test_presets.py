@@ -53,9 +53,9 @@ def test_rap_rounds_rules():
     from synthzoo.core.errors import ConfigError
     from synthzoo.select.rappp import _rounds_for
 
-    assert _rounds_for("d-1", 15, None) == 14
-    assert _rounds_for("5d", 15, None) == 75
-    assert _rounds_for(7, 15, None) == 7
+    assert _rounds_for("d-1", 15) == 14
+    assert _rounds_for("5d", 15) == 75
+    assert _rounds_for(7, 15) == 7
     with pytest.raises(ConfigError, match="rounds"):
         sz.Synthesizer(preprocess=["uniform"], select={"name": "rap++", "rounds": "many"}, model="rp",
                        epsilon=1.0, schema=make_demo(n=50, seed=0)[1])

@@ -18,8 +18,9 @@ from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.datasets import make_demo
 from synthzoo.models import GUM
 from synthzoo.select import PrivMRF
-from synthzoo.select.aim import junction_tree_cells
-from synthzoo.select.privmrf import maximal_sets, subsets_within, triangulate
+from synthzoo.core.graph import junction_tree_cells, triangulate
+from synthzoo.core.scores import model_errors
+from synthzoo.select.privmrf import maximal_sets, subsets_within
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +48,8 @@ def dependent_table(n=6000, seed=0):
 class IndependentModel(Model):
     """A minimal measurement-fitting model: only ``fit`` and ``project`` (product of one-way estimates
     taken from any measurement holding the attribute).  Not registered."""
+
+    _tags = {"answers_marginals": True}
 
     def fit(self, domain, measurements, rng):
         self.domain_ = domain
@@ -219,12 +222,12 @@ def test_criteria_move_by_at_most_one_per_record():
     model = IndependentModel().fit(data.domain, [type("M", (), {"clique": ("a",), "noisy": np.full(4, 250.0)})()],
                                    None)
     cliques = [("a",), ("a", "b"), ("b", "c", "e"), ("d",)]
-    before = PrivMRF._criteria(cliques, data, model, data.domain, {})
+    before = model_errors(cliques, data, model)
     rng = np.random.default_rng(1)
     for _ in range(20):
         row = np.array([[rng.integers(0, s) for s in data.domain.shape]])
         bigger = EncodedData(np.vstack([data.codes, row]), data.domain)
-        after = PrivMRF._criteria(cliques, bigger, model, data.domain, {})
+        after = model_errors(cliques, bigger, model)
         assert np.all(np.abs(after - before) <= 1 + 1e-9)
 
 

@@ -15,7 +15,8 @@ from synthzoo.core.errors import ConfigError, NotFittedError
 from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.models.gum import GUM
 from synthzoo.models.pgm import PGM
-from synthzoo.models.rp import RP, estimate_total
+from synthzoo.core.measurements import estimate_total
+from synthzoo.models.rp import RP
 from synthzoo.select.rappp import RAPpp
 
 
@@ -35,7 +36,7 @@ def exact(data, cliques):
 
 def test_registered():
     assert REGISTRY["model"]["rp"] is RP
-    assert REGISTRY["select"]["rap++"] is RAPpp and RAPpp.adaptive
+    assert REGISTRY["select"]["rap++"] is RAPpp and RAPpp.get_tags()["adaptive"]
 
 
 def test_rp_reproduces_exact_marginals():

@@ -111,10 +111,10 @@ def suggest_config(trial, preset: str, choose_modules: bool = True, tune_split: 
     if select is not None:
         out["select"] = {**select, **by_role.get(("select", select["name"]), {})}
     if "budget_split.preprocess" in values:
-        main = "select" if probe.model.uses_measurements else "model"
+        main = "select" if probe.model.get_tags()["fits"] == "measurements" else "model"
         share = values["budget_split.preprocess"]
         out["budget_split"] = {"preprocess": share, main: 1.0 - share}
-    elif "budget_split" in cfg and not any(p.uses_budget for p in probe.preprocess):
+    elif "budget_split" in cfg and not any(p.get_tags()["spends_budget"] for p in probe.preprocess):
         out["budget_split"] = None  # a split for a spender that was swapped out: use the default
     return out
 

@@ -1,39 +1,97 @@
-"""The three module roles and the registry that names them.
+"""The three module roles, their one contract, and the registry that names them.
 
 The contract between roles is data, not inheritance (see DESIGN.md): a :class:`Domain`,
-integer-coded records (:class:`EncodedData`) and a list of :class:`Measurement`.  As in
-scikit-learn, ``__init__`` only stores parameters; work happens in ``fit``/``run``.
+integer-coded records (:class:`EncodedData`) and a list of :class:`Measurement`.  What the base
+classes own instead is everything a module would otherwise copy:
+
+* **parameters** declared as data (``_parameter_constraints``, :mod:`synthzoo.core.params`) and
+  checked here when the module is constructed, as scikit-learn checks its estimators';
+* **capabilities** declared as tags (:meth:`Module.get_tags`): what a module can do is read
+  from them by the pipeline, the tuner, the bench and the conformance kit;
+* the **fitted-state skeleton** of a model (not-fitted errors, ``get_state``/``set_state``'s
+  domain and parameter checks, malformed-state errors) and, for measurement models, the cached,
+  checked ``project``.
+
+A new module is one file: a class with ``@register(role, name)`` in ``synthzoo/<role>/`` (each role
+package imports its files itself), or in any package that declares an entry point in the
+``synthzoo.modules`` group.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 import inspect
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from . import params as P
 from .domain import Domain, EncodedData, Measurement
-from .errors import ConfigError
+from .measurements import check_measurements
+from .errors import ConfigError, NotFittedError, SchemaError
 from .privacy.ledger import Budget
 from .schema import Column
 
+#: Tags every module has, with their defaults.  ``spends_budget``: it charges the ledger itself;
+#: ``kinds``: column kinds a preprocessor encodes; ``adaptive``: a selector that asks the model
+#: between rounds; ``fits``: "measurements" or "records"; ``answers_marginals``: a model whose
+#: ``project`` estimates marginals (what adaptive selectors need).
+DEFAULT_TAGS: dict[str, Any] = {"spends_budget": False, "kinds": (), "adaptive": False, "fits": None,
+                                "answers_marginals": False}
+
 
 class Module(abc.ABC):
-    """Base of every pluggable module. Subclasses set ``role`` and get ``name`` from the registry."""
+    """Base of every pluggable module.
 
-    role: str = ""
-    name: str = ""
-    paper: str = ""
+    Subclasses store their ``__init__`` arguments unchanged (as scikit-learn estimators do) and
+    declare, for each, the values it accepts in ``_parameter_constraints``; the base class checks
+    them when the object is built, and :meth:`_check_related_params` may add checks that involve
+    several parameters.  ``_tags`` declares capabilities (merged along the class hierarchy).
+    """
 
+    role: ClassVar[str] = ""
+    name: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    _parameter_constraints: ClassVar[dict] = {}
+    _tags: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_validates", False):
+            return
+
+        @functools.wraps(init)
+        def checked(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            if type(self).__init__ is checked:  # the outermost __init__ has run: every parameter is set
+                self.check_params()
+
+        checked._validates = True
+        cls.__init__ = checked
+
+    # ------------------------------------------------------------------ parameters
     def get_params(self) -> dict[str, Any]:
+        """The constructor's parameters and their current values."""
         sig = inspect.signature(type(self).__init__)
         return {p: getattr(self, p) for p in sig.parameters if p != "self" and hasattr(self, p)}
 
     def check_params(self) -> None:
-        """Raise :class:`ConfigError` naming a bad parameter. The pipeline calls it at construction,
-        so a bad value fails before any data is read or budget spent."""
+        """Raise :class:`ConfigError` naming a parameter that its declared constraints reject.
+        Runs at construction; call it again after changing a parameter by hand."""
+        P.validate(self._label(), self._parameter_constraints, self.get_params())
+        self._check_related_params()
+
+    def _check_related_params(self) -> None:
+        """Checks that involve several parameters (raise with :meth:`_bad`)."""
+
+    def _bad(self, param: str, why: str):
+        raise ConfigError(f"{self._label()}: parameter {param}={getattr(self, param)!r} {why}")
+
+    def _label(self) -> str:
+        return self.name or type(self).__name__
 
     def clone(self) -> "Module":
         """An unfitted copy with the same parameters (as scikit-learn's ``clone``)."""
@@ -41,8 +99,17 @@ class Module(abc.ABC):
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
-        """Search space for the tuner: ``{param: ("float"|"int"|"log"|"cat", low_or_choices, high)}``."""
+        """Search space for the tuner: ``{param: ("float"|"int"|"log", low, high)}`` or
+        ``{param: ("cat", choices)}``; checked against ``_parameter_constraints``."""
         return {}
+
+    @classmethod
+    def get_tags(cls) -> dict[str, Any]:
+        """Declared capabilities, merged from the class hierarchy over :data:`DEFAULT_TAGS`."""
+        tags = dict(DEFAULT_TAGS)
+        for klass in reversed(cls.__mro__):
+            tags.update(klass.__dict__.get("_tags", {}))
+        return tags
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -50,16 +117,16 @@ class Module(abc.ABC):
 
 
 class Preprocessor(Module):
-    """Turns raw columns of some kinds into a small finite domain (and back, via core encoders)."""
+    """Turns raw columns of the kinds it declares (tag ``kinds``) into a small finite domain."""
 
     role = "preprocess"
-    kinds: tuple[str, ...] = ()
-    uses_budget = False
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self.get_tags()["kinds"])
 
     def check_columns(self, df: pd.DataFrame, columns: list[Column]) -> None:
         """Every column is of a kind this module handles and is present in ``df``."""
-        from .errors import SchemaError
-
         for col in columns:
             if col.kind not in self.kinds:
                 raise ConfigError(f"preprocessor {self.name!r} handles {self.kinds} columns, "
@@ -73,19 +140,26 @@ class Preprocessor(Module):
 
 
 class Selector(Module):
-    """Chooses which marginals to measure and measures them with calibrated noise."""
+    """Chooses which marginals to measure and measures them with calibrated noise.
+
+    ``rng`` (the user's seed) drives post-processing choices only; noise comes from the budget.
+    """
 
     role = "select"
-    adaptive = False  # adaptive selectors call ``model.fit`` / ``model.project`` between rounds
+    _tags = {"spends_budget": True}
 
     def check_run_inputs(self, data: EncodedData, budget: Budget, model: "Model | None" = None) -> None:
         """Checks every selector makes before touching data: encoded records, a model to ask between
         rounds when adaptive, and budget left to spend."""
         if not isinstance(data, EncodedData):
             raise ConfigError(f"{self.name}.run needs EncodedData, got {type(data).__name__}")
-        if self.adaptive and model is None:
-            raise ConfigError(f"{self.name} is adaptive: it needs a measurement-fitting model (e.g. model='pgm') "
-                              "to estimate the candidate marginals between rounds")
+        if self.get_tags()["adaptive"]:
+            if model is None:
+                raise ConfigError(f"{self.name} is adaptive: it needs a measurement-fitting model (e.g. "
+                                  "model='pgm') to estimate the candidate marginals between rounds")
+            if not model.get_tags()["answers_marginals"]:
+                raise ConfigError(f"{self.name} is adaptive and needs a model that estimates marginals; "
+                                  f"{model.name!r} cannot")
         if budget.private and not budget.remaining > 0:
             raise ConfigError(f"{self.name}: the budget {budget.name!r} has nothing left to spend")
 
@@ -96,10 +170,15 @@ class Selector(Module):
 
 
 class Model(Module):
-    """Synthesis module. Measurement models fit noisy marginals; record models fit records under DP-SGD."""
+    """Synthesis module: fits noisy measurements (tag ``fits="measurements"``) or records under DP
+    (``fits="records"``), then samples encoded records.
+
+    Subclasses implement :meth:`sample`, ``_get_state`` / ``_set_state`` (the fitted arrays) and
+    call :meth:`_fitted` once fitted; the base class owns the rest of the state contract.
+    """
 
     role = "model"
-    uses_measurements = True
+    _tags = {"fits": "measurements"}
 
     def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "Model":
         """Fit noisy measurements (post-processing: spends no budget)."""
@@ -123,26 +202,136 @@ class Model(Module):
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` encoded records, shape (n, len(domain))."""
 
-    @abc.abstractmethod
+    # ------------------------------------------------------------------ fitted state
+    def _fitted(self, domain: Domain) -> None:
+        """Mark the model fitted on ``domain`` (and forget cached answers of an earlier fit)."""
+        self.domain_ = domain
+        self._answers: dict = {}
+
+    def _require_fit(self) -> None:
+        if getattr(self, "domain_", None) is None:
+            raise NotFittedError(f"{self._label()}: call fit (or set_state) first")
+
+    def _check_n(self, n) -> int:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ConfigError(f"{self._label()}.sample: n must be an integer >= 0, got {n!r}")
+        return int(n)
+
     def get_state(self) -> dict:
-        """JSON-able fitted state. Must hold only what the DP release may depend on."""
+        """JSON-able fitted state: parameters, domain and what ``_get_state`` adds.  It holds only
+        what the DP release may depend on (noisy measurements and functions of them)."""
+        self._require_fit()
+        return {"params": self._saved_params(), "domain": self.domain_.to_dict(), **self._get_state()}
+
+    def _saved_params(self) -> dict:
+        return self.get_params()
+
+    def _get_state(self) -> dict:
+        """The fitted arrays, as JSON-able values."""
+        raise ConfigError(f"model {self._label()!r} does not define a saved state")
+
+    def set_state(self, state: dict, domain: Domain) -> None:
+        """Restore what :meth:`get_state` returned.  A saved state is untrusted input: a wrong domain,
+        an unknown or out-of-range parameter, or a malformed field raises :class:`ConfigError`."""
+        who = f"{self._label()}.set_state"
+        if not isinstance(state, dict):
+            raise ConfigError(f"{who}: the state must be a JSON object")
+        try:
+            if "domain" in state and Domain.from_dict(state["domain"]) != domain:
+                raise ConfigError(f"{who}: the saved state was fitted on a different domain")
+        except (TypeError, ValueError, AttributeError) as e:
+            raise ConfigError(f"{who}: malformed domain ({e})") from None
+        params = state.get("params", {})
+        if not isinstance(params, dict):
+            raise ConfigError(f"{who}: 'params' must be an object")
+        known = self.get_params()
+        for k, v in params.items():
+            if k not in known:
+                raise ConfigError(f"{who}: unknown parameter {k!r}")
+            setattr(self, k, _from_json(v))
+        self.check_params()
+        try:
+            self._set_state(state, domain)
+        except ConfigError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ConfigError(f"{who}: malformed state ({e!r})") from None
+
+    def _set_state(self, state: dict, domain: Domain) -> None:
+        """Rebuild the fitted arrays from ``state`` (parameters are already restored) and call
+        :meth:`_fitted`."""
+        raise ConfigError(f"model {self._label()!r} does not define a saved state")
+
+
+class MeasurementModel(Model):
+    """A model that fits noisy measurements and answers marginal queries.
+
+    Subclasses implement ``_fit(domain, measurements, rng)`` (measurements already checked) and
+    ``_project(clique)``; :meth:`project` checks the clique, caches the answer for the current fit
+    and returns a copy.
+    """
+
+    _tags = {"fits": "measurements", "answers_marginals": True}
+
+    def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "MeasurementModel":
+        """Fit the noisy measurements (post-processing: spends no budget)."""
+        self._fit(domain, check_measurements(self._label(), domain, measurements), rng)
+        return self
 
     @abc.abstractmethod
-    def set_state(self, state: dict, domain: Domain) -> None:
-        """Restore what :meth:`get_state` returned."""
+    def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
+        ...
+
+    def project(self, clique) -> np.ndarray:
+        """Estimated counts over ``clique`` (axes in the given order), scaled to the estimated total."""
+        self._require_fit()
+        clique = tuple(clique)
+        bad = [a for a in clique if a not in self.domain_]
+        if bad or len(set(clique)) != len(clique):
+            raise ConfigError(f"{self._label()}.project: attributes {bad or list(clique)} are not in the domain "
+                              "(or repeated)")
+        hit = self._answers.get(clique)
+        if hit is None:
+            hit = self._answers[clique] = np.asarray(self._project(clique), dtype=float)
+        return hit.copy()
+
+    @abc.abstractmethod
+    def _project(self, clique: tuple) -> np.ndarray:
+        ...
 
 
+def _from_json(v):
+    """JSON gives lists where parameters hold tuples."""
+    if isinstance(v, list):
+        return tuple(_from_json(x) for x in v)
+    return v
+
+
+# ---------------------------------------------------------------------------------- registry
 REGISTRY: dict[str, dict[str, type]] = {"preprocess": {}, "select": {}, "model": {}}
+ENTRY_POINT_GROUP = "synthzoo.modules"
+_ROLE_BASE = {"preprocess": Preprocessor, "select": Selector, "model": Model}
+_plugins_loaded = False
 
 
 def register(role: str, name: str):
-    """Class decorator: make a module available by ``name`` (e.g. ``sz.make`` / ``Synthesizer``)."""
+    """Class decorator: make a module available by ``name`` (``sz.make``, ``Synthesizer``, the grid,
+    the tuner).  The class must derive from the role's base class.
+
+    Examples
+    --------
+    >>> @register("select", "my_selector")          # doctest: +SKIP
+    ... class MySelector(Selector): ...
+    """
 
     def deco(cls):
         if role not in REGISTRY:
-            raise ValueError(f"unknown role {role!r}")
-        if name in REGISTRY[role]:
+            raise ValueError(f"unknown role {role!r}; roles are {sorted(REGISTRY)}")
+        if not (isinstance(cls, type) and issubclass(cls, _ROLE_BASE[role])):
+            raise TypeError(f"{cls!r} must derive from synthzoo.core.base.{_ROLE_BASE[role].__name__}")
+        if name in REGISTRY[role] and REGISTRY[role][name] is not cls:
             raise ValueError(f"{role} module {name!r} registered twice")
+        P.check_space(name, cls._parameter_constraints, cls.hyperparameter_space())
         cls.role, cls.name = role, name
         REGISTRY[role][name] = cls
         return cls
@@ -150,8 +339,50 @@ def register(role: str, name: str):
     return deco
 
 
+def unregister(role: str, name: str) -> None:
+    """Remove a registered module (tests and interactive sessions)."""
+    REGISTRY[role].pop(name, None)
+
+
+def discover(package: str, namespace: dict) -> list[str]:
+    """Import every module file of the role package ``package`` (its ``@register`` decorators run)
+    and expose the classes registered from them in ``namespace``; returns their class names."""
+    import importlib
+    import pkgutil
+
+    pkg = importlib.import_module(package)
+    names = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{package}.{info.name}")
+        for table in REGISTRY.values():
+            for cls in table.values():
+                if cls.__module__ == mod.__name__:
+                    namespace[cls.__name__] = cls
+                    names.append(cls.__name__)
+    return sorted(set(names))
+
+
+def load_plugins() -> None:
+    """Import the modules third-party packages declare in the ``synthzoo.modules`` entry-point group
+    (once).  An entry point that fails to import raises, naming it: nothing is skipped silently."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as e:  # noqa: BLE001 - re-raised with the entry point's name
+            raise ConfigError(f"synthzoo plugin {ep.name!r} ({ep.value}) failed to load: {e}") from e
+
+
 def create(role: str, spec) -> Module:
     """A module instance from a registry name, a ``{"name": ..., **params}`` dict or an instance."""
+    load_plugins()
     table = REGISTRY[role]
     if isinstance(spec, Module):
         if spec.role != role:
@@ -173,4 +404,6 @@ def create(role: str, spec) -> Module:
 
 
 def available(role: str | None = None) -> dict:
+    """``{role: [names]}`` of the registered modules (plugins included)."""
+    load_plugins()
     return {r: sorted(t) for r, t in REGISTRY.items() if role in (None, r)}

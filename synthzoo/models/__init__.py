@@ -1,10 +1,9 @@
-"""Synthesis models: fit noisy measurements (or records) and sample synthetic records."""
+"""Synthesis models: fit noisy measurements (or records) and sample synthetic records.
 
-from .dpmerf import DPMERF
-from .gum import GUM
-from .gn import GN
-from .gsd import GSD
-from .pgm import PGM
-from .rp import RP
+Every module file in this folder registers itself (``@register``); the folder imports them all, so
+a new module is one file, and the registered classes are exported here by their class names.
+"""
 
-__all__ = ["DPMERF", "GN", "GSD", "GUM", "PGM", "RP"]
+from ..core.base import discover
+
+__all__ = discover(__name__, globals())

@@ -24,46 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.domain import Domain, Measurement
-
-
-def combine_duplicates(domain: Domain, measurements: Sequence[Measurement]) -> list[tuple[tuple, np.ndarray, float]]:
-    """One (clique, counts, sigma) per distinct attribute set: repeated measurements of the same set
-    (in any attribute order) are merged by inverse-variance weighting. Cliques come back in domain order."""
-    groups: dict[tuple, list[tuple[np.ndarray, float]]] = {}
-    for m in measurements:
-        missing = [a for a in m.clique if a not in domain]
-        if missing:
-            raise ValueError(f"measurement over {m.clique} names attributes {missing} that are not in the domain")
-        if len(set(m.clique)) != len(m.clique):
-            raise ValueError(f"measurement clique {m.clique} repeats an attribute")
-        canon = tuple(sorted(m.clique, key=domain.index))
-        expect = domain.project(m.clique).shape
-        noisy = np.asarray(m.noisy, dtype=float)
-        if noisy.shape != expect:
-            if noisy.size != int(np.prod(expect, dtype=np.int64)):
-                raise ValueError(f"measurement over {m.clique} has shape {noisy.shape}, the domain says {expect}")
-            noisy = noisy.reshape(expect)
-        if not (np.isfinite(m.sigma) and m.sigma >= 0):
-            raise ValueError(f"measurement over {m.clique} has an invalid noise sigma {m.sigma!r}")
-        axes = [m.clique.index(a) for a in canon]
-        groups.setdefault(canon, []).append((np.transpose(noisy, axes), float(m.sigma)))
-    out = []
-    for clique, items in groups.items():
-        values = np.stack([v for v, _ in items])
-        sig = np.array([s for _, s in items])
-        w = _inverse_variance_weights(sig ** 2)
-        merged = np.tensordot(w, values, axes=1)
-        var = 0.0 if np.any(sig == 0) else 1.0 / np.sum(1.0 / sig ** 2)
-        out.append((clique, merged, math.sqrt(var)))
-    return out
-
-
-def _inverse_variance_weights(var: np.ndarray) -> np.ndarray:
-    """Normalised inverse-variance weights; exact (zero-variance) inputs take all the weight."""
-    var = np.asarray(var, dtype=float)
-    exact = var == 0
-    w = exact.astype(float) if exact.any() else 1.0 / var
-    return w / w.sum()
+from ..core.measurements import combine_duplicates, inverse_variance_weights
 
 
 def _closure(cliques: list[tuple], domain: Domain) -> list[tuple]:
@@ -145,7 +106,7 @@ def make_consistent(domain: Domain, measurements: Sequence[Measurement], iterati
             continue
         size_sub = domain.size(sub)
         var = np.array([sigma[c] ** 2 * cells[c] / size_sub for c in holders])
-        plan.append((sub, holders, _inverse_variance_weights(var)))
+        plan.append((sub, holders, inverse_variance_weights(var)))
 
     def consist_pass():
         for sub, holders, w in plan:

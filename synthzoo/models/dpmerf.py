@@ -59,8 +59,10 @@ import numpy as np
 
 from ..core.base import Model, register
 from ..core.domain import Domain, EncodedData
-from ..core.errors import ConfigError, NotFittedError
-from .torch_mlp import TorchMLP, torch_module
+from ..core.errors import ConfigError
+from ..core.params import Integral, Interval, Options, Real, Text
+from ..core.sampling import allocate, inverse_cdf
+from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
 from .merf_features import RandomFourierFeatures, noisy_mean_embedding
 
 _PAPER = ("Harder, Adamczewski, Park, DP-MERF: Differentially Private Mean Embeddings with Random Features "
@@ -72,25 +74,6 @@ def _torch():
     return torch_module("dpmerf")
 
 
-def _is_int(x, low: int) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, np.integer)) and x >= low
-
-
-def _is_pos(x) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, float, np.integer, np.floating)) and x > 0 \
-        and math.isfinite(x)
-
-
-def _stratified(weights: np.ndarray, B: int) -> np.ndarray:
-    """``B`` labels whose class counts follow ``weights`` (largest remainders), in class order."""
-    raw = np.asarray(weights, dtype=float) * B
-    cnt = np.floor(raw).astype(np.int64)
-    rest = B - int(cnt.sum())
-    if rest > 0:
-        cnt[np.argsort(-(raw - cnt), kind="stable")[:rest]] += 1
-    return np.repeat(np.arange(len(cnt)), cnt)
-
-
 @register("model", "dpmerf")
 class DPMERF(TorchMLP, Model):
     """DP-MERF (Harder, Adamczewski, Park, AISTATS 2021): a generator matched to a noisy random-feature
@@ -98,28 +81,48 @@ class DPMERF(TorchMLP, Model):
 
     Parameters
     ----------
-    n_features: ``D``, the number of random features (even; ``D/2`` frequencies).  Reference
-        default 2000.
-    length_scale: Gaussian kernel length scale in units of ``sqrt(d)`` (``d`` embedded attributes).
-    hidden: widths of the generator's hidden ReLU layers.
-    iters: Adam steps (each on a fresh generated batch; the reference's "epochs").
-    lr: Adam learning rate (reference 1e-2).
-    lr_decay: the learning rate decays exponentially to ``lr * lr_decay`` at the last step (1: constant).
-    batch: generated records per step.
-    noise_dim: length of the generator's noise input (reference 10).
-    count_share: share of the budget for the record count (class counts with ``label``); the
-        rest goes to the sum embedding.
-    label: ``None`` (unconditional embedding) or the name of a column to condition on.
-    output: ``"expected"`` (exact expected features of the per-attribute categorical draws),
-        ``"softmax"`` (relaxed one-hot) or ``"gumbel"`` (straight-through Gumbel-softmax).
-    temperature: Gumbel-softmax temperature (``output="gumbel"`` only).
-    device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"`` or ``"cuda"``.
+    n_features : int, default 2000
+        ``D``, the number of random features (even; ``D/2`` frequencies); the reference's default.
+    length_scale : float, default 0.5
+        Gaussian kernel length scale in units of ``sqrt(d)`` (``d`` embedded attributes).
+    hidden : int or tuple of int, default (256, 256)
+        Widths of the generator's hidden ReLU layers.
+    iters : int, default 1000
+        Adam steps (each on a fresh generated batch; the reference's "epochs").
+    lr : float, default 1e-2
+        Adam learning rate (the reference's).
+    lr_decay : float, default 0.05
+        The learning rate decays exponentially to ``lr * lr_decay`` at the last step (1: constant).
+    batch : int, default 500
+        Generated records per step.
+    noise_dim : int, default 10
+        Length of the generator's noise input (the reference's).
+    count_share : float, default 0.02
+        Share of the budget for the record count (class counts with ``label``); the rest goes to
+        the sum embedding.
+    label : str or None, default None
+        ``None`` (unconditional embedding) or the name of a column to condition on.
+    output : {"expected", "softmax", "gumbel"}, default "gumbel"
+        Exact expected features of the per-attribute categorical draws, a relaxed one-hot, or a
+        straight-through Gumbel-softmax.
+    temperature : float, default 1.0
+        Gumbel-softmax temperature (``output="gumbel"`` only).
+    device : {"auto", "cpu", "cuda"}, default "auto"
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=["privtree"], model=DPMERF(iters=500), epsilon=1.0)  # doctest: +SKIP
     """
 
-    _LABEL = "DPMERF"
-
     paper = _PAPER
-    uses_measurements = False
+    _tags = {"fits": "records", "spends_budget": True}
+    _parameter_constraints = {
+        **MLP_CONSTRAINTS, "n_features": [Interval(Integral, 2, None)],
+        "length_scale": [Interval(Real, 0, None, closed="neither")], "iters": [Interval(Integral, 0, None)],
+        "lr": [Interval(Real, 0, None, closed="neither")], "lr_decay": [Interval(Real, 0, 1, closed="right")],
+        "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
+        "count_share": [Interval(Real, 0, 1, closed="neither")], "label": [None, Text()],
+        "output": [Options(*_OUTPUTS)], "temperature": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, n_features: int = 2000, length_scale: float = 0.5, hidden=(256, 256), iters: int = 1000,
                  lr: float = 1e-2, lr_decay: float = 0.05, batch: int = 500, noise_dim: int = 10,
@@ -147,43 +150,11 @@ class DPMERF(TorchMLP, Model):
                 "noise_dim": ("int", 5, 64), "count_share": ("log", 0.005, 0.2),
                 "output": ("cat", list(_OUTPUTS))}
 
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"DPMERF parameter {name}={getattr(self, name)!r}: {why}")
-
-        if not _is_int(self.n_features, 2) or self.n_features % 2:
-            bad("n_features", "must be an even integer >= 2")
-        if not _is_pos(self.length_scale):
-            bad("length_scale", "must be a positive number")
-        h = self.hidden
-        if isinstance(h, (int, np.integer)) and not isinstance(h, bool):
-            h = (h,)
-        if not isinstance(h, (tuple, list)) or not all(_is_int(x, 1) for x in h):
-            bad("hidden", "must be a positive integer or a sequence of them")
-        for name, low in (("iters", 0), ("batch", 1), ("noise_dim", 1)):
-            if not _is_int(getattr(self, name), low):
-                bad(name, f"must be an integer >= {low}")
-        if not _is_pos(self.lr):
-            bad("lr", "must be a positive number")
-        if not _is_pos(self.lr_decay) or self.lr_decay > 1:
-            bad("lr_decay", "must lie in (0, 1]")
-        if isinstance(self.count_share, bool) or not isinstance(self.count_share, (int, float)) \
-                or not 0 < self.count_share < 1:
-            bad("count_share", "must lie strictly between 0 and 1")
-        if self.label is not None and not isinstance(self.label, str):
-            bad("label", "must be None or a column name")
-        if self.output not in _OUTPUTS:
-            bad("output", f"must be one of {list(_OUTPUTS)}")
-        if not _is_pos(self.temperature):
-            bad("temperature", "must be a positive number")
-        if self.device not in ("auto", "cpu", "cuda"):
-            bad("device", "must be 'auto', 'cpu' or 'cuda'")
+    def _check_related_params(self) -> None:
+        if self.n_features % 2:
+            self._bad("n_features", "must be even (D/2 frequencies, a cosine and a sine each)")
 
     # -------------------------------------------------------------------- layout
-    def _hidden(self) -> list[int]:
-        h = self.hidden
-        return [int(h)] if isinstance(h, (int, np.integer)) else [int(x) for x in h]
-
     def _feature_attrs(self, domain: Domain) -> tuple:
         return tuple(a for a in domain.attrs if a != self.label)
 
@@ -192,23 +163,13 @@ class DPMERF(TorchMLP, Model):
         sizes = [self.domain_[a] for a in self.attrs_]
         return [int(self.noise_dim) + n_cls, *self._hidden(), len(sizes) * max(sizes)]
 
-    def _require_fit(self) -> None:
-        if getattr(self, "_weights", None) is None:
-            raise NotFittedError("DPMERF: call fit_records (or set_state) first")
-
     # ------------------------------------------------------------------- network
-    def _pad_mask(self, dev):
-        sizes = np.array([self.domain_[a] for a in self.attrs_])
-        return _torch().as_tensor(np.arange(sizes.max())[None, :] >= sizes[:, None], device=dev)
-
     def _logits(self, ws, inp, pad):
         """Padded logits ``(batch, d, K)``, ``-inf`` on padding."""
-        torch = _torch()
-        h = inp
-        for i in range(0, len(ws) - 2, 2):
-            h = torch.relu(h @ ws[i].T + ws[i + 1])
-        logits = (h @ ws[-2].T + ws[-1]).view(inp.shape[0], len(self.attrs_), -1)
-        return logits.masked_fill(pad, float("-inf"))
+        return self._padded_logits(ws, inp, pad)
+
+    def _sizes(self) -> list[int]:
+        return [self.domain_[a] for a in self.attrs_]
 
     def _inputs(self, z, labels, dev):
         """Generator input: noise, and the one-hot label when conditioning."""
@@ -222,7 +183,6 @@ class DPMERF(TorchMLP, Model):
     # ------------------------------------------------------------------------ fit
     def fit_records(self, data: EncodedData, budget, rng: np.random.Generator) -> "DPMERF":
         """Release the noisy mean embedding (charging all of ``budget``), then train the generator."""
-        self.check_params()
         if not isinstance(data, EncodedData):
             raise ConfigError(f"DPMERF.fit_records needs EncodedData, got {type(data).__name__}")
         domain = data.domain
@@ -254,10 +214,12 @@ class DPMERF(TorchMLP, Model):
         W_flat = torch.as_tensor(Wp.reshape(d * K, F), **f32)          # padded rows are zero, never weighted
         expW = torch.as_tensor(np.exp(1j * Wp), dtype=torch.complex64, device=dev)   # (d, K, F)
         target = torch.as_tensor(emb.mean, **f32)                        # (C, D)
-        pad = self._pad_mask(dev)
+        pad = self._pad_mask(self._sizes(), dev)
         B = int(self.batch)
         n_cls = target.shape[0]
-        labels = _stratified(emb.weights, B) if self.label is not None else np.zeros(B, dtype=np.int64)
+        # labels in proportion to the noisy class shares (largest remainders), in class order
+        labels = (np.repeat(np.arange(len(emb.weights)), allocate(emb.weights, B)) if self.label is not None
+                  else np.zeros(B, dtype=np.int64))
         lab_t = torch.as_tensor(labels, dtype=torch.long, device=dev)
         scale = feats.scale
         tau = float(self.temperature)
@@ -302,7 +264,8 @@ class DPMERF(TorchMLP, Model):
 
     def _set_fitted(self, domain: Domain, attrs: tuple, weights: list, class_weights, total: float) -> None:
         torch = _torch()
-        self.domain_, self.attrs_ = domain, tuple(attrs)
+        self._fitted(domain)
+        self.attrs_ = tuple(attrs)
         self._weights = [w.to(torch.float32) for w in weights]
         self.class_weights_ = np.asarray(class_weights, dtype=float)
         self.total_ = float(total)
@@ -312,17 +275,15 @@ class DPMERF(TorchMLP, Model):
         """``n`` records: a label from the noisy class shares (when conditioning), a fresh noise vector,
         and one categorical draw from each attribute's softmax."""
         self._require_fit()
-        if not _is_int(n, 0):
-            raise ConfigError(f"DPMERF.sample: n must be an integer >= 0, got {n!r}")
+        n = self._check_n(n)
         torch = _torch()
         dev = self._device()
-        n = int(n)
         out = np.empty((n, len(self.domain_)), dtype=np.int64)
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2 ** 62)))
         cols = [self.domain_.index(a) for a in self.attrs_]
         sizes = [self.domain_[a] for a in self.attrs_]
         ws = [w.to(dev) for w in self._weights]
-        pad = self._pad_mask(dev)
+        pad = self._pad_mask(self._sizes(), dev)
         step = 8192
         for lo in range(0, n, step):
             hi = min(n, lo + step)
@@ -337,38 +298,27 @@ class DPMERF(TorchMLP, Model):
                 probs = probs.double().cpu().numpy()
             u = rng.random((m, len(cols)))
             for j, (c, k) in enumerate(zip(cols, sizes)):  # inverse CDF, one uniform per record and attribute
-                cdf = np.cumsum(probs[:, j, :k], axis=1)
-                out[lo:hi, c] = np.minimum((cdf < u[:, j:j + 1] * cdf[:, -1:]).sum(axis=1), k - 1)
+                out[lo:hi, c] = inverse_cdf(probs[:, j, :k], u[:, j])
         return out
 
     # --------------------------------------------------------------------- state
-    def get_state(self) -> dict:
-        """JSON-able: parameters, the generator's weights, the noisy class shares and noisy count
-        (functions of the DP release and of public randomness only; no record, no raw embedding)."""
-        self._require_fit()
-        params = self.get_params()
-        params["hidden"] = self._hidden()
-        return {"params": params, "domain": self.domain_.to_dict(), "attrs": list(self.attrs_),
-                "class_weights": self.class_weights_.tolist(), "total": self.total_,
-                "weights": [{"shape": list(w.shape), "values": w.reshape(-1).tolist()} for w in self._weights]}
+    def _saved_params(self) -> dict:
+        return {**self.get_params(), "hidden": self._hidden()}
 
-    def set_state(self, state: dict, domain: Domain) -> None:
-        torch = _torch()
-        try:
-            params = dict(state["params"])
-            attrs = tuple(state["attrs"])
-            class_weights = np.asarray(state["class_weights"], dtype=float)
-            total = float(state["total"])
-            weights = [torch.tensor(w["values"], dtype=torch.float32).reshape(w["shape"]) for w in state["weights"]]
-        except (KeyError, TypeError, ValueError, RuntimeError) as e:
-            raise ConfigError(f"DPMERF.set_state: malformed state ({e!r})") from None
-        self._restore_params(params, state, domain)
+    def _get_state(self) -> dict:
+        """The generator's weights, the noisy class shares and noisy count (functions of the DP
+        release and of public randomness only; no record, no raw embedding)."""
+        return {"attrs": list(self.attrs_), "class_weights": self.class_weights_.tolist(), "total": self.total_,
+                "weights": self._weights_state()}
+
+    def _set_state(self, state: dict, domain: Domain) -> None:
+        attrs = tuple(state["attrs"])
+        class_weights = np.asarray(state["class_weights"], dtype=float)
+        total = float(state["total"])
         if attrs != self._feature_attrs(domain):
             raise ConfigError("DPMERF.set_state: the saved attributes do not match the domain and label")
         n_cls = domain[self.label] if self.label is not None else 1
         if class_weights.shape != (n_cls,) or not np.all(class_weights >= 0) or not np.isclose(class_weights.sum(), 1):
             raise ConfigError("DPMERF.set_state: malformed class weights")
-        self.domain_, self.attrs_ = domain, attrs
-        if [tuple(w.shape) for w in weights] != self._shapes():
-            raise ConfigError("DPMERF.set_state: the saved weights do not match the network's layer sizes")
-        self._set_fitted(domain, attrs, weights, class_weights, total)
+        self.domain_, self.attrs_ = domain, attrs  # the layer sizes depend on them
+        self._set_fitted(domain, attrs, self._weights_from(state["weights"]), class_weights, total)

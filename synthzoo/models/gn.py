@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.base import Model, register
+from ..core.base import MeasurementModel, register
 from ..core.domain import Domain, Measurement
-from ..core.errors import ConfigError, NotFittedError
-from .torch_mlp import TorchMLP, torch_module
-from ..core.domain import check_measurements
-from .gsd import _is_int, prepare_targets
+from ..core.measurements import normalised_targets
+from ..core.params import Boolean, Integral, Interval, Options, Real
+from ..core.sampling import inverse_cdf
+from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
 
 _PAPER = ("Liu, Vietri, Steinke, Ullman, Wu, Iterative Methods for Private Synthetic Data: Unifying Framework "
           "and New Methods (NeurIPS 2021)")
@@ -72,26 +72,38 @@ def _mixture_marginal(ops: list[np.ndarray]) -> np.ndarray:
 
 
 @register("model", "gn")
-class GN(TorchMLP, Model):
+class GN(TorchMLP, MeasurementModel):
     """GEM's generative network (Liu, Vietri, Steinke, Ullman, Wu, NeurIPS 2021).
 
     Parameters
     ----------
-    hidden: widths of the hidden ReLU layers.
-    iters: Adam steps per ``fit`` (each on a fresh batch of noise vectors).
-    lr: Adam learning rate.
-    batch: noise vectors per step (the size of the mixture the answers average over).
-    noise_dim: length of a noise vector ``z``.
-    loss: ``"l1"`` (default: GEM's error measure; it fitted correlations better than ``"l2"`` in our
-        runs) or ``"l2"`` (squared error).
-    warm_start: a repeated ``fit`` on the same domain (adaptive selectors) continues from the
-        previous network's weights.
-    device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"`` or ``"cuda"``.
+    hidden : int or tuple of int, default (128,)
+        Widths of the hidden ReLU layers.
+    iters : int, default 500
+        Adam steps per ``fit`` (each on a fresh batch of noise vectors).
+    lr : float, default 1e-3
+        Adam learning rate.
+    batch : int, default 256
+        Noise vectors per step (the size of the mixture the answers average over).
+    noise_dim : int, default 32
+        Length of a noise vector ``z``.
+    loss : {"l1", "l2"}, default "l1"
+        GEM's error measure (it fitted correlations better than ``"l2"`` in our runs) or squared error.
+    warm_start : bool, default True
+        A repeated ``fit`` on the same domain (adaptive selectors) continues from the previous weights.
+    device : {"auto", "cpu", "cuda"}, default "auto"
+        CUDA when available, else CPU.
+
+    Examples
+    --------
+    >>> sz.make("gem", epsilon=1.0, model=GN(hidden=(512, 512)))  # doctest: +SKIP
     """
 
-    _LABEL = "GN"
-
     paper = _PAPER
+    _parameter_constraints = {
+        **MLP_CONSTRAINTS, "iters": [Interval(Integral, 0, None)], "lr": [Interval(Real, 0, None, closed="neither")],
+        "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
+        "loss": [Options("l1", "l2")], "warm_start": [Boolean()]}
 
     def __init__(self, hidden=(128,), iters: int = 500, lr: float = 1e-3, batch: int = 256,
                  noise_dim: int = 32, loss: str = "l1", warm_start: bool = True, device: str = "auto"):
@@ -109,63 +121,23 @@ class GN(TorchMLP, Model):
         return {"iters": ("int", 200, 3000), "lr": ("log", 1e-4, 1e-2), "batch": ("int", 64, 1024),
                 "noise_dim": ("int", 8, 128), "loss": ("cat", ["l1", "l2"])}
 
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"GN parameter {name}={getattr(self, name)!r}: {why}")
-
-        h = self.hidden
-        if isinstance(h, (int, np.integer)) and not isinstance(h, bool):
-            h = (h,)
-        if not isinstance(h, (tuple, list)) or not all(_is_int(x, 1) for x in h):
-            bad("hidden", "must be a positive integer or a sequence of them")
-        for name, low in (("iters", 0), ("batch", 1), ("noise_dim", 1)):
-            if not _is_int(getattr(self, name), low):
-                bad(name, f"must be an integer >= {low}")
-        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not self.lr > 0:
-            bad("lr", "must be a positive number")
-        if self.loss not in ("l1", "l2"):
-            bad("loss", "must be 'l1' or 'l2'")
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            bad("warm_start", "must be True or False")
-        if self.device not in ("auto", "cpu", "cuda"):
-            bad("device", "must be 'auto', 'cpu' or 'cuda'")
-
     def _layers(self) -> list[int]:
-        h = self.hidden
-        h = [int(h)] if isinstance(h, (int, np.integer)) else [int(x) for x in h]
-        # the output layer is laid out padded, (attribute, code up to the largest attribute), so the
-        # softmaxes are one reshape and one softmax; padding logits are masked to -inf
-        return [int(self.noise_dim), *h, len(self.domain_) * max(self.domain_.shape)]
-
-    def _require_fit(self) -> None:
-        if getattr(self, "_weights", None) is None:
-            raise NotFittedError("GN: call fit (or set_state) first")
+        return [int(self.noise_dim), *self._hidden(), len(self.domain_) * max(self.domain_.shape)]
 
     # -------------------------------------------------------------------- network
     def _padded_softmax(self, ws, z, pad):
         """All attributes' softmaxes of ``G(z)`` as one (batch, d, K) tensor, zero on padding."""
-        torch = _torch()
-        h = z
-        for i in range(0, len(ws) - 2, 2):
-            h = torch.relu(h @ ws[i].T + ws[i + 1])
-        logits = (h @ ws[-2].T + ws[-1]).view(z.shape[0], len(self.domain_), -1)
-        return torch.softmax(logits.masked_fill(pad, float("-inf")), dim=2)
-
-    def _pad_mask(self, dev):
-        sizes = np.array(self.domain_.shape)
-        return _torch().as_tensor(np.arange(sizes.max())[None, :] >= sizes[:, None], device=dev)
+        return _torch().softmax(self._padded_logits(ws, z, pad), dim=2)
 
     def _softmaxes(self, ws, z) -> list:
         """Per-attribute softmax of ``G(z)``: a list of (batch, size) tensors."""
-        soft = self._padded_softmax(ws, z, self._pad_mask(z.device))
+        soft = self._padded_softmax(ws, z, self._pad_mask(self.domain_.shape, z.device))
         return [soft[:, j, :n] for j, n in enumerate(self.domain_.shape)]
 
     # ------------------------------------------------------------------------ fit
-    def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "GN":
+    def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Train the generator on the noisy marginals with Adam (post-processing: spends no budget)."""
-        self.check_params()
-        measurements = check_measurements("GN", domain, measurements)
-        targets, total = prepare_targets("GN", domain, measurements)
+        targets, total = normalised_targets("GN", domain, measurements)
         torch = _torch()
         dev = self._device()
         seed = int(rng.integers(0, 2 ** 62))
@@ -187,7 +159,7 @@ class GN(TorchMLP, Model):
         # marginals are measured (larger cliques, from adaptive selectors, go one by one)
         sizes = list(domain.shape)
         K = max(sizes)
-        pad_t = self._pad_mask(dev)
+        pad_t = self._pad_mask(domain.shape, dev)
         idx = {a: i for i, a in enumerate(domain.attrs)}
 
         def padded(groups, k):
@@ -223,16 +195,14 @@ class GN(TorchMLP, Model):
             opt.step()
         self.loss_ = float(loss.detach()) if int(self.iters) else float("nan")
         self._set_fitted(domain, [w.detach().cpu() for w in ws], total, int(rng.integers(0, 2 ** 62)))
-        return self
 
     def _set_fitted(self, domain: Domain, weights: list, total: float, eval_seed: int) -> None:
         torch = _torch()
-        self.domain_ = domain
+        self._fitted(domain)
         self._weights = [w.to(torch.float32) for w in weights]
         self.total_ = float(total)
         self._eval_seed = int(eval_seed)
         self._eval = None
-        self._cache: dict[tuple, np.ndarray] = {}
 
     def _probs(self, z) -> list[np.ndarray]:
         torch = _torch()
@@ -242,34 +212,22 @@ class GN(TorchMLP, Model):
             return [s.double().cpu().numpy() for s in self._softmaxes(ws, z.to(dev))]
 
     # -------------------------------------------------------------------- queries
-    def project(self, clique) -> np.ndarray:
-        """The network's answer over ``clique`` (axes in the given order) on a fixed batch of noise
-        vectors drawn at fit, scaled to the estimated total."""
-        self._require_fit()
-        clique = tuple(clique)
-        missing = [a for a in clique if a not in self.domain_]
-        if missing or len(set(clique)) != len(clique):
-            raise ConfigError(f"GN.project: attributes {missing or clique} are not in the domain (or repeated)")
-        hit = self._cache.get(clique)
-        if hit is None:
-            if self._eval is None:
-                torch = _torch()
-                gen = torch.Generator().manual_seed(self._eval_seed)
-                self._eval = self._probs(torch.randn(_EVAL_BATCH, int(self.noise_dim), generator=gen))
-            if clique:
-                ops = [self._eval[self.domain_.index(a)] for a in clique]
-                hit = _mixture_marginal(ops) * (self.total_ / _EVAL_BATCH)
-            else:
-                hit = np.array(self.total_)
-            self._cache[clique] = hit
-        return hit.copy()
+    def _project(self, clique: tuple) -> np.ndarray:
+        """The network's answer over ``clique`` on a fixed batch of noise vectors drawn at fit,
+        scaled to the estimated total."""
+        if self._eval is None:
+            torch = _torch()
+            gen = torch.Generator().manual_seed(self._eval_seed)
+            self._eval = self._probs(torch.randn(_EVAL_BATCH, int(self.noise_dim), generator=gen))
+        if not clique:
+            return np.array(self.total_)
+        ops = [self._eval[self.domain_.index(a)] for a in clique]
+        return _mixture_marginal(ops) * (self.total_ / _EVAL_BATCH)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` records: a fresh noise vector per record, one categorical draw from each softmax."""
         self._require_fit()
-        if not _is_int(n, 0):
-            raise ConfigError(f"GN.sample: n must be an integer >= 0, got {n!r}")
-        n, d = int(n), len(self.domain_)
+        n, d = self._check_n(n), len(self.domain_)
         torch = _torch()
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2 ** 62)))
         out = np.empty((n, d), dtype=np.int64)
@@ -279,31 +237,19 @@ class GN(TorchMLP, Model):
             probs = self._probs(torch.randn(hi - lo, int(self.noise_dim), generator=gen))
             u = rng.random((hi - lo, d))
             for j, p in enumerate(probs):  # inverse CDF, one uniform per record and attribute
-                cdf = np.cumsum(p, axis=1)
-                out[lo:hi, j] = np.minimum((cdf < u[:, j:j + 1] * cdf[:, -1:]).sum(axis=1), p.shape[1] - 1)
+                out[lo:hi, j] = inverse_cdf(p, u[:, j])
         return out
 
     # ---------------------------------------------------------------------- state
-    def get_state(self) -> dict:
-        """JSON-able: parameters, estimated total and the network weights (a function of the noisy
-        measurements and the training randomness only)."""
-        self._require_fit()
-        params = self.get_params()
-        params["hidden"] = [int(x) for x in np.atleast_1d(self.hidden)]
-        return {"params": params, "domain": self.domain_.to_dict(), "total": self.total_,
-                "eval_seed": self._eval_seed,
-                "weights": [{"shape": list(w.shape), "values": w.reshape(-1).tolist()} for w in self._weights]}
+    def _saved_params(self) -> dict:
+        return {**self.get_params(), "hidden": self._hidden()}
 
-    def set_state(self, state: dict, domain: Domain) -> None:
-        torch = _torch()
-        try:
-            params = dict(state["params"])
-            total, eval_seed = float(state["total"]), int(state["eval_seed"])
-            weights = [torch.tensor(w["values"], dtype=torch.float32).reshape(w["shape"]) for w in state["weights"]]
-        except (KeyError, TypeError, ValueError, RuntimeError) as e:
-            raise ConfigError(f"GN.set_state: malformed state ({e!r})") from None
-        self._restore_params(params, state, domain)
-        self.domain_ = domain
-        if [tuple(w.shape) for w in weights] != self._shapes():
-            raise ConfigError("GN.set_state: the saved weights do not match the network's layer sizes")
-        self._set_fitted(domain, weights, total, eval_seed)
+    def _get_state(self) -> dict:
+        """The estimated total and the network weights (a function of the noisy measurements and
+        the training randomness only)."""
+        return {"total": self.total_, "eval_seed": self._eval_seed, "weights": self._weights_state()}
+
+    def _set_state(self, state: dict, domain: Domain) -> None:
+        total, eval_seed = float(state["total"]), int(state["eval_seed"])
+        self.domain_ = domain  # the layer sizes depend on it
+        self._set_fitted(domain, self._weights_from(state["weights"]), total, eval_seed)

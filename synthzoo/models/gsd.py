@@ -18,41 +18,24 @@ integer counts over all measured cells; a child's fitness is its parent's plus t
 those few cells, computed for all children at once, and only survivors get their counts
 updated.  Nothing is ever recounted inside the loop.
 
-Post-processing of noisy measurements only: no privacy cost.  Helpers here
-(:func:`prepare_targets`) are shared with the ``gn`` model.
+Post-processing of noisy measurements only: no privacy cost.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..core.base import Model, register
-from ..core.domain import Domain, Measurement, check_measurements, count
-from ..core.errors import ConfigError, NotFittedError
-from .consistency import combine_duplicates
+from ..core.base import MeasurementModel, register
+from ..core.domain import Domain, Measurement, count
+from ..core.measurements import normalised_targets
+from ..core.errors import ConfigError
+from ..core.params import Boolean, Integral, Interval, Options
+from ..core.sampling import allocate, cycle_rows
 
 _PAPER = "Liu, Vietri, Wu, Generating Private Synthetic Data with Genetic Algorithms (ICML 2023)"
 
 
 # ----------------------------------------------------------------------------- shared helpers
-def prepare_targets(who: str, domain: Domain, measurements: list[Measurement]):
-    """``(targets, total)``: one ``(clique, normalised noisy counts, sigma)`` per distinct clique
-    (duplicates merged by inverse variance) and the estimated number of records.
-
-    The total is the inverse-variance weighted mean of the measurements' sums (a marginal of
-    ``c`` cells sums noise of variance ``c * sigma^2``); exact measurements take all the weight.
-    """
-    try:
-        merged = combine_duplicates(domain, measurements)
-    except ValueError as e:
-        raise ConfigError(f"{who}: {e}") from None
-    sums = np.array([v.sum() for _, v, _ in merged])
-    var = np.array([s ** 2 * v.size for _, v, s in merged])
-    w = (var == 0).astype(float) if np.any(var == 0) else 1.0 / var
-    total = float(max(np.dot(w, sums) / w.sum(), 1.0))
-    return [(c, v / total, s) for c, v, s in merged], total
-
-
 def one_way(domain: Domain, targets) -> list[np.ndarray]:
     """Per attribute, a distribution read off the smallest target holding it (uniform if none)."""
     out = []
@@ -68,46 +51,38 @@ def one_way(domain: Domain, targets) -> list[np.ndarray]:
     return out
 
 
-def allocate(p: np.ndarray, n: int) -> np.ndarray:
-    """Integer counts summing to ``n`` proportional to ``p`` (largest remainder)."""
-    raw = np.asarray(p, dtype=float) * n
-    base = np.floor(raw).astype(np.int64)
-    short = n - int(base.sum())
-    if short > 0:
-        base[np.argsort(-(raw - base), kind="stable")[:short]] += 1
-    return base
-
-
-def resample_rows(rows: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` records from a finite synthetic set: whole copies, then a random subset without
-    replacement, shuffled -- so the output's marginals stay as close to the set's as ``n`` allows."""
-    m = rows.shape[0]
-    idx = np.concatenate([np.tile(np.arange(m), n // m), rng.choice(m, size=n % m, replace=False)])
-    return rows[rng.permutation(idx)].astype(np.int64)
-
-
-def _is_int(x, low: int) -> bool:
-    return not isinstance(x, bool) and isinstance(x, (int, np.integer)) and x >= low
-
-
 # ------------------------------------------------------------------------------------ model
 @register("model", "gsd")
-class GSD(Model):
+class GSD(MeasurementModel):
     """Private-GSD genetic algorithm (Liu, Vietri, Wu, ICML 2023).
 
     Parameters
     ----------
-    n_rows: records per candidate dataset (the paper's N').
-    population: datasets kept after every generation (all of them are the elites).
-    generations: most generations per ``fit``; the fit stops early once the best fitness has not
-        improved for ``max(200, generations // 10)`` generations.
-    mutations, crossovers: children made per generation by each operator.
-    loss: ``"l2"`` (the paper's default) or ``"l1"``.
-    warm_start: a repeated ``fit`` on the same domain (adaptive selectors) starts from the previous
+    n_rows : int, default 1000
+        Records per candidate dataset (the paper's N').
+    population : int, default 10
+        Datasets kept after every generation (all of them are the elites).
+    generations : int, default 4000
+        Most generations per ``fit``; the fit stops early once the best fitness has not improved
+        for ``max(200, generations // 10)`` generations.
+    mutations, crossovers : int, default 40, 40
+        Children made per generation by each operator.
+    loss : {"l2", "l1"}, default "l2"
+        The paper's default is L2.
+    warm_start : bool, default True
+        A repeated ``fit`` on the same domain (adaptive selectors) starts from the previous
         population instead of a fresh one.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(select={"name": "rap++", "rounds": "d-1", "q": 1}, model=GSD(n_rows=2000), epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
+    _parameter_constraints = {
+        "n_rows": [Interval(Integral, 1, None)], "population": [Interval(Integral, 1, None)],
+        "generations": [Interval(Integral, 0, None)], "mutations": [Interval(Integral, 0, None)],
+        "crossovers": [Interval(Integral, 0, None)], "loss": [Options("l2", "l1")], "warm_start": [Boolean()]}
 
     def __init__(self, n_rows: int = 1000, population: int = 10, generations: int = 4000, mutations: int = 40,
                  crossovers: int = 40, loss: str = "l2", warm_start: bool = True):
@@ -124,31 +99,14 @@ class GSD(Model):
         return {"n_rows": ("int", 500, 5000), "population": ("int", 4, 40), "generations": ("int", 1000, 20000),
                 "mutations": ("int", 10, 200), "crossovers": ("int", 0, 200), "loss": ("cat", ["l2", "l1"])}
 
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"GSD parameter {name}={getattr(self, name)!r}: {why}")
-
-        for name, low in (("n_rows", 1), ("population", 1), ("generations", 0), ("mutations", 0),
-                          ("crossovers", 0)):
-            if not _is_int(getattr(self, name), low):
-                bad(name, f"must be an integer >= {low}")
+    def _check_related_params(self) -> None:
         if self.mutations + self.crossovers < 1:
-            bad("mutations", "mutations + crossovers must be at least 1")
-        if self.loss not in ("l2", "l1"):
-            bad("loss", "must be 'l2' or 'l1'")
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            bad("warm_start", "must be True or False")
-
-    def _require_fit(self) -> None:
-        if getattr(self, "rows_", None) is None:
-            raise NotFittedError("GSD: call fit (or set_state) first")
+            self._bad("mutations", "leaves no child per generation: mutations + crossovers must be at least 1")
 
     # ------------------------------------------------------------------------ fit
-    def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "GSD":
+    def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Evolve the population towards the noisy marginals (post-processing: spends no budget)."""
-        self.check_params()
-        measurements = check_measurements("GSD", domain, measurements)
-        targets, total = prepare_targets("GSD", domain, measurements)
+        targets, total = normalised_targets("GSD", domain, measurements)
         N, P, d = int(self.n_rows), int(self.population), len(domain)
         dtype = np.int16 if max(domain.shape) < 2 ** 15 else np.int32
 
@@ -252,61 +210,36 @@ class GSD(Model):
         fit = fitness(counts)
         order = np.argsort(fit, kind="stable")
         pop, fit = pop[order], fit[order]
-        self.domain_ = domain
+        self._fitted(domain)
         self.total_ = total
         self._pop = pop
         self.rows_ = pop[0].astype(np.int64)
         self.error_ = float(fit[0])
         self.generations_run_ = gens
-        self._cache: dict[tuple, np.ndarray] = {}
-        return self
 
     # -------------------------------------------------------------------- queries
-    def project(self, clique) -> np.ndarray:
-        """Counts over ``clique`` (axes in the given order) of the best dataset, scaled to the estimated total."""
-        self._require_fit()
-        clique = tuple(clique)
-        missing = [a for a in clique if a not in self.domain_]
-        if missing or len(set(clique)) != len(clique):
-            raise ConfigError(f"GSD.project: attributes {missing or clique} are not in the domain (or repeated)")
-        hit = self._cache.get(clique)
-        if hit is None:
-            idx = [self.domain_.index(a) for a in clique]
-            hit = count(self.rows_[:, idx], self.domain_.project(clique).shape) * (self.total_ / self.rows_.shape[0])
-            self._cache[clique] = hit
-        return hit.copy()
+    def _project(self, clique: tuple) -> np.ndarray:
+        """Counts over ``clique`` of the best dataset, scaled to the estimated total."""
+        idx = [self.domain_.index(a) for a in clique]
+        return count(self.rows_[:, idx], self.domain_.project(clique).shape) * (self.total_ / self.rows_.shape[0])
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` records resampled from the fittest dataset (whole copies first, then without replacement)."""
         self._require_fit()
-        if not _is_int(n, 0):
-            raise ConfigError(f"GSD.sample: n must be an integer >= 0, got {n!r}")
-        return resample_rows(self.rows_, int(n), rng)
+        n = self._check_n(n)
+        return self.rows_[cycle_rows(self.rows_.shape[0], n, rng)].astype(np.int64)
 
     # ---------------------------------------------------------------------- state
-    def get_state(self) -> dict:
-        """JSON-able: parameters, estimated total and the fittest synthetic dataset (a function of the
-        noisy measurements and the generator's randomness only)."""
-        self._require_fit()
-        return {"params": self.get_params(), "domain": self.domain_.to_dict(), "total": self.total_,
-                "rows": self.rows_.tolist()}
+    def _get_state(self) -> dict:
+        """The estimated total and the fittest synthetic dataset (a function of the noisy
+        measurements and the generator's randomness only)."""
+        return {"total": self.total_, "rows": self.rows_.tolist()}
 
-    def set_state(self, state: dict, domain: Domain) -> None:
-        try:
-            params = dict(state["params"])
-            total = float(state["total"])
-            rows = np.asarray(state["rows"], dtype=np.int64).reshape(-1, len(domain))
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"GSD.set_state: malformed state ({e!r})") from None
-        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
-            raise ConfigError("GSD.set_state: the saved state was fitted on a different domain")
+    def _set_state(self, state: dict, domain: Domain) -> None:
+        total = float(state["total"])
+        rows = np.asarray(state["rows"], dtype=np.int64).reshape(-1, len(domain))
         if rows.size and (rows.min() < 0 or np.any(rows.max(axis=0) >= np.array(domain.shape))):
             raise ConfigError("GSD.set_state: saved rows fall outside the domain")
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ConfigError(f"GSD.set_state: unknown parameter {k!r}")
-            setattr(self, k, v)
-        self.check_params()
-        self.domain_, self.total_, self.rows_ = domain, total, rows
+        self._fitted(domain)
+        self.total_, self.rows_ = total, rows
         self._pop = rows[None].astype(np.int16 if max(domain.shape) < 2 ** 15 else np.int32)
-        self._cache = {}

@@ -20,9 +20,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..core.base import Model, register
+from ..core.base import MeasurementModel, register
 from ..core.domain import Domain, Measurement, count
-from ..core.errors import ConfigError, NotFittedError
+from ..core.errors import ConfigError
+from ..core.params import Function, Integral, Interval, Options, Real, Sequence
 from .consistency import make_consistent
 
 _PAPER = "Zhang et al., PrivSyn: Differentially Private Data Synthesis (USENIX Security 2021)"
@@ -156,29 +157,49 @@ def _update(rec: np.ndarray, tgt: _Target, alpha: float, dup_ratio: float, rng: 
 
 
 @register("model", "gum")
-class GUM(Model):
+class GUM(MeasurementModel):
     """PrivSyn's Gradually Update Method (Zhang et al., USENIX Security 2021).
 
     Parameters
     ----------
-    iterations: rounds over all marginals in :meth:`sample`.
-    alpha: initial step size (largest relative growth of a cell in one step), in (0, 1].
-    alpha_decay, decay_every: step decay, ``alpha_t = alpha * alpha_decay ** (t // decay_every)``
-        (PrivSyn's default schedule is 0.84 every 20 rounds).
-    duplicate_ratio: share of moved records that copy an existing record of the target cell
-        ("duplicate"; the rest are "replaced"), alternating between the two values on even and odd
-        rounds (PrivSyn's strategy "S5" is ``(0.5, 1.0)``).
-    duplicate_scope: which attributes a duplicated record copies from its source. ``"record"`` is
-        PrivSyn's whole-record copy; ``"neighbours"`` (default) copies the marginal's attributes and
-        those of every marginal overlapping it, so all measured correlations touching the marginal
-        move with the record, while attributes unrelated to it keep their values.  Whole-record
-        copies shrink the number of distinct records and so add spurious correlation between
-        attributes no marginal links (on adult at epsilon=1: mean 2-way TVD 0.032 vs 0.039).
-    consist_iterations: most rounds of (consistency, Norm-Sub) in :meth:`fit`.
-    progress: optional ``callable(round, rounds, mean_l1_error)``; when None a tqdm bar is shown on a TTY.
+    iterations : int, default 100
+        Rounds over all marginals in :meth:`sample`.
+    alpha : float, default 1.0
+        Initial step size (largest relative growth of a cell in one step), in (0, 1].
+    alpha_decay, decay_every : float, int, default 0.84, 20
+        Step decay, ``alpha_t = alpha * alpha_decay ** (t // decay_every)`` (PrivSyn's schedule).
+    duplicate_ratio : float or pair of floats, default (0.5, 1.0)
+        Share of moved records that copy an existing record of the target cell ("duplicate"; the
+        rest are "replaced"), alternating between the two values on even and odd rounds (PrivSyn's
+        strategy "S5" is ``(0.5, 1.0)``).
+    duplicate_scope : {"neighbours", "record"}, default "neighbours"
+        Which attributes a duplicated record copies from its source; see Notes.
+    consist_iterations : int, default 100
+        Most rounds of (consistency, Norm-Sub) in :meth:`fit`.
+    progress : callable or None, default None
+        ``callable(round, rounds, mean_l1_error)``; when None a tqdm bar is shown on a TTY.
+
+    Notes
+    -----
+    ``duplicate_scope="record"`` is PrivSyn's whole-record copy; ``"neighbours"`` copies the
+    marginal's attributes and those of every marginal overlapping it, so all measured correlations
+    touching the marginal move with the record, while attributes unrelated to it keep their
+    values.  Whole-record copies shrink the number of distinct records and so add spurious
+    correlation between attributes no marginal links (on adult at epsilon=1: mean 2-way TVD 0.032
+    vs 0.039).
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=["privtree"], select="indif", model=GUM(iterations=50), epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
+    _parameter_constraints = {
+        "iterations": [Interval(Integral, 0, None)], "alpha": [Interval(Real, 0, 1, closed="right")],
+        "alpha_decay": [Interval(Real, 0, 1, closed="right")], "decay_every": [Interval(Integral, 1, None)],
+        "duplicate_ratio": [Interval(Real, 0, 1), Sequence(Interval(Real, 0, 1), length=2)],
+        "duplicate_scope": [Options("neighbours", "record")], "consist_iterations": [Interval(Integral, 1, None)],
+        "progress": [None, Function()]}
 
     def __init__(self, iterations: int = 100, alpha: float = 1.0, alpha_decay: float = 0.84, decay_every: int = 20,
                  duplicate_ratio=(0.5, 1.0), duplicate_scope: str = "neighbours", consist_iterations: int = 100,
@@ -197,56 +218,21 @@ class GUM(Model):
         return {"iterations": ("int", 20, 200), "alpha": ("float", 0.2, 1.0), "alpha_decay": ("float", 0.5, 1.0),
                 "decay_every": ("int", 5, 40), "duplicate_scope": ("cat", ["neighbours", "record"])}
 
-    # ----------------------------------------------------------------- checks
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"GUM parameter {name}={getattr(self, name)!r}: {why}")
-
-        if not isinstance(self.iterations, (int, np.integer)) or self.iterations < 0:
-            bad("iterations", "must be an integer >= 0")
-        if not (isinstance(self.alpha, (int, float)) and 0 < self.alpha <= 1):
-            bad("alpha", "must lie in (0, 1]")
-        if not (isinstance(self.alpha_decay, (int, float)) and 0 < self.alpha_decay <= 1):
-            bad("alpha_decay", "must lie in (0, 1]")
-        if not isinstance(self.decay_every, (int, np.integer)) or self.decay_every < 1:
-            bad("decay_every", "must be an integer >= 1")
-        dr = self.duplicate_ratio
-        dr = (dr, dr) if isinstance(dr, (int, float)) else tuple(dr)
-        if len(dr) != 2 or not all(isinstance(x, (int, float)) and 0 <= x <= 1 for x in dr):
-            bad("duplicate_ratio", "must be a number in [0, 1] or a pair of them")
-        if self.duplicate_scope not in ("neighbours", "record"):
-            bad("duplicate_scope", "must be 'neighbours' or 'record'")
-        if not isinstance(self.consist_iterations, (int, np.integer)) or self.consist_iterations < 1:
-            bad("consist_iterations", "must be an integer >= 1")
-        if self.progress is not None and not callable(self.progress):
-            bad("progress", "must be callable or None")
-
     def _dup_ratios(self) -> tuple[float, float]:
         dr = self.duplicate_ratio
         return (float(dr), float(dr)) if isinstance(dr, (int, float)) else (float(dr[0]), float(dr[1]))
 
-    def _require_fit(self) -> None:
-        if getattr(self, "marginals_", None) is None:
-            raise NotFittedError("GUM: call fit (or set_state) first")
-
     # ------------------------------------------------------------------- fit
-    def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "GUM":
+    def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Make the measurements consistent and non-negative (post-processing; spends nothing)."""
-        self.check_params()
-        if not isinstance(domain, Domain):
-            raise ConfigError(f"GUM.fit needs a Domain, got {type(domain).__name__}")
-        measurements = list(measurements)
-        if not measurements:
-            raise ConfigError("GUM.fit needs at least one measurement")
         try:
             margs, total = make_consistent(domain, measurements, iterations=self.consist_iterations)
         except ValueError as e:
             raise ConfigError(f"GUM: {e}") from None
         self._set_fitted(domain, margs, total, int(rng.integers(0, 2 ** 62)))
-        return self
 
     def _set_fitted(self, domain: Domain, margs: dict, total: float, seed: int) -> None:
-        self.domain_ = domain
+        self._fitted(domain)
         self.marginals_ = margs
         self.total_ = float(total)
         self._seed = int(seed)
@@ -276,10 +262,7 @@ class GUM(Model):
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` records (int codes, shape (n, len(domain))) fitted to the consistent marginals by GUM."""
         self._require_fit()
-        self.check_params()
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ConfigError(f"GUM.sample: n must be an integer >= 0, got {n!r}")
-        n = int(n)
+        n = self._check_n(n)
         d = len(self.domain_)
         if n == 0:
             return np.zeros((0, d), dtype=np.int64)
@@ -313,17 +296,9 @@ class GUM(Model):
         return rec.astype(np.int64)
 
     # --------------------------------------------------------------- project
-    def project(self, clique) -> np.ndarray:
-        """Estimated counts over ``clique`` (axes in the given order), scaled to the estimated total.
-
-        Answered exactly from a consistent marginal that covers the clique; otherwise from an
-        internal synthetic set drawn by GUM once (seeded at fit) and scaled to the total.
-        """
-        self._require_fit()
-        clique = tuple(clique)
-        missing = [a for a in clique if a not in self.domain_]
-        if missing:
-            raise ConfigError(f"GUM.project: attributes {missing} are not in the domain")
+    def _project(self, clique: tuple) -> np.ndarray:
+        """Answered exactly from a consistent marginal that covers the clique; otherwise from an
+        internal synthetic set drawn by GUM once (seeded at fit) and scaled to the total."""
         for c, arr in self.marginals_.items():
             if set(clique) <= set(c):
                 other = tuple(i for i, a in enumerate(c) if a not in clique)
@@ -338,33 +313,25 @@ class GUM(Model):
         return counts * (self.total_ / self._internal.shape[0])
 
     # ----------------------------------------------------------------- state
-    def get_state(self) -> dict:
-        """JSON-able: the consistent marginals (derived from noisy measurements only), the total and params."""
-        self._require_fit()
-        params = {k: v for k, v in self.get_params().items() if k != "progress"}
+    def _saved_params(self) -> dict:
+        params = {k: v for k, v in self.get_params().items() if k != "progress"}  # a callback is not data
         params["duplicate_ratio"] = list(self._dup_ratios())
+        return params
+
+    def _get_state(self) -> dict:
+        """The consistent marginals (derived from noisy measurements only), the total and the seed
+        of the internal set."""
         return {
-            "params": params,
-            "domain": self.domain_.to_dict(),
             "total": self.total_,
             "seed": self._seed,
             "marginals": [{"clique": list(c), "shape": list(a.shape), "counts": a.ravel().tolist()}
                           for c, a in self.marginals_.items()],
         }
 
-    def set_state(self, state: dict, domain: Domain) -> None:
-        try:
-            params, margs_in = state["params"], state["marginals"]
-            total, seed = float(state["total"]), int(state["seed"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"GUM.set_state: malformed state ({e!r})") from None
-        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
-            raise ConfigError("GUM.set_state: the saved state was fitted on a different domain")
-        for k, v in params.items():
-            setattr(self, k, tuple(v) if k == "duplicate_ratio" else v)
-        self.check_params()
+    def _set_state(self, state: dict, domain: Domain) -> None:
+        total, seed = float(state["total"]), int(state["seed"])
         margs = {}
-        for m in margs_in:
+        for m in state["marginals"]:
             clique = tuple(m["clique"])
             if any(a not in domain for a in clique) or tuple(m["shape"]) != domain.project(clique).shape:
                 raise ConfigError(f"GUM.set_state: marginal over {clique} does not fit the domain")

@@ -25,9 +25,12 @@ from collections import deque
 
 import numpy as np
 
-from ..core.base import Model, register
-from ..core.domain import Domain, Measurement, check_measurements
-from ..core.errors import ConfigError, NotFittedError
+from ..core.base import MeasurementModel, register
+from ..core.domain import Domain, Measurement
+from ..core.errors import ConfigError
+from ..core.graph import junction_tree, maximal, model_size_mb
+from ..core.measurements import check_measurements, estimate_total
+from ..core.params import Boolean, Integral, Interval, Options, Real
 from . import pgm_engine
 
 _PAPER = ("McKenna, Sheldon, Miklau, Graphical-model based estimation and inference for differential "
@@ -348,14 +351,6 @@ def _stratified_conditional(cond: np.ndarray, key: np.ndarray, rng: np.random.Ge
     return np.minimum(pos - key * k, k - 1)
 
 
-def _mvu_total(measurements: list[Measurement], sigmas: list[float]) -> float:
-    """Minimum-variance unbiased estimate of the record count from the measurements' sums
-    (``mbi.estimation.minimum_variance_unbiased_total``): inverse-variance weighted, at least 1."""
-    est = np.array([m.noisy.sum() for m in measurements])
-    var = np.array([s ** 2 * m.noisy.size for m, s in zip(measurements, sigmas)])
-    return max(1.0, float(np.average(est, weights=1.0 / var)))
-
-
 def _expand(domain: Domain, pots: dict, cliques: list[tuple]) -> dict | None:
     """Potentials over ``pots``' cliques re-expressed over ``cliques`` (each old clique added into
     the first new clique holding it): the same distribution, a warm start for a larger model.
@@ -371,28 +366,41 @@ def _expand(domain: Domain, pots: dict, cliques: list[tuple]) -> dict | None:
 
 # ---------------------------------------------------------------------------------- model
 @register("model", "pgm")
-class PGM(Model):
+class PGM(MeasurementModel):
     """Private-PGM (McKenna, Sheldon, Miklau, ICML 2019): a Markov random field fitted to the noisy
     marginals by mirror descent (``mbi``), sampled from its junction tree.
 
     Parameters
     ----------
-    iters: mirror-descent iterations per ``fit``.
-    warm_start: when a ``fit`` receives the measurements of the previous ``fit`` plus new ones (as an
+    iters : int, default 1000
+        Mirror-descent iterations per ``fit``.
+    warm_start : bool, default True
+        When a ``fit`` receives the measurements of the previous ``fit`` plus new ones (as an
         adaptive selector such as AIM does every round), start from the previous potentials.
-    max_model_size: cap in MB on the junction tree (float64 cells, ``mbi``'s ``hypothetical_model_size``).
-        Exact inference is exponential in the tree width: when the measured marginals would exceed the
-        cap (e.g. every pair measured), measurements are kept in the order given -- selectors list the
-        most important first -- skipping those that would break it, with a warning.
-    round_iters: iterations of each between-rounds refit an adaptive selector asks for
-        (:meth:`fit_round`); warm-started, so a few hundred iterations track the estimate.
-    engine: ``"numpy"`` (:mod:`.pgm_engine`, nothing compiled), ``"jax"`` (one jitted program per
-        model structure: faster per iteration, ~20-40 s to compile) or ``"auto"`` (numpy unless
+    max_model_size : float, default 100.0
+        Cap in MB on the junction tree (float64 cells, :func:`synthzoo.core.graph.model_size_mb`).
+        Exact inference is exponential in the tree width: when the measured marginals would exceed
+        the cap (e.g. every pair measured), measurements are kept in the order given -- selectors list
+        the most important first -- skipping those that would break it, with a warning.
+    round_iters : int, default 250
+        Iterations of each between-rounds refit an adaptive selector asks for (:meth:`fit_round`);
+        warm-started, so a few hundred iterations track the estimate.
+    engine : {"auto", "numpy", "jax"}, default "auto"
+        ``"numpy"`` (:mod:`.pgm_engine`, nothing compiled), ``"jax"`` (one jitted program per model
+        structure: faster per iteration, ~20-40 s to compile) or ``"auto"`` (numpy unless
         junction-tree cells x iterations exceed 4e8).  Both run the same algorithm and agree to
         ~1e-10 of the marginals.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=["privtree"], select="mst", model=PGM(iters=2500), epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
+    _parameter_constraints = {
+        "iters": [Interval(Integral, 1, None)], "warm_start": [Boolean()],
+        "max_model_size": [Interval(Real, 0, None, closed="neither")], "round_iters": [Interval(Integral, 1, None)],
+        "engine": [Options("auto", "numpy", "jax")]}
 
     def __init__(self, iters: int = 1000, warm_start: bool = True, max_model_size: float = 100.0,
                  round_iters: int = 250, engine: str = "auto"):
@@ -405,23 +413,6 @@ class PGM(Model):
     @classmethod
     def hyperparameter_space(cls) -> dict:
         return {"iters": ("int", 200, 3000)}
-
-    def check_params(self) -> None:
-        for name in ("iters", "round_iters"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ConfigError(f"PGM parameter {name}={v!r}: must be an integer >= 1")
-        if self.engine not in ("auto", "numpy", "jax"):
-            raise ConfigError(f"PGM parameter engine={self.engine!r}: must be 'auto', 'numpy' or 'jax'")
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            raise ConfigError(f"PGM parameter warm_start={self.warm_start!r}: must be True or False")
-        if isinstance(self.max_model_size, bool) or not isinstance(self.max_model_size, (int, float)) \
-                or not self.max_model_size > 0:
-            raise ConfigError(f"PGM parameter max_model_size={self.max_model_size!r}: must be a positive number (MB)")
-
-    def _require_fit(self) -> None:
-        if getattr(self, "_tree", None) is None:
-            raise NotFittedError("PGM: call fit (or set_state) first")
 
     # ------------------------------------------------------------------------ fit
 
@@ -437,25 +428,23 @@ class PGM(Model):
     def _key(m: Measurement) -> tuple:
         return (m.clique, float(m.sigma), m.noisy.shape, m.noisy.tobytes())
 
-    def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
+    def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Estimate the graphical model from noisy marginals (post-processing: spends no budget)."""
-        return self._fit(domain, measurements, int(self.iters), self.engine)
+        self._estimate(domain, measurements, int(self.iters), self.engine)
 
     def fit_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
         """An adaptive selector's between-rounds estimate: ``round_iters`` warm-started iterations of
         the numpy engine (no compilation, and the clique structure changes every round)."""
-        return self._fit(domain, measurements, int(self.round_iters), "numpy")
+        self._estimate(domain, check_measurements(self._label(), domain, measurements), int(self.round_iters),
+                       "numpy")
+        return self
 
-    def _fit(self, domain: Domain, measurements: list[Measurement], iters: int, engine: str) -> "PGM":
-        self.check_params()
-        measurements = check_measurements("PGM", domain, measurements)
-        mbi = _mbi()
-        mdom = mbi.Domain(domain.attrs, domain.shape)
-        used = self._within_cap(mdom, measurements)
+    def _estimate(self, domain: Domain, measurements: list[Measurement], iters: int, engine: str) -> None:
+        used = self._within_cap(domain, measurements)
         sigmas = self._stddevs(used)
         meas_cliques = [m.clique for m in used]
-        cliques = pgm_engine._maximal(meas_cliques)
-        total = _mvu_total(used, sigmas)
+        cliques = maximal(meas_cliques)
+        total = estimate_total(used)
         keys = [self._key(m) for m in measurements]
         prev = getattr(self, "_keys", None)
         warm = None
@@ -464,8 +453,7 @@ class PGM(Model):
             warm = _expand(domain, self._pots, cliques)  # None when an old clique fits in no new one
         theta = warm if warm is not None else {c: np.zeros(domain.project(c).shape) for c in cliques}
         lip = pgm_engine.lipschitz(domain, cliques, meas_cliques, sigmas)
-        jtree, _ = mbi.junction_tree.make_junction_tree(mdom, cliques)
-        nodes, edges = [tuple(c) for c in jtree.nodes], [tuple(e) for e in jtree.edges]
+        nodes, edges = junction_tree(domain, cliques)
         if engine == "auto":  # numpy unless the iterations would outweigh JAX's compile time
             cells = sum(domain.size(c) for c in nodes)
             engine = "numpy" if cells * iters <= _NUMPY_WORK else "jax"
@@ -473,16 +461,16 @@ class PGM(Model):
             plan = pgm_engine.Plan(domain, nodes, edges, cliques, meas_cliques)
             theta = pgm_engine.mirror_descent(plan, [m.noisy for m in used], sigmas, theta, total, iters, lip)
         else:
-            theta = self._jax_fit(domain, mdom, used, sigmas, theta, total, iters, lip)
+            theta = self._jax_fit(domain, used, sigmas, theta, total, iters, lip)
         self._set_fitted(domain, measurements, theta, total, (nodes, edges))
         self._keys = keys
         self.warm_started_ = warm is not None
         self.engine_ = engine
-        return self
 
     @staticmethod
-    def _jax_fit(domain, mdom, used, sigmas, theta: dict, total: float, iters: int, lip: float) -> dict:
+    def _jax_fit(domain, used, sigmas, theta: dict, total: float, iters: int, lip: float) -> dict:
         mbi = _mbi()
+        mdom = mbi.Domain(domain.attrs, domain.shape)
         import jax.numpy as jnp
 
         lms = [mbi.LinearMeasurement(m.noisy.ravel(), m.clique, stddev=float(s)) for m, s in zip(used, sigmas)]
@@ -493,18 +481,17 @@ class PGM(Model):
         fitted = _mirror_descent()(vec, loss_fn, total, 2.0 / (lip * total), int(iters))
         return {tuple(c): np.asarray(fitted[c].values, dtype=float) for c in fitted.cliques}
 
-    def _within_cap(self, mdom, measurements: list[Measurement]) -> list[Measurement]:
+    def _within_cap(self, domain: Domain, measurements: list[Measurement]) -> list[Measurement]:
         """The measurements to fit: all of them, or, when their junction tree would exceed
         ``max_model_size``, those kept greedily in the order given (a warning names the rest).
         Greedy in order, so a list that extends a previous one keeps a superset of its choice
         (the warm start stays valid)."""
-        size = _mbi().junction_tree.hypothetical_model_size
         cap = float(self.max_model_size)
-        if size(mdom, [m.clique for m in measurements]) <= cap:
+        if model_size_mb(domain, [m.clique for m in measurements]) <= cap:
             return measurements
         kept, cliques, dropped = [], [], []
         for m in measurements:
-            if any(set(m.clique) <= set(c) for c in cliques) or size(mdom, cliques + [m.clique]) <= cap:
+            if any(set(m.clique) <= set(c) for c in cliques) or model_size_mb(domain, cliques + [m.clique]) <= cap:
                 kept.append(m)
                 cliques.append(m.clique)
             else:
@@ -519,17 +506,13 @@ class PGM(Model):
     def _set_fitted(self, domain: Domain, measurements: list[Measurement], pots: dict, total: float,
                     tree=None) -> None:
         cliques = list(pots)
-        if tree is None:
-            mbi = _mbi()
-            jtree, _ = mbi.junction_tree.make_junction_tree(mbi.Domain(domain.attrs, domain.shape), cliques)
-            tree = [tuple(c) for c in jtree.nodes], [tuple(e) for e in jtree.edges]
+        tree = junction_tree(domain, cliques) if tree is None else tree
         self._tree = _JunctionTree(domain, tree[0], tree[1], pots, total)
-        self.domain_ = domain
+        self._fitted(domain)
         self.measurements_ = measurements
         self.total_ = float(total)
         self.cliques_ = cliques
         self._pots = pots
-        self._cache: dict[tuple, np.ndarray] = {}
 
     def _warm_potentials(self):
         """The previous fit's potentials as an ``mbi.CliqueVector`` (warm start of the next fit)."""
@@ -541,58 +524,34 @@ class PGM(Model):
                                                          for c, v in self._pots.items()})
 
     # ----------------------------------------------------------------- queries
-    def project(self, clique) -> np.ndarray:
-        """Model counts over ``clique`` (axes in the given order), summing to the estimated total."""
-        self._require_fit()
-        clique = tuple(clique)
-        missing = [a for a in clique if a not in self.domain_]
-        if missing or len(set(clique)) != len(clique):
-            raise ConfigError(f"PGM.project: attributes {missing or clique} are not in the domain (or repeated)")
-        hit = self._cache.get(clique)
-        if hit is None:
-            hit = self._tree.project(clique)
-            self._cache[clique] = hit
-        return hit.copy()
+    def _project(self, clique: tuple) -> np.ndarray:
+        """Model counts over ``clique``, summing to the estimated total."""
+        return self._tree.project(clique)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` encoded records drawn from the fitted model with ``rng`` (same rng state, same records)."""
         self._require_fit()
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ConfigError(f"PGM.sample: n must be an integer >= 0, got {n!r}")
+        n = self._check_n(n)
         if n == 0:
             return np.zeros((0, len(self.domain_)), dtype=np.int64)
-        return self._tree.sample(int(n), rng)
+        return self._tree.sample(n, rng)
 
     # ------------------------------------------------------------------- state
-    def get_state(self) -> dict:
-        """JSON-able: parameters, the noisy measurements and the fitted potentials (functions of the
-        noisy measurements only), so a loaded model samples exactly as the fitted one."""
-        self._require_fit()
+    def _get_state(self) -> dict:
+        """The noisy measurements and the fitted potentials (functions of the noisy measurements
+        only), so a loaded model samples exactly as the fitted one."""
         return {
-            "params": self.get_params(),
-            "domain": self.domain_.to_dict(),
             "total": self.total_,
             "measurements": [m.to_state() for m in self.measurements_],
             "potentials": [{"clique": list(c), "shape": list(v.shape), "values": v.ravel().tolist()}
                            for c, v in self._pots.items()],
         }
 
-    def set_state(self, state: dict, domain: Domain) -> None:
-        try:
-            params = dict(state["params"])
-            total = float(state["total"])
-            measurements = [Measurement.from_state(m) for m in state["measurements"]]
-            pots = {tuple(p["clique"]): np.asarray(p["values"], dtype=float).reshape(p["shape"])
-                    for p in state["potentials"]}
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"PGM.set_state: malformed state ({e!r})") from None
-        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
-            raise ConfigError("PGM.set_state: the saved state was fitted on a different domain")
-        for k, v in params.items():
-            if k not in ("iters", "warm_start", "max_model_size", "round_iters", "engine"):
-                raise ConfigError(f"PGM.set_state: unknown parameter {k!r}")
-            setattr(self, k, v)
-        self.check_params()
+    def _set_state(self, state: dict, domain: Domain) -> None:
+        total = float(state["total"])
+        measurements = [Measurement.from_state(m) for m in state["measurements"]]
+        pots = {tuple(p["clique"]): np.asarray(p["values"], dtype=float).reshape(p["shape"])
+                for p in state["potentials"]}
         for c, v in pots.items():
             if any(a not in domain for a in c) or v.shape != domain.project(c).shape:
                 raise ConfigError(f"PGM.set_state: potential over {c} does not fit the domain")

@@ -29,18 +29,6 @@ import numpy as np
 from ..core.domain import Domain
 
 
-def _maximal(cliques: list[tuple]) -> list[tuple]:
-    """Cliques not contained in another one (first occurrence kept), in the order given."""
-    out: list[tuple] = []
-    for c in cliques:
-        s = set(c)
-        if any(s <= set(o) for o in out):
-            continue
-        out = [o for o in out if not set(o) < s] + [c]
-    return out
-
-
-
 class Plan:
     """The reductions of one model structure: junction tree, where each potential and each
     measurement lives, and the axes every message sums out."""

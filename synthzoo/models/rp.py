@@ -29,9 +29,12 @@ import math
 
 import numpy as np
 
-from ..core.base import Model, register
-from ..core.domain import Domain, Measurement, check_measurements
-from ..core.errors import ConfigError, NotFittedError
+from ..core.base import MeasurementModel, register
+from ..core.domain import Domain, Measurement
+from ..core.measurements import estimate_total
+from ..core.errors import ConfigError
+from ..core.params import Boolean, Integral, Interval, Real
+from ..core.sampling import cycle_rows, inverse_cdf, softmax_blocks
 
 _PAPER = ("Aydore et al., Differentially Private Query Release Through Adaptive Projection (ICML 2021); "
           "Vietri et al., Private Synthetic Data for Multitask Learning and Marginal Queries (NeurIPS 2022)")
@@ -45,43 +48,33 @@ def _torch():
     return torch
 
 
-def _softmax_blocks(logits: np.ndarray, shape) -> list[np.ndarray]:
-    """Per-attribute softmax (float64) of flat logits laid out attribute after attribute."""
-    out, off = [], 0
-    for k in shape:
-        z = logits[:, off:off + k].astype(np.float64)
-        z = np.exp(z - z.max(axis=1, keepdims=True))
-        out.append(z / z.sum(axis=1, keepdims=True))
-        off += k
-    return out
-
-
-def estimate_total(measurements: list[Measurement]) -> float:
-    """Minimum-variance estimate of the record count from the measurements' sums (each sum has noise
-    variance ``sigma^2 * cells``); exact measurements (sigma 0) give it exactly.  At least 1."""
-    exact = [float(m.noisy.sum()) for m in measurements if m.sigma == 0]
-    if exact:
-        return max(1.0, float(np.mean(exact)))
-    w = np.array([1.0 / (m.sigma ** 2 * max(1, m.noisy.size)) for m in measurements])
-    s = np.array([float(m.noisy.sum()) for m in measurements])
-    return max(1.0, float((w * s).sum() / w.sum()))
-
-
 @register("model", "rp")
-class RP(Model):
+class RP(MeasurementModel):
     """Relaxed projection (RAP, Aydore et al. ICML 2021; RAP++, Vietri et al. NeurIPS 2022): ``n_rows``
     synthetic rows of per-attribute softmax vectors fitted to the noisy marginals by Adam.
 
     Parameters
     ----------
-    n_rows: synthetic rows ``N'`` of the relaxed dataset.
-    iters: Adam steps per ``fit`` (at most; see ``tol``).
-    lr: Adam learning rate on the softmax logits.
-    tol: stop a ``fit`` early when 100 steps improve the loss by less than this fraction (0: never).
-    warm_start: a repeated ``fit`` over the same domain starts from the previous logits.
+    n_rows : int, default 1000
+        Synthetic rows ``N'`` of the relaxed dataset.
+    iters : int, default 500
+        Adam steps per ``fit`` (at most; see ``tol``).
+    lr : float, default 0.1
+        Adam learning rate on the softmax logits.
+    tol : float, default 1e-3
+        Stop a ``fit`` early when 100 steps improve the loss by less than this fraction (0: never).
+    warm_start : bool, default True
+        A repeated ``fit`` over the same domain starts from the previous logits.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(select={"name": "rap++", "rounds": "d-1"}, model=RP(n_rows=1000), epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
+    _parameter_constraints = {"n_rows": [Interval(Integral, 1, None)], "iters": [Interval(Integral, 1, None)],
+                              "lr": [Interval(Real, 0, None, closed="neither")],
+                              "tol": [Interval(Real, 0, 1, closed="left")], "warm_start": [Boolean()]}
 
     def __init__(self, n_rows: int = 1000, iters: int = 500, lr: float = 0.1, tol: float = 1e-3,
                  warm_start: bool = True):
@@ -95,37 +88,13 @@ class RP(Model):
     def hyperparameter_space(cls) -> dict:
         return {"n_rows": ("int", 200, 5000), "iters": ("int", 200, 3000), "lr": ("log", 0.005, 0.5)}
 
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"RP parameter {name}={getattr(self, name)!r}: {why}")
-
-        for name in ("n_rows", "iters"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                bad(name, "must be an integer >= 1")
-        def number(v):
-            return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-
-        if not (number(self.lr) and self.lr > 0):
-            bad("lr", "must be a positive number")
-        if not (number(self.tol) and 0 <= self.tol < 1):
-            bad("tol", "must be a number in [0, 1)")
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            bad("warm_start", "must be True or False")
-
-    def _require_fit(self) -> None:
-        if getattr(self, "_logits", None) is None:
-            raise NotFittedError("RP: call fit (or set_state) first")
-
     # ------------------------------------------------------------------------ fit
 
-    def fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "RP":
+    def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Fit the relaxed rows to the noisy marginals (post-processing: spends no budget)."""
-        self.check_params()
-        measurements = check_measurements("RP", domain, measurements)
         torch = _torch()
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        total = estimate_total(measurements)
+        total = estimate_total(measurements)  # at least 1
         n_rows, D = int(self.n_rows), int(sum(domain.shape))
         offs = np.concatenate([[0], np.cumsum(domain.shape)[:-1]]).astype(np.int64)
 
@@ -220,22 +189,16 @@ class RP(Model):
             self.loss_ = float(loss_fn(logits))
         self.iters_run_ = it + 1
         self._set_fitted(domain, logits.detach().T.cpu().numpy().astype(np.float32), total)
-        return self
 
     def _set_fitted(self, domain: Domain, logits: np.ndarray, total: float) -> None:
-        self.domain_ = domain
+        self._fitted(domain)
         self.total_ = float(total)
         self._logits = logits
-        self._probs = _softmax_blocks(logits, domain.shape)
+        self._probs = softmax_blocks(logits, domain.shape)
 
     # ----------------------------------------------------------------- queries
-    def project(self, clique) -> np.ndarray:
+    def _project(self, clique: tuple) -> np.ndarray:
         """Relaxed answer over ``clique`` (axes in the given order) times the estimated total."""
-        self._require_fit()
-        clique = tuple(clique)
-        missing = [a for a in clique if a not in self.domain_]
-        if missing or len(set(clique)) != len(clique):
-            raise ConfigError(f"RP.project: attributes {missing or clique} are not in the domain (or repeated)")
         if not clique:
             return np.array(self.total_)
         ps = [self._probs[self.domain_.index(a)] for a in clique]
@@ -254,45 +217,24 @@ class RP(Model):
         """``n`` records: rows of the relaxed dataset taken equally often (a random subset for the
         remainder), each turned into codes by one categorical draw per attribute from its softmax."""
         self._require_fit()
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ConfigError(f"RP.sample: n must be an integer >= 0, got {n!r}")
-        n = int(n)
-        m = self._logits.shape[0]
-        rows = np.concatenate([np.tile(np.arange(m), n // m), rng.choice(m, size=n % m, replace=False)])
-        rows = rng.permutation(rows)
+        n = self._check_n(n)
+        rows = cycle_rows(self._logits.shape[0], n, rng)
         out = np.empty((n, len(self.domain_)), dtype=np.int64)
         for j, p in enumerate(self._probs):
-            cdf = np.cumsum(p, axis=1)
-            u = rng.random(n) * cdf[rows, -1]
-            code = np.empty(n, dtype=np.int64)
+            u = rng.random(n)
             for s in range(0, n, 200_000):  # chunks bound the (n, codes) comparison
-                r, uu = rows[s:s + 200_000], u[s:s + 200_000]
-                code[s:s + 200_000] = (cdf[r] <= uu[:, None]).sum(axis=1)
-            out[:, j] = np.minimum(code, p.shape[1] - 1)
+                out[s:s + 200_000, j] = inverse_cdf(p[rows[s:s + 200_000]], u[s:s + 200_000])
         return out
 
     # ------------------------------------------------------------------- state
-    def get_state(self) -> dict:
-        """JSON-able: parameters, estimated total and the softmax logits (functions of the noisy
-        measurements only); a loaded model samples exactly as the fitted one."""
-        self._require_fit()
-        return {"params": self.get_params(), "domain": self.domain_.to_dict(), "total": self.total_,
-                "logits": self._logits.astype(float).tolist()}
+    def _get_state(self) -> dict:
+        """The estimated total and the softmax logits (functions of the noisy measurements only); a
+        loaded model samples exactly as the fitted one."""
+        return {"total": self.total_, "logits": self._logits.astype(float).tolist()}
 
-    def set_state(self, state: dict, domain: Domain) -> None:
-        try:
-            params = dict(state["params"])
-            total = float(state["total"])
-            logits = np.asarray(state["logits"], dtype=np.float32)
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"RP.set_state: malformed state ({e!r})") from None
-        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
-            raise ConfigError("RP.set_state: the saved state was fitted on a different domain")
-        for k, v in params.items():
-            if k not in ("n_rows", "iters", "lr", "tol", "warm_start"):
-                raise ConfigError(f"RP.set_state: unknown parameter {k!r}")
-            setattr(self, k, v)
-        self.check_params()
+    def _set_state(self, state: dict, domain: Domain) -> None:
+        total = float(state["total"])
+        logits = np.asarray(state["logits"], dtype=np.float32)
         if logits.ndim != 2 or logits.shape[1] != sum(domain.shape) or not np.all(np.isfinite(logits)):
             raise ConfigError(f"RP.set_state: logits of shape {logits.shape} do not fit the domain")
         self._set_fitted(domain, logits, total)

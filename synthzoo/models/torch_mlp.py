@@ -1,11 +1,17 @@
 """What the torch generator models (``gn``, ``dpmerf``) share: a lazy torch import, device choice,
-and a plain MLP whose weights are a list of tensors (so they save as JSON and seed exactly)."""
+and a plain MLP with a padded per-attribute softmax head whose weights are a list of tensors (so
+they save as JSON arrays and seed exactly).  A helper of those model files, not a module."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..core.errors import ConfigError
+from ..core.params import Integral, Interval, Options, Sequence
+
+#: Constraints of the parameters every torch MLP model has.
+MLP_CONSTRAINTS = {"hidden": [Interval(Integral, 1, None), Sequence(Interval(Integral, 1, None), min_length=1)],
+                   "device": [Options("auto", "cpu", "cuda")]}
 
 
 def torch_module(model: str):
@@ -18,34 +24,23 @@ def torch_module(model: str):
 
 
 class TorchMLP:
-    """Mixin: subclasses define ``_layers()`` (widths, input first), a ``device`` parameter and
-    ``_LABEL`` (the name used in error messages)."""
+    """Mixin: subclasses define ``_layers()`` (widths, input first), ``hidden`` and ``device``
+    parameters, and keep their fitted weights in ``self._weights``."""
 
-    _LABEL = "model"
+    def _hidden(self) -> list[int]:
+        h = self.hidden
+        return [int(h)] if isinstance(h, (int, np.integer)) else [int(x) for x in h]
 
     def _shapes(self) -> list[tuple]:
         sizes = self._layers()
         return [s for a, b in zip(sizes[:-1], sizes[1:]) for s in ((b, a), (b,))]
-
-    def _restore_params(self, params: dict, state: dict, domain) -> None:
-        """``set_state``'s shared part: the saved state belongs to ``domain`` and names only this
-        model's parameters; they are set and checked."""
-        from ..core.domain import Domain
-
-        if "domain" in state and Domain.from_dict(state["domain"]) != domain:
-            raise ConfigError(f"{self._LABEL}.set_state: the saved state was fitted on a different domain")
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ConfigError(f"{self._LABEL}.set_state: unknown parameter {k!r}")
-            setattr(self, k, tuple(v) if k == "hidden" else v)
-        self.check_params()
 
     def _device(self):
         torch = torch_module(self.name)
         if self.device == "auto":
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError(f"{self._LABEL} parameter device='cuda': no CUDA device is available")
+            raise ConfigError(f"{self._label()} parameter device='cuda': no CUDA device is available")
         return torch.device(self.device)
 
     def _init_weights(self, gen) -> list:
@@ -57,4 +52,37 @@ class TorchMLP:
             bound = 1.0 / np.sqrt(fan_in)
             ws.append((torch.rand(fan_out, fan_in, generator=gen) * 2 - 1) * bound)
             ws.append((torch.rand(fan_out, generator=gen) * 2 - 1) * bound)
+        return ws
+
+    @staticmethod
+    def _pad_mask(sizes, dev):
+        """(attributes, largest size) mask of the padding codes of the padded output layer."""
+        sizes = np.asarray(sizes)
+        return torch_module("mlp").as_tensor(np.arange(sizes.max())[None, :] >= sizes[:, None], device=dev)
+
+    @staticmethod
+    def _padded_logits(ws, inp, pad):
+        """ReLU MLP on ``inp``; the output laid out (batch, attribute, code up to the largest
+        attribute), padding logits at ``-inf`` -- so all the softmaxes are one reshape and one softmax."""
+        torch = torch_module("mlp")
+        h = inp
+        for i in range(0, len(ws) - 2, 2):
+            h = torch.relu(h @ ws[i].T + ws[i + 1])
+        logits = (h @ ws[-2].T + ws[-1]).view(inp.shape[0], pad.shape[0], -1)
+        return logits.masked_fill(pad, float("-inf"))
+
+    def _weights_state(self) -> list[dict]:
+        return [{"shape": list(w.shape), "values": w.reshape(-1).tolist()} for w in self._weights]
+
+    def _weights_from(self, saved) -> list:
+        """Saved weights as float32 tensors, checked against the layer sizes the parameters imply."""
+        torch = torch_module(self.name)
+        try:
+            ws = [torch.tensor(w["values"], dtype=torch.float32).reshape(w["shape"]) for w in saved]
+        except RuntimeError as e:
+            raise ValueError(str(e)) from None
+        if [tuple(w.shape) for w in ws] != self._shapes():
+            raise ConfigError(f"{self._label()}.set_state: the saved weights do not match the network's layer sizes")
+        if not all(bool(torch.isfinite(w).all()) for w in ws):
+            raise ConfigError(f"{self._label()}.set_state: the saved weights hold non-finite values")
         return ws

@@ -1,12 +1,9 @@
-"""Preprocessors: turn raw columns into a small finite domain (registered by name).
+"""Preprocessors: turn raw columns into a small finite domain (and encodings for record models).
 
-* ``"uniform"``    -- :class:`Uniform`, equal-width bins on public bounds (no budget).
-* ``"privtree"``   -- :class:`PrivTree`, DP PrivTree binning (Zhang, Xiao & Xie, SIGMOD 2016).
-* ``"rare_merge"`` -- :class:`RareMerge`, DP rare-category merge (Chen et al., SIGMOD 2025, Alg. 1).
+Every module file in this folder registers itself (``@register``); the folder imports them all, so
+a new module is one file, and the registered classes are exported here by their class names.
 """
 
-from .privtree import PrivTree
-from .rare_merge import RareMerge
-from .uniform import Uniform
+from ..core.base import discover
 
-__all__ = ["Uniform", "PrivTree", "RareMerge"]
+__all__ = discover(__name__, globals())

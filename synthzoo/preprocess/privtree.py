@@ -27,14 +27,14 @@ output, which is post-processing and costs nothing extra.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
 
 from ..core.base import Preprocessor, register
 from ..core.encoding import BinEncoder
-from ..core.errors import BudgetExceededError, ConfigError
+from ..core.errors import BudgetExceededError
+from ..core.params import Integral, Interval, Real
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import charge_pure_dp, epsilon_for_rho, noisy_count
 from ..core.privacy.noise import NoiseSource
@@ -122,23 +122,32 @@ class PrivTree(Preprocessor):
 
     Parameters
     ----------
-    theta : float
+    theta : float, default 0.0
         Split threshold on the biased noisy count (PrivTree's theta; 0 as in the paper).
-    max_depth : int
+    max_depth : int, default 20
         Depth cap; at most ``beta ** max_depth`` bins per column.
-    beta : int
+    beta : int, default 2
         Fanout: each split cuts a node into ``beta`` equal parts.
-    theta_share : float
+    theta_share : float, default 0.02
         Raise theta to ``theta_share * n_hat`` (a departure from the paper's theta = 0 that keeps
         bins coarse enough for marginal models; 0 restores the paper). ``n_hat`` is a Gaussian
         row count costing ``count_share`` of the module's budget, charged like everything else.
+    count_share : float, default 0.05
+        Share of the module's budget for that row count.
 
     Fitted attributes (for diagnostics): ``epsilon_`` (per-column epsilon, None when not
     private), ``lambda_`` / ``delta_`` (noise scale and depth bias), ``n_bins_`` per column.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=[PrivTree(max_depth=16)], select="indif", model="gum", epsilon=1.0)  # doctest: +SKIP
     """
 
-    kinds = ("numerical", "datetime")
-    uses_budget = True
+    _tags = {"kinds": ("numerical", "datetime"), "spends_budget": True}
+    _parameter_constraints = {"theta": [Interval(Real)], "max_depth": [Interval(Integral, 0, None)],
+                              "beta": [Interval(Integral, 2, None)],
+                              "theta_share": [Interval(Real, 0, 1, closed="left")],
+                              "count_share": [Interval(Real, 0, 1, closed="left")]}
     paper = ("Zhang, Xiao & Xie, PrivTree: A Differentially Private Algorithm for Hierarchical "
              "Decompositions, SIGMOD 2016; Chen et al., Benchmarking Differentially Private Tabular Data "
              "Synthesis, SIGMOD 2025 (Algorithm 2)")
@@ -155,23 +164,12 @@ class PrivTree(Preprocessor):
     def hyperparameter_space(cls) -> dict:
         return {"max_depth": ("int", 8, 24), "theta_share": ("float", 0.0, 0.05)}
 
-    def check_params(self) -> None:
-        if isinstance(self.theta, bool) or not isinstance(self.theta, numbers.Real) or not math.isfinite(self.theta):
-            raise ConfigError(f"privtree: parameter 'theta' must be a finite number, got {self.theta!r}")
-        for name in ("theta_share", "count_share"):
-            val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, numbers.Real) or not 0 <= val < 1:
-                raise ConfigError(f"privtree: parameter {name!r} must be a number in [0, 1), got {val!r}")
+    def _check_related_params(self) -> None:
         if self.theta_share > 0 and self.count_share <= 0:
-            raise ConfigError("privtree: theta_share > 0 needs count_share > 0 (a noisy row count)")
-        for name, low in (("max_depth", 0), ("beta", 2)):
-            val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, numbers.Integral) or val < low:
-                raise ConfigError(f"privtree: parameter {name!r} must be an integer >= {low}, got {val!r}")
+            self._bad("count_share", "must be > 0 when theta_share > 0 (theta is a share of a noisy row count)")
 
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
         """Return ``{name: BinEncoder}`` over each column's PrivTree leaves, charging ``budget``."""
-        self.check_params()
         self.check_columns(df, columns)
         self.n_bins_: dict[str, int] = {}
         self.epsilon_ = self.lambda_ = self.delta_ = None

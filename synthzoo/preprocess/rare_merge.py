@@ -16,14 +16,14 @@ merge uses the public number of categories, not the private number of distinct v
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
 
 from ..core.base import Preprocessor, register
 from ..core.encoding import CategoricalEncoder
-from ..core.errors import BudgetExceededError, ConfigError
+from ..core.errors import BudgetExceededError
+from ..core.params import Integral, Interval, Real
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import discrete_gaussian
 from ..core.schema import Column
@@ -55,19 +55,24 @@ class RareMerge(Preprocessor):
 
     Parameters
     ----------
-    theta : float
+    theta : float, default 0.002
         Rarity threshold as a fraction of the (noisy) number of rows; Chen et al. use 0.002.
-    min_categories : int
+    min_categories : int, default 2
         Columns with fewer schema categories are left as they are and spend nothing.  Chen et
         al. merge only columns with at least 100 distinct values (read from the private data);
         ``min_categories=100`` is the public-information analogue.
 
     Fitted attributes: ``sigma_`` (per-column noise std, 0 when not private),
     ``noisy_counts_`` / ``n_hat_`` per measured column, ``merged_`` (merged category names).
+
+    Examples
+    --------
+    >>> sz.make("privsyn", preprocess=["privtree", RareMerge(theta=0.005)], epsilon=1.0)  # doctest: +SKIP
     """
 
-    kinds = ("categorical",)
-    uses_budget = True
+    _tags = {"kinds": ("categorical",), "spends_budget": True}
+    _parameter_constraints = {"theta": [Interval(Real, 0, 1, closed="left")],
+                              "min_categories": [Interval(Integral, 1, None)]}
     paper = ("Chen et al., Benchmarking Differentially Private Tabular Data Synthesis, SIGMOD 2025 "
              "(Algorithm 1, rare-category merge)")
 
@@ -79,17 +84,8 @@ class RareMerge(Preprocessor):
     def hyperparameter_space(cls) -> dict:
         return {"theta": ("log", 1e-4, 5e-2)}
 
-    def check_params(self) -> None:
-        t = self.theta
-        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not (0.0 <= t < 1.0):
-            raise ConfigError(f"rare_merge: parameter 'theta' must be a number in [0, 1), got {t!r}")
-        m = self.min_categories
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1:
-            raise ConfigError(f"rare_merge: parameter 'min_categories' must be a positive integer, got {m!r}")
-
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
         """Return ``{name: CategoricalEncoder}`` with rare categories merged, charging ``budget``."""
-        self.check_params()
         self.check_columns(df, columns)
         self.sigma_: float | None = None
         self.noisy_counts_: dict[str, np.ndarray] = {}

@@ -8,14 +8,13 @@ bounds, so fitting reads no private data and spends no privacy budget.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
 
 from ..core.base import Preprocessor, register
 from ..core.encoding import BinEncoder
-from ..core.errors import ConfigError
+from ..core.params import Integral, Interval
 from ..core.privacy.ledger import Budget
 from ..core.schema import Column
 
@@ -38,14 +37,18 @@ class Uniform(Preprocessor):
 
     Parameters
     ----------
-    bins : int
+    bins : int, default 20
         Number of equal-width bins per column.  Integer columns with fewer admissible
         integers than ``bins`` get one bin per integer (:class:`BinEncoder` merges the
         empty integer bins).
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=[Uniform(bins=32)], select="mst", model="pgm", epsilon=1.0)  # doctest: +SKIP
     """
 
-    kinds = ("numerical", "datetime")
-    uses_budget = False
+    _tags = {"kinds": ("numerical", "datetime")}
+    _parameter_constraints = {"bins": [Interval(Integral, 1, None)]}
     paper = ("Chen et al., Benchmarking Differentially Private Tabular Data Synthesis, SIGMOD 2025 "
              "(uniform discretisation)")
 
@@ -56,13 +59,8 @@ class Uniform(Preprocessor):
     def hyperparameter_space(cls) -> dict:
         return {"bins": ("int", 4, 100)}
 
-    def check_params(self) -> None:
-        if isinstance(self.bins, bool) or not isinstance(self.bins, numbers.Integral) or self.bins < 1:
-            raise ConfigError(f"uniform: parameter 'bins' must be a positive integer, got {self.bins!r}")
-
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
         """Return ``{name: BinEncoder}`` with ``bins`` equal-width bins per column (reads no rows)."""
-        self.check_params()
         self.check_columns(df, columns)
         out = {}
         for col in columns:

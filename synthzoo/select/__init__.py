@@ -1,9 +1,9 @@
-"""Selectors: choose which marginals to measure and measure them with calibrated noise."""
+"""Selectors: choose which marginals to measure and measure them with calibrated noise.
 
-from .aim import AIM
-from .indif import InDif
-from .mst import MST
-from .privmrf import PrivMRF
-from .rappp import RAPpp
+Every module file in this folder registers itself (``@register``); the folder imports them all, so
+a new module is one file, and the registered classes are exported here by their class names.
+"""
 
-__all__ = ["AIM", "InDif", "MST", "PrivMRF", "RAPpp"]
+from ..core.base import discover
+
+__all__ = discover(__name__, globals())

@@ -33,51 +33,16 @@ import numpy as np
 from ..core.base import Model, Selector, register
 from ..core.domain import Domain, EncodedData, Measurement
 from ..core.errors import ConfigError
+from ..core.graph import model_size_mb
+from ..core.params import Integral, Interval, Real
 from ..core.privacy import mechanisms
 from ..core.privacy.ledger import Budget
+from ..core.scores import model_errors
 
 _PAPER = ("McKenna, Mullins, Sheldon, Miklau, AIM: An Adaptive and Iterative Mechanism for Differentially "
           "Private Synthetic Data (VLDB 2022)")
 
 BIAS = math.sqrt(2.0 / math.pi)  # E|N(0, sigma^2)| = sqrt(2/pi) sigma
-
-
-def junction_tree_cells(domain: Domain, cliques) -> int:
-    """Cells of the junction tree of a graphical model over ``cliques`` (all domain attributes).
-
-    The graph joins attributes that share a clique; it is triangulated by greedy elimination
-    (vertices needing no fill-in first, then the one whose elimination clique is smallest, as in
-    ``mbi.junction_tree.greedy_order``); the size is the sum of the cells of the maximal
-    elimination cliques.  AIM's model-size cap is this times 8 bytes.
-    """
-    adj: dict[str, set] = {a: set() for a in domain.attrs}
-    for cl in cliques:
-        for a, b in itertools.combinations(cl, 2):
-            adj[a].add(b)
-            adj[b].add(a)
-    order = {a: i for i, a in enumerate(domain.attrs)}
-    elim: list[frozenset] = []
-    while adj:
-        best, best_key = None, None
-        for v, nb in adj.items():
-            fill = any(b not in adj[a] for a, b in itertools.combinations(nb, 2))
-            key = (fill, domain.size(nb) * domain[v], order[v])
-            if best_key is None or key < best_key:
-                best, best_key = v, key
-        nb = adj.pop(best)
-        for a, b in itertools.combinations(nb, 2):
-            adj[a].add(b)
-            adj[b].add(a)
-        for a in nb:
-            adj[a].discard(best)
-        elim.append(frozenset(nb | {best}))
-    maximal = {c for c in elim if not any(c < o for o in elim)}
-    return int(sum(domain.size(c) for c in maximal))
-
-
-def model_size_mb(domain: Domain, cliques) -> float:
-    """Junction-tree size in MB (float64 cells), AIM's ``hypothetical_model_size``."""
-    return junction_tree_cells(domain, cliques) * 8 / 2 ** 20
 
 
 def workload_candidates(attrs, degree: int) -> dict[tuple, float]:
@@ -100,14 +65,23 @@ class AIM(Selector):
 
     Parameters
     ----------
-    degree: the workload is every ``degree``-way marginal (2 or 3 typically).
-    rounds: ``T``, which sets the initial per-round budget ``rho / T``; None means ``16 d`` as in AIM.
+    degree : int, default 2
+        The workload is every ``degree``-way marginal (2 or 3 typically).
+    rounds : int or None, default None
+        ``T``, which sets the initial per-round budget ``rho / T``; None means ``16 d`` as in AIM.
         Must be at least the number of attributes (the first round measures every one-way marginal).
-    max_model_size: cap on the junction-tree size in MB (AIM's default 80), reached as the budget is used.
+    max_model_size : float, default 80.0
+        Cap on the junction-tree size in MB (AIM's default 80), reached as the budget is used.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=["privtree"], select=AIM(degree=2), model="pgm", epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
-    adaptive = True
+    _tags = {"adaptive": True}
+    _parameter_constraints = {"degree": [Interval(Integral, 1, None)], "rounds": [None, Interval(Integral, 1, None)],
+                              "max_model_size": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, degree: int = 2, rounds: int | None = None, max_model_size: float = 80.0):
         self.degree = degree
@@ -118,25 +92,11 @@ class AIM(Selector):
     def hyperparameter_space(cls) -> dict:
         return {"max_model_size": ("log", 1.0, 200.0)}
 
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"AIM parameter {name}={getattr(self, name)!r}: {why}")
-
-        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) or self.degree < 1:
-            bad("degree", "must be an integer >= 1")
-        if self.rounds is not None and (isinstance(self.rounds, bool) or not isinstance(self.rounds, (int, np.integer))
-                                        or self.rounds < 1):
-            bad("rounds", "must be None or an integer >= 1")
-        if not (isinstance(self.max_model_size, (int, float)) and not isinstance(self.max_model_size, bool)
-                and self.max_model_size > 0):
-            bad("max_model_size", "must be a positive number (MB)")
-
     # ------------------------------------------------------------------------- run
     def run(self, data: EncodedData, budget: Budget, rng: np.random.Generator,
             model: Model | None = None) -> list[Measurement]:
         """Measure all one-way marginals, then select and measure marginals round by round until the
         budget is spent; returns every measurement in the order taken."""
-        self.check_params()
         self.check_run_inputs(data, budget, model)
         domain = data.domain
         d = len(domain)
@@ -150,14 +110,6 @@ class AIM(Selector):
         rho_meas = 0.9 * rho / T if private else math.inf
 
         candidates = workload_candidates(domain.attrs, self.degree)  # clique -> weight w_r
-        flat: dict[tuple, np.ndarray] = {}  # true marginals, flattened once
-
-        def answer(cl):
-            hit = flat.get(cl)
-            if hit is None:
-                hit = flat[cl] = data.project(cl).ravel()
-            return hit
-
         measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_meas) for a in domain.attrs]
         measured: list[tuple] = [(a,) for a in domain.attrs]
         model.fit_round(domain, measurements, rng.spawn(1)[0])
@@ -180,7 +132,9 @@ class AIM(Selector):
             eps = mechanisms.epsilon_for_rho(rho_sel) if private else math.inf
 
             pool = self._filter(domain, candidates, measured, size_limit)
-            scores = self._scores(pool, answer, model, candidates, sigma, domain)
+            sizes = np.array([domain.size(c) for c in pool], dtype=float)
+            w = np.array([candidates[c] for c in pool])
+            scores = w * (model_errors(pool, data, model) - BIAS * sigma * sizes)  # AIM's quality score
             sens = max(candidates[c] for c in pool)
             i = mechanisms.exponential(budget, scores, sens, eps, note=f"AIM round {t}: {len(pool)} candidates")
             cl = pool[i]
@@ -214,19 +168,3 @@ class AIM(Selector):
                     model_size_mb(domain, [tuple(m) for m in maximal] + [cl]) <= size_limit:
                 pool.append(cl)
         return pool
-
-    @staticmethod
-    def _scores(pool: list, answer, model: Model, weight: dict, sigma: float, domain: Domain) -> np.ndarray:
-        """AIM's quality scores for the whole pool in one vectorised pass."""
-        sizes = np.array([domain.size(c) for c in pool], dtype=np.int64)
-        x = np.concatenate([answer(c) for c in pool])
-        est = []
-        for c, n_c in zip(pool, sizes):
-            e = np.asarray(model.project(c), dtype=float).ravel()
-            if e.size != n_c:
-                raise ConfigError(f"model {model.name!r}: project{c} returned {e.size} cells, expected {n_c}")
-            est.append(e)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        err = np.add.reduceat(np.abs(x - np.concatenate(est)), starts)
-        w = np.array([weight[c] for c in pool])
-        return w * (err - BIAS * sigma * sizes)

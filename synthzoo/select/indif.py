@@ -29,27 +29,12 @@ import numpy as np
 
 from ..core.base import Model, Selector, register
 from ..core.domain import EncodedData, Measurement
-from ..core.errors import ConfigError
+from ..core.params import Boolean, Integral, Interval, Real
 from ..core.privacy import mechanisms
 from ..core.privacy.ledger import Budget
+from ..core.scores import INDIF_SENSITIVITY, indif_scores
 
 _PAPER = "Zhang et al., PrivSyn: Differentially Private Data Synthesis (USENIX Security 2021)"
-
-INDIF_SENSITIVITY = 4.0  # one record moves one InDif score by at most 4 (PrivSyn, Lemma 2)
-
-
-def indif_scores(data: EncodedData) -> tuple[list[tuple[str, str]], np.ndarray]:
-    """All attribute pairs (domain order) and their exact InDif scores on counts."""
-    attrs = data.domain.attrs
-    n = max(data.n, 1)
-    pairs = list(itertools.combinations(attrs, 2))
-    one = {a: data.project((a,)) for a in attrs}
-    scores = np.empty(len(pairs))
-    for i, (a, b) in enumerate(pairs):
-        joint = data.project((a, b))
-        scores[i] = np.abs(joint - np.outer(one[a], one[b]) / n).sum()
-    return pairs, scores
-
 
 def noisy_indif_scores(data: EncodedData, budget: Budget, rho: float):
     """Exact and noisy InDif scores: one Gaussian release of the whole score vector.
@@ -147,13 +132,24 @@ class InDif(Selector):
 
     Parameters
     ----------
-    select_share: fraction of the budget for the InDif scores, in (0, 1).
-    combine: merge triangles of selected pairs into three-way marginals (PrivSyn's combination).
-    combine_max_cells: largest three-way marginal a combination may create.
-    max_pairs: cap on the number of selected pairs (None: as many as the greedy rule wants).
+    select_share : float, default 0.1
+        Fraction of the budget for the InDif scores, in (0, 1).
+    combine : bool, default False
+        Merge triangles of selected pairs into three-way marginals (PrivSyn's combination).
+    combine_max_cells : int, default 5000
+        Largest three-way marginal a combination may create.
+    max_pairs : int or None, default None
+        Cap on the number of selected pairs (None: as many as the greedy rule wants).
+
+    Examples
+    --------
+    >>> sz.Synthesizer(select=InDif(select_share=0.2), model="gum", epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
+    _parameter_constraints = {"select_share": [Interval(Real, 0, 1, closed="neither")], "combine": [Boolean()],
+                              "combine_max_cells": [Interval(Integral, 1, None)],
+                              "max_pairs": [None, Interval(Integral, 0, None)]}
 
     def __init__(self, select_share: float = 0.1, combine: bool = False, combine_max_cells: int = 5000,
                  max_pairs: int | None = None):
@@ -166,18 +162,9 @@ class InDif(Selector):
     def hyperparameter_space(cls) -> dict:
         return {"select_share": ("float", 0.02, 0.3), "combine": ("cat", [False, True])}
 
-    def check_params(self) -> None:
-        if not (isinstance(self.select_share, (int, float)) and 0 < self.select_share < 1):
-            raise ConfigError(f"InDif parameter select_share={self.select_share!r}: must lie in (0, 1)")
-        if not isinstance(self.combine_max_cells, (int, np.integer)) or self.combine_max_cells < 1:
-            raise ConfigError(f"InDif parameter combine_max_cells={self.combine_max_cells!r}: must be an integer >= 1")
-        if self.max_pairs is not None and (not isinstance(self.max_pairs, (int, np.integer)) or self.max_pairs < 0):
-            raise ConfigError(f"InDif parameter max_pairs={self.max_pairs!r}: must be None or an integer >= 0")
-
     def run(self, data: EncodedData, budget: Budget, rng: np.random.Generator,
             model: Model | None = None) -> list[Measurement]:
         """Select pairs by noisy InDif, then measure all one-way and the selected marginals."""
-        self.check_params()
         self.check_run_inputs(data, budget, model)
         domain = data.domain
         order = {a: i for i, a in enumerate(domain.attrs)}

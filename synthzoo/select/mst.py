@@ -31,7 +31,7 @@ import numpy as np
 
 from ..core.base import Model, Selector, register
 from ..core.domain import EncodedData, Measurement
-from ..core.errors import ConfigError
+from ..core.params import Interval, Real, Sequence
 from ..core.privacy import mechanisms
 from ..core.privacy.ledger import Budget
 
@@ -78,30 +78,25 @@ class MST(Selector):
 
     Parameters
     ----------
-    shares: budget fractions ``(one-way, selection, tree)``; MST uses thirds.
+    shares : tuple of three floats, default (1/3, 1/3, 1/3)
+        Budget weights ``(one-way, selection, tree)``, normalised to sum to one; MST uses thirds.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=["privtree"], select=MST(), model="pgm", epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
+    _parameter_constraints = {"shares": [Sequence(Interval(Real, 0, None, closed="neither"), length=3)]}
 
     def __init__(self, shares=(1 / 3, 1 / 3, 1 / 3)):
         self.shares = shares
 
-    def _check_params(self) -> tuple[float, float, float]:
-        try:
-            s = tuple(float(x) for x in self.shares)
-        except (TypeError, ValueError):
-            s = ()
-        if len(s) != 3 or not all(x > 0 and math.isfinite(x) for x in s):
-            raise ConfigError(f"MST parameter shares={self.shares!r}: must be three positive numbers "
-                              "(one-way, selection, tree)")
-        tot = sum(s)
-        return s[0] / tot, s[1] / tot, s[2] / tot
-
     def run(self, data: EncodedData, budget: Budget, rng: np.random.Generator,
             model: Model | None = None) -> list[Measurement]:
         """Measure all one-way marginals, select a spanning tree, measure its two-way marginals."""
-        s_one, s_sel, _ = self._check_params()
         self.check_run_inputs(data, budget, model)
+        s_one, s_sel, _ = (float(x) / sum(self.shares) for x in self.shares)
         domain = data.domain
         attrs = domain.attrs
         private = budget.private

@@ -64,10 +64,11 @@ import numpy as np
 
 from ..core.base import Model, Selector, register
 from ..core.domain import Domain, EncodedData, Measurement
-from ..core.errors import ConfigError
+from ..core.graph import bits, triangulate
+from ..core.params import Integral, Interval, Real
 from ..core.privacy import mechanisms
 from ..core.privacy.ledger import Budget
-from .indif import INDIF_SENSITIVITY, indif_scores
+from ..core.scores import INDIF_SENSITIVITY, indif_scores, model_errors
 
 _PAPER = ("Cai, Lei, Wei, Xiao, Data Synthesis via Differentially Private Markov Random Fields "
           "(PVLDB 14(11), 2021)")
@@ -78,57 +79,9 @@ SIZE_PENALTY = 1e-8  # PrivMRF's penalty per junction-tree cell in the network s
 
 
 # ------------------------------------------------------------------------ graph helpers
-def _bits(mask: int):
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
-
-
-def triangulate(adj: list[int], logs: list[float], memo: dict | None = None) -> tuple[list[int], list[int]]:
-    """Chordal completion of a graph given as adjacency bitmasks, and its maximal cliques (bitmasks).
-
-    Greedy elimination as in ``mbi.junction_tree.greedy_order`` and AIM's size cap: vertices whose
-    neighbours are already a clique first, then the one whose elimination clique has the fewest
-    cells (``logs`` are the log domain sizes), ties by position.  ``memo`` caches log cells by mask."""
-    adj = list(adj)
-    d = len(adj)
-    alive = (1 << d) - 1
-    elim = []
-    memo = {} if memo is None else memo
-    while alive:
-        best, best_key = -1, None
-        for v in _bits(alive):
-            nb = adj[v] & alive
-            fill = False
-            for u in _bits(nb):
-                if nb & ~adj[u] & ~(1 << u):
-                    fill = True
-                    break
-            if fill and best_key is not None and not best_key[0]:
-                continue  # a vertex needing no fill-in is already known
-            c = nb | (1 << v)
-            cost = memo.get(c)
-            if cost is None:
-                cost = memo[c] = sum(logs[u] for u in _bits(c))
-            key = (fill, cost, v)
-            if best_key is None or key < best_key:
-                best, best_key = v, key
-        nb = adj[best] & alive
-        for u in _bits(nb):
-            adj[u] |= nb & ~(1 << u)
-        elim.append(nb | (1 << best))
-        alive &= ~(1 << best)
-    cliques = []
-    for c in elim:
-        if c not in cliques and not any(c != o and c & o == c for o in elim):
-            cliques.append(c)
-    return adj, cliques
-
-
 def _cells(mask: int, shape: list[int]) -> int:
     out = 1
-    for u in _bits(mask):
+    for u in bits(mask):
         out *= shape[u]
     return out
 
@@ -175,21 +128,38 @@ class PrivMRF(Selector):
 
     Parameters
     ----------
-    graph_share: budget share for the Markov network (noisy pair TVDs and record count); paper 0.1.
-    criteria_share: budget share for the noisy refinement criteria; paper 0.1.  The rest (0.8) goes
-        to the marginals, the same share each.
-    theta: theta-usefulness; a measured marginal has at most ``n / (theta * sqrt(2/pi) * sigma)``
-        cells.  Paper 6.
-    refine_ratio: the refinement measures ``int(refine_ratio * d)`` marginals (paper's t = 0.8).
-    steps: refinement rounds; None means ``min(d // 2, 8)`` as in the authors' code.
-    max_candidates: candidates whose criteria are released per round (drawn by weight); paper 400.
-    max_attrs: most attributes in a measured marginal; the code uses 6 (10 on binary data sets).
-    max_model_size: cap in MB (float64 cells) on the network's junction tree.  The authors' code
-        allows 5e7 cells (381 MB) on a GPU; 80 MB (AIM's default) keeps CPU fits practical.
+    graph_share : float, default 0.1
+        Budget share for the Markov network (noisy pair TVDs and record count); paper 0.1.
+    criteria_share : float, default 0.1
+        Budget share for the noisy refinement criteria; paper 0.1.  The rest (0.8) goes to the
+        marginals, the same share each.
+    theta : float, default 6.0
+        Theta-usefulness; a measured marginal has at most ``n / (theta * sqrt(2/pi) * sigma)`` cells.
+    refine_ratio : float, default 0.8
+        The refinement measures ``int(refine_ratio * d)`` marginals (paper's t = 0.8).
+    steps : int or None, default None
+        Refinement rounds; None means ``min(d // 2, 8)`` as in the authors' code.
+    max_candidates : int, default 400
+        Candidates whose criteria are released per round (drawn by weight).
+    max_attrs : int, default 6
+        Most attributes in a measured marginal; the code uses 6 (10 on binary data sets).
+    max_model_size : float, default 80.0
+        Cap in MB (float64 cells) on the network's junction tree.  The authors' code allows 5e7
+        cells (381 MB) on a GPU; 80 MB (AIM's default) keeps CPU fits practical.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=["privtree"], select=PrivMRF(theta=6.0), model="pgm", epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
-    adaptive = True
+    _tags = {"adaptive": True}
+    _parameter_constraints = {
+        "graph_share": [Interval(Real, 0, 1, closed="neither")],
+        "criteria_share": [Interval(Real, 0, 1, closed="neither")],
+        "theta": [Interval(Real, 0, None, closed="neither")], "refine_ratio": [Interval(Real, 0, None)],
+        "steps": [None, Interval(Integral, 1, None)], "max_candidates": [Interval(Integral, 1, None)],
+        "max_attrs": [Interval(Integral, 1, None)], "max_model_size": [Interval(Real, 0, None, closed="neither")]}
 
     def __init__(self, graph_share: float = 0.1, criteria_share: float = 0.1, theta: float = 6.0,
                  refine_ratio: float = 0.8, steps: int | None = None, max_candidates: int = 400,
@@ -208,43 +178,16 @@ class PrivMRF(Selector):
         return {"theta": ("float", 2.0, 20.0), "refine_ratio": ("float", 0.2, 2.0),
                 "max_model_size": ("log", 1.0, 100.0)}
 
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"PrivMRF parameter {name}={getattr(self, name)!r}: {why}")
-
-        def number(v):
-            return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) \
-                and math.isfinite(float(v))
-
-        def integer(v):
-            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-        for name in ("graph_share", "criteria_share"):
-            v = getattr(self, name)
-            if not (number(v) and 0 < v < 1):
-                bad(name, "must be a number strictly between 0 and 1")
+    def _check_related_params(self) -> None:
         if not self.graph_share + self.criteria_share < 1:
-            bad("criteria_share", f"graph_share + criteria_share must be below 1 (the rest measures the "
-                                  f"marginals); graph_share is {self.graph_share!r}")
-        if not (number(self.theta) and self.theta > 0):
-            bad("theta", "must be a positive number")
-        if not (number(self.refine_ratio) and self.refine_ratio >= 0):
-            bad("refine_ratio", "must be a number >= 0")
-        if self.steps is not None and not (integer(self.steps) and self.steps >= 1):
-            bad("steps", "must be None or an integer >= 1")
-        if not (integer(self.max_candidates) and self.max_candidates >= 1):
-            bad("max_candidates", "must be an integer >= 1")
-        if not (integer(self.max_attrs) and self.max_attrs >= 1):
-            bad("max_attrs", "must be an integer >= 1")
-        if not (number(self.max_model_size) and self.max_model_size > 0):
-            bad("max_model_size", "must be a positive number (MB)")
+            self._bad("criteria_share", f"leaves nothing for the marginals: graph_share + criteria_share must be "
+                                        f"below 1 (graph_share is {self.graph_share!r})")
 
     # ------------------------------------------------------------------------- run
     def run(self, data: EncodedData, budget: Budget, rng: np.random.Generator,
             model: Model | None = None) -> list[Measurement]:
         """Build the network, measure the initial marginals, then refine round by round until the
         budget is spent; returns every measurement in the order taken."""
-        self.check_params()
         self.check_run_inputs(data, budget, model)
         domain = data.domain
         attrs = domain.attrs
@@ -298,7 +241,6 @@ class PrivMRF(Selector):
         # 3. refinement rounds
         cand = list(weights)
         w = np.array([weights[c] for c in cand], dtype=float)
-        flat: dict[tuple, np.ndarray] = {}
         for step, m_step in enumerate(per_step, start=1):
             last = step == S
             model.fit_round(domain, measurements, rng.spawn(1)[0])  # between rounds: the model's refit
@@ -308,7 +250,7 @@ class PrivMRF(Selector):
             else:
                 query = np.arange(len(cand))
             cls = [cand[i] for i in query]
-            exact = self._criteria(cls, data, model, domain, flat)
+            exact = model_errors(cls, data, model)
             # one criterion moves by <= 1 per added/removed record: L2 sensitivity sqrt(k) for k of them
             noisy, sigma_c = mechanisms.gaussian(budget, exact, math.sqrt(len(cls)), rho_crit,
                                                  note=f"PrivMRF round {step}: L1 criteria of {len(cls)} marginals")
@@ -363,7 +305,7 @@ class PrivMRF(Selector):
         def evaluate(adj):
             chordal, cl = triangulate(adj, logs, memo)
             cells = sum(_cells(c, shape) for c in cl)
-            score = sum(tv[u][v] for u in range(d) for v in _bits(chordal[u] >> (u + 1) << (u + 1)))
+            score = sum(tv[u][v] for u in range(d) for v in bits(chordal[u] >> (u + 1) << (u + 1)))
             return chordal, cells, score - SIZE_PENALTY * cells
 
         def with_edge(adj, i, j):
@@ -392,7 +334,7 @@ class PrivMRF(Selector):
                 continue
             heapq.heappush(heap, (-(score - current), pos, (i, j), version))
         _, cl = triangulate(adj, logs)
-        out = [tuple(domain.attrs[u] for u in _bits(c)) for c in cl]
+        out = [tuple(domain.attrs[u] for u in bits(c)) for c in cl]
         return sorted(out, key=lambda c: [domain.index(a) for a in c])
 
     def _initial(self, domain: Domain, cliques: list[tuple], tvd: np.ndarray, limit: float,
@@ -452,22 +394,6 @@ class PrivMRF(Selector):
                 cl = tuple(domain.attrs[u] for u in s)
                 weights[cl] = weights.get(cl, 0.0) + wc
         return {c: v for c, v in weights.items() if c not in measured}
-
-    @staticmethod
-    def _criteria(cliques: list[tuple], data: EncodedData, model: Model, domain: Domain, flat: dict) -> np.ndarray:
-        """``||M_r(D) - M_r(model)||_1`` for every clique, in one vectorised pass."""
-        sizes = np.array([domain.size(c) for c in cliques], dtype=np.int64)
-        est = []
-        for c, n_c in zip(cliques, sizes):
-            if c not in flat:
-                flat[c] = data.project(c).ravel()
-            e = np.asarray(model.project(c), dtype=float).ravel()
-            if e.size != n_c:
-                raise ConfigError(f"model {model.name!r}: project{c} returned {e.size} cells, expected {n_c}")
-            est.append(e)
-        x = np.concatenate([flat[c] for c in cliques])
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        return np.add.reduceat(np.abs(x - np.concatenate(est)), starts)
 
 
 def _drop_contained(marginals: list[tuple]) -> list[tuple]:

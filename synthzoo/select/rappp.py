@@ -40,30 +40,29 @@ import numpy as np
 from ..core.base import Model, Selector, register
 from ..core.domain import EncodedData, Measurement
 from ..core.errors import ConfigError
+from ..core.params import Integral, Interval, Real, Text
 from ..core.privacy import mechanisms
 from ..core.privacy.ledger import Budget
+from ..core.scores import model_errors
 
 _PAPER = ("Aydore et al., Differentially Private Query Release Through Adaptive Projection (ICML 2021); "
           "Vietri et al., Private Synthetic Data for Multitask Learning and Marginal Queries (NeurIPS 2022)")
 
 
-def _rounds_for(spec, d: int, bad) -> int:
+ROUNDS_RULE = r"d-1|(?:\d+(?:\.\d*)?|\.\d+)?d"  # "d-1", "d", "5d", "0.5d"
+
+
+def _rounds_for(spec, d: int) -> int:
     """Rounds as an integer, or as a rule of the number of attributes ``d`` the papers use:
     ``"d-1"`` (RAP++'s select epochs) or ``"<k>d"`` (e.g. ``"5d"``, GEM's ``T = 5 d``)."""
     if not isinstance(spec, str):
         return int(spec)
     s = spec.replace(" ", "")
-    try:
-        if s == "d-1":
-            return max(1, d - 1)
-        if s.endswith("d"):
-            k = float(s[:-1] or 1)
-            if k > 0:
-                return max(1, int(round(k * d)))
-    except ValueError:
-        pass
-    if bad is not None:
-        bad("rounds", "must be an integer >= 1, 'd-1' or '<k>d' (e.g. '5d')")
+    if s == "d-1":
+        return max(1, d - 1)
+    k = float(s[:-1] or 1) if s.endswith("d") else 0.0
+    if k > 0:
+        return max(1, int(round(k * d)))
     raise ConfigError(f"RAP++ parameter rounds={spec!r}: must be an integer >= 1, 'd-1' or '<k>d'")
 
 
@@ -74,17 +73,31 @@ class RAPpp(Selector):
 
     Parameters
     ----------
-    degree: the workload is every ``degree``-way marginal.
-    rounds: number of adaptive rounds ``T``: an integer, or ``"d-1"`` / ``"<k>d"`` (k times the number of
+    degree : int, default 2
+        The workload is every ``degree``-way marginal.
+    rounds : int or str, default 10
+        Number of adaptive rounds ``T``: an integer, or ``"d-1"`` / ``"<k>d"`` (k times the number of
         attributes), the rules RAP++ and GEM use.
-    q: marginals selected and measured per round.
-    select_share: share of each round's budget spent on selection (the rest on measurement);
-        RAP++'s code splits each round evenly, 0.5.
-    oneway_share: share of the selector's budget for measuring every one-way marginal first.
+    q : int, default 5
+        Marginals selected and measured per round.
+    select_share : float, default 0.5
+        Share of each round's budget spent on selection (the rest on measurement); RAP++'s code
+        splits each round evenly.
+    oneway_share : float, default 0.1
+        Share of the selector's budget for measuring every one-way marginal first.
+
+    Examples
+    --------
+    >>> sz.Synthesizer(select=RAPpp(rounds="d-1", q=1), model="rp", epsilon=1.0)  # doctest: +SKIP
     """
 
     paper = _PAPER
-    adaptive = True
+    _tags = {"adaptive": True}
+    _parameter_constraints = {
+        "degree": [Interval(Integral, 1, None)], "q": [Interval(Integral, 1, None)],
+        "rounds": [Interval(Integral, 1, None), Text(ROUNDS_RULE, "'d-1' or '<k>d' (e.g. '5d')")],
+        "select_share": [Interval(Real, 0, 1, closed="neither")],
+        "oneway_share": [Interval(Real, 0, 1, closed="neither")]}
 
     def __init__(self, degree: int = 2, rounds: int | str = 10, q: int = 5, select_share: float = 0.5,
                  oneway_share: float = 0.1):
@@ -98,34 +111,18 @@ class RAPpp(Selector):
     def hyperparameter_space(cls) -> dict:
         return {"rounds": ("int", 3, 30), "q": ("int", 1, 10), "select_share": ("float", 0.1, 0.9)}
 
-    def check_params(self) -> None:
-        def bad(name, why):
-            raise ConfigError(f"RAP++ parameter {name}={getattr(self, name)!r}: {why}")
-
-        if isinstance(self.rounds, str):
-            _rounds_for(self.rounds, 2, bad)
-        for name in ("degree", "q") + (() if isinstance(self.rounds, str) else ("rounds",)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                bad(name, "must be an integer >= 1")
-        for name in ("select_share", "oneway_share"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
-                bad(name, "must be a number strictly between 0 and 1")
-
     # ------------------------------------------------------------------------- run
     def run(self, data: EncodedData, budget: Budget, rng: np.random.Generator,
             model: Model | None = None) -> list[Measurement]:
         """Measure every one-way marginal, then ``rounds`` rounds of Gumbel top-``q`` selection and
         Gaussian measurement against the refitted model; returns every measurement in the order taken."""
-        self.check_params()
         self.check_run_inputs(data, budget, model)
         domain = data.domain
         d = len(domain)
         private = budget.private
         rho = budget.remaining
         workload = list(itertools.combinations(domain.attrs, min(int(self.degree), d)))
-        T = _rounds_for(self.rounds, d, None)
+        T = _rounds_for(self.rounds, d)
 
         rho_one = self.oneway_share * rho / d if private else math.inf
         measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_one) for a in domain.attrs]
@@ -145,7 +142,7 @@ class RAPpp(Selector):
                 eps = math.sqrt(8.0 * rho_sel / q)  # q * eps^2 / 8 = rho_sel
             else:
                 rho_meas, eps = math.inf, math.inf
-            scores = self._scores(cands, data, model)
+            scores = model_errors(cands, data, model)  # L1 error in counts: sensitivity 1
             picks = mechanisms.gumbel_top_k(budget, scores, q, 1.0, eps,
                                             note=f"RAP++ round {t}: top {q} of {len(cands)} marginals")
             chosen = [cands[i] for i in picks]
@@ -159,17 +156,3 @@ class RAPpp(Selector):
         self.history_ = history
         self.selected_ = [c for h in history for c in h["cliques"]]
         return measurements
-
-
-    @staticmethod
-    def _scores(cands: list, data: EncodedData, model: Model) -> np.ndarray:
-        """L1 error, in counts, of the model's answer to every candidate marginal (sensitivity 1)."""
-        out = np.empty(len(cands))
-        for i, c in enumerate(cands):
-            truth = data.project(c)
-            est = np.asarray(model.project(c), dtype=float)
-            if est.size != truth.size:
-                raise ConfigError(f"model {model.name!r}: project{c} returned {est.size} cells, "
-                                  f"expected {truth.size}")
-            out[i] = np.abs(truth.ravel() - est.ravel()).sum()
-        return out

@@ -271,6 +271,11 @@ class PrivacyLedger:
             lines.append(f"  {r['module']:<14} {r['charges']:>4} charge(s){share}  [{r['mechanisms']}]")
         return "\n".join(lines)
 
+    def account(self) -> dict:
+        """The account a model file carries (see :class:`SavedAccount`)."""
+        return {"spent": list(self.spent()), "report": self.report(), "breakdown": self.breakdown(),
+                "replayable_noise": self.replayable}
+
     def stage(self, name: str, share: float) -> "Budget":
         """A budget for one pipeline stage: ``share`` of the total rho."""
         return Budget(self, name, share * self.total_rho if self.private else math.inf)
@@ -328,3 +333,45 @@ class _ChildBudget(Budget):
     def __init__(self, parent: Budget, name: str, rho: float):
         super().__init__(parent.ledger, name, rho)
         self.parent = parent
+
+
+class SavedAccount:
+    """The privacy account a saved model carries: what its ledger said when it was saved.
+
+    It answers the same questions as a :class:`PrivacyLedger` (``spent``, ``breakdown``,
+    ``report``, ``private``, ``replayable``), so a loaded synthesizer has one state for them;
+    the report says it was read from the file, not recomputed.
+    """
+
+    FROM_FILE = "(as saved in the model file; read from it, not recomputed)"
+
+    def __init__(self, doc: dict):
+        try:
+            eps, delta = doc["spent"]
+            self._spent = PrivacySpent(float(eps), float(delta))
+            self._report = str(doc["report"])
+            self._breakdown = [dict(r) for r in doc["breakdown"]]
+            self.replayable = bool(doc.get("replayable_noise", False))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConfigError(f"model file: malformed privacy account ({e!r})") from None
+
+    def account(self) -> dict:
+        """The account as saved (see :meth:`PrivacyLedger.account`)."""
+        return {"spent": list(self._spent), "report": self._report, "breakdown": self.breakdown(),
+                "replayable_noise": self.replayable}
+
+    @property
+    def private(self) -> bool:
+        return self._spent.private
+
+    def spent(self) -> PrivacySpent:
+        return self._spent
+
+    def breakdown(self) -> list[dict]:
+        return [dict(r) for r in self._breakdown]
+
+    def report(self) -> str:
+        text = self._report
+        if self.replayable and REPLAYABLE_WARNING not in text:
+            text += "\n" + REPLAYABLE_WARNING
+        return text + "\n" + self.FROM_FILE
