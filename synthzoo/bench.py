@@ -18,14 +18,10 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from ._threads import single_thread_defaults, thread_settings
 from .datasets import load_shared, read_csv, train_test_split
 from .metrics import query_error_3way, tvd_2way
 from .presets import make
-
-
-def thread_settings() -> str:
-    keys = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-    return ", ".join(f"{k}={os.environ.get(k, 'unset')}" for k in keys) + f"; cpus={os.cpu_count()}"
 
 
 def independent(df: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
@@ -118,8 +114,7 @@ def _cpu_s() -> float:
 def _child_main(conn, func, args: tuple) -> None:
     """Entry point of a spawned cell process: run ``func(*args)`` and send back
     ``(status, result or reason, base RSS, peak RSS, CPU seconds of func)``."""
-    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(k, "1")
+    single_thread_defaults()
     base, cpu0 = _maxrss_mb(), _cpu_s()
     try:
         out = func(*args)

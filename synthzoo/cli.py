@@ -7,8 +7,7 @@ import os
 import sys
 import time
 
-for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_k, "1")  # before numpy/torch load: OpenMP spin-waiting hurts on small machines
+from ._threads import single_thread_defaults
 
 
 def _floats(s: str) -> list[float]:
@@ -144,9 +143,18 @@ def _bench_grid(a, bench) -> int:
 
 
 def cmd_eval(a) -> int:
-    from synthzoo.metrics import report
+    """``synthzoo eval REAL FAKE [--test T] [--schema S] [--out report.html] [--metrics a,b]``: writes the
+    report and prints the metric table."""
+    import pandas as pd
 
-    return report.cli_eval(a)
+    from synthzoo.metrics import evaluate_files
+
+    metrics = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
+    table = evaluate_files(a.real, a.fake, test=a.test, schema=a.schema, out=a.out, metrics=metrics)
+    with pd.option_context("display.width", 160):
+        print(table.drop(columns="description").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(f"# wrote {a.out}")
+    return 0
 
 
 def cmd_list(a) -> int:
@@ -301,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from synthzoo.core.errors import SynthzooError
 
+    single_thread_defaults()  # OpenMP spin-waiting hurts on small machines; a user's setting is kept
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -12,32 +12,31 @@ import copy
 from .core.errors import ConfigError
 from .pipeline import Synthesizer
 
+#: The recipe every preset starts from: Chen et al.'s preprocessing (PrivTree binning of numeric
+#: columns, DP rare-category merge) with a tenth of the budget, the rest to selection and measurement.
+#: A preset below lists what it changes: its selector, its model (and a record model's split).
+BASE = {"preprocess": ["privtree", "rare_merge"], "budget_split": {"preprocess": 0.1, "select": 0.9}}
+
 PRESETS: dict[str, dict] = {
     # Zhang et al., "PrivSyn: Differentially Private Data Synthesis" (USENIX Security 2021), with the
     # preprocessing of Chen et al.'s benchmark (PrivTree binning, DP rare-category merge).
     "privsyn": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": "indif",
         "model": "gum",
-        "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "Zhang et al., PrivSyn: Differentially Private Data Synthesis, USENIX Security 2021",
     },
     # McKenna, Sheldon & Miklau, "Winning the NIST Contest" (2021): MST selection + private-pgm.
     "mst": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": "mst",
         "model": {"name": "pgm", "iters": 2500},
-        "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "McKenna, Sheldon & Miklau, Winning the NIST Contest, JPC 2021 (MST)",
     },
     # McKenna, Mullins, Sheldon & Miklau, "AIM" (VLDB 2022): adaptive selection + private-pgm.
     # Paper/reference settings: all 2-way workload, T = 16 d, max_model_size 80 MB, 1000 mirror-
     # descent iterations for every round's estimate and for the final one.
     "aim": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": {"name": "aim", "degree": 2, "rounds": None, "max_model_size": 80.0},
         "model": {"name": "pgm", "iters": 1000, "round_iters": 1000},
-        "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "McKenna et al., AIM: An Adaptive and Iterative Mechanism for DP Synthetic Data, VLDB 2022",
     },
     # Cai, Lei, Wei, Xiao, "Data Synthesis via Differentially Private Markov Random Fields" (PVLDB
@@ -45,12 +44,10 @@ PRESETS: dict[str, dict] = {
     # for the refinement criteria, 0.8 for the marginals; theta 6; 0.8 d refinement marginals.
     # The model-size cap is 80 MB (the reference allows 381 MB on a GPU).
     "privmrf": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": {"name": "privmrf", "graph_share": 0.1, "criteria_share": 0.1, "theta": 6.0,
                    "refine_ratio": 0.8, "steps": None, "max_candidates": 400, "max_attrs": 6,
                    "max_model_size": 80.0},
         "model": {"name": "pgm", "iters": 1000},
-        "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "Cai, Lei, Wei, Xiao, Data Synthesis via Differentially Private Markov Random Fields, PVLDB 2021",
     },
     # Vietri et al., "Private Synthetic Data for Multitask Learning and Marginal Queries" (RAP++,
@@ -58,20 +55,16 @@ PRESETS: dict[str, dict] = {
     # split evenly between selection and measurement (top-1 per epoch as in its config), relaxed
     # projection onto a synthetic table of 1000 rows (RAP's N').
     "rap++": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": {"name": "rap++", "degree": 2, "rounds": "d-1", "q": 1, "select_share": 0.5},
         "model": {"name": "rp", "n_rows": 1000},
-        "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "Vietri et al., Private Synthetic Data for Multitask Learning and Marginal Queries, NeurIPS 2022",
     },
     # Liu, Vietri, Wu, "Private-GSD: Generating Private Synthetic Data with Genetic Algorithms"
     # (ICML 2023): the same adaptive rounds as RAP++ with the genetic-algorithm synthesiser
     # (synthetic table of 2000 rows).
     "gsd": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": {"name": "rap++", "degree": 2, "rounds": "d-1", "q": 1, "select_share": 0.5},
         "model": {"name": "gsd", "n_rows": 2000},
-        "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "Liu, Vietri, Wu, Generating Private Synthetic Data with Genetic Algorithms (Private-GSD), ICML 2023",
     },
     # Liu, Vietri, Steinke, Ullman, Wu, "Iterative Methods for Private Synthetic Data: Unifying
@@ -80,10 +73,8 @@ PRESETS: dict[str, dict] = {
     # pick, a generator of two hidden layers trained 500 Adam steps (lr 1e-3) per round on a
     # batch of 1024 noise vectors.
     "gem": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": {"name": "rap++", "degree": 2, "rounds": "5d", "q": 1, "select_share": 0.5},
         "model": {"name": "gn", "hidden": [512, 512], "iters": 500, "lr": 1e-3, "batch": 1024},
-        "budget_split": {"preprocess": 0.1, "select": 0.9},
         "paper": "Liu et al., Iterative Methods for Private Synthetic Data: Unifying Framework and New Methods "
                  "(GEM), NeurIPS 2021",
     },
@@ -92,7 +83,6 @@ PRESETS: dict[str, dict] = {
     # synthzoo/models/dpmerf.py): a Gaussian kernel over all one-hot blocks with length scale
     # 0.5 sqrt(d), 1000 steps with the rate decayed to 5 %, batches of 500 Gumbel-softmax records.
     "dpmerf": {
-        "preprocess": ["privtree", "rare_merge"],
         "select": None,
         "model": {"name": "dpmerf", "n_features": 2000, "length_scale": 0.5, "hidden": [256, 256],
                   "iters": 1000, "lr": 1e-2, "lr_decay": 0.05, "batch": 500, "noise_dim": 10,
@@ -105,9 +95,10 @@ PRESETS: dict[str, dict] = {
 
 
 def preset_config(name: str) -> dict:
+    """The full configuration of preset ``name``: :data:`BASE` with the preset's changes."""
     if not isinstance(name, str) or name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; available: {sorted(PRESETS)}")
-    cfg = copy.deepcopy(PRESETS[name])
+    cfg = {**copy.deepcopy(BASE), **copy.deepcopy(PRESETS[name])}
     cfg.pop("paper", None)
     return cfg
 
@@ -120,4 +111,5 @@ def make(name: str, epsilon=1.0, delta=1e-5, schema=None, seed=0, **overrides) -
 
 
 def available_presets() -> dict[str, str]:
+    """``{preset: paper}``."""
     return {k: v.get("paper", "") for k, v in PRESETS.items()}

@@ -429,15 +429,13 @@ def test_datetime_columns_are_scored():
 
 
 def test_cli_eval_entry_point(tmp_path, capsys):
-    import argparse
+    from synthzoo.cli import main
 
-    from synthzoo.metrics.report import cli_eval
     df, schema = toy(600)
     df.iloc[:300].to_csv(tmp_path / "real.csv", index=False)
     independent(df.iloc[:300]).to_csv(tmp_path / "fake.csv", index=False)
     schema.to_json(tmp_path / "schema.json")
-    args = argparse.Namespace(real=str(tmp_path / "real.csv"), fake=str(tmp_path / "fake.csv"), test=None,
-                              schema=str(tmp_path / "schema.json"), out=str(tmp_path / "r.html"),
-                              metrics="tvd_2way,query_error_3way")
-    assert cli_eval(args) == 0
+    assert main(["eval", str(tmp_path / "real.csv"), str(tmp_path / "fake.csv"), "--schema",
+                 str(tmp_path / "schema.json"), "--out", str(tmp_path / "r.html"),
+                 "--metrics", "tvd_2way,query_error_3way"]) == 0
     assert (tmp_path / "r.html").exists() and "tvd_2way" in capsys.readouterr().out

@@ -56,6 +56,8 @@ class Module(abc.ABC):
     paper: ClassVar[str] = ""
     _parameter_constraints: ClassVar[dict] = {}
     _tags: ClassVar[dict] = {}
+    #: Parameters that make a quick but real run, for the conformance kit (e.g. fewer iterations).
+    _test_params: ClassVar[dict] = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

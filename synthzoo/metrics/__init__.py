@@ -16,7 +16,8 @@ from .mds import (BootstrapSynthesizer, CopySynthesizer, IndependentSynthesizer,
 from .ml import EVALUATORS, encode_features, ml_affinity, ml_efficiency, ml_scores
 from .privacy import (dcr_risk, domias_auc, identical_match_share, inference_risk, linkability_risk,
                       normalised_risk, nndr_risk, privacy_scores, singling_out_risk)
-from .report import METRICS, evaluate, evaluate_files, write_html_report
+from .evaluate import METRICS, evaluate
+from .html import evaluate_files, write_html_report
 from .wasserstein import wasserstein_fidelity, wasserstein_marginals
 
 __all__ = [

@@ -18,7 +18,6 @@ Everything here is post-processing of released measurements: no privacy cost.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np

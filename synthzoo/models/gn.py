@@ -104,6 +104,7 @@ class GN(TorchMLP, MeasurementModel):
         **MLP_CONSTRAINTS, "iters": [Interval(Integral, 0, None)], "lr": [Interval(Real, 0, None, closed="neither")],
         "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
         "loss": [Options("l1", "l2")], "warm_start": [Boolean()]}
+    _test_params = {"hidden": (32,), "iters": 60, "batch": 64}
 
     def __init__(self, hidden=(128,), iters: int = 500, lr: float = 1e-3, batch: int = 256,
                  noise_dim: int = 32, loss: str = "l1", warm_start: bool = True, device: str = "auto"):

@@ -24,22 +24,10 @@ from ..core.base import MeasurementModel, register
 from ..core.domain import Domain, Measurement, count
 from ..core.errors import ConfigError
 from ..core.params import Function, Integral, Interval, Options, Real, Sequence
+from ..core.sampling import allocate
 from .consistency import make_consistent
 
 _PAPER = "Zhang et al., PrivSyn: Differentially Private Data Synthesis (USENIX Security 2021)"
-
-
-def _allocate(p: np.ndarray, n: int) -> np.ndarray:
-    """Integer counts summing to ``n`` proportional to ``p`` (largest remainder rounding)."""
-    p = np.clip(np.asarray(p, dtype=float), 0.0, None)
-    tot = p.sum()
-    p = np.full(p.size, 1.0 / p.size) if tot <= 0 else p / tot
-    raw = p * n
-    base = np.floor(raw).astype(np.int64)
-    short = n - int(base.sum())
-    if short > 0:
-        base[np.argsort(-(raw - base), kind="stable")[:short]] += 1
-    return base
 
 
 class _Target:
@@ -270,7 +258,7 @@ class GUM(MeasurementModel):
         # column-major: every step reads whole columns, while only the moved rows are written
         rec = np.empty((n, d), dtype=np.int32, order="F")
         for i, p in enumerate(one_way):
-            rec[:, i] = rng.permutation(np.repeat(np.arange(p.size), _allocate(p, n)))
+            rec[:, i] = rng.permutation(np.repeat(np.arange(p.size), allocate(p, n)))
 
         rounds = int(self.iterations)
         bar = None

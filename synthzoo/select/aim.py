@@ -80,6 +80,7 @@ class AIM(Selector):
 
     paper = _PAPER
     _tags = {"adaptive": True}
+    _test_params = {"rounds": 40}
     _parameter_constraints = {"degree": [Interval(Integral, 1, None)], "rounds": [None, Interval(Integral, 1, None)],
                               "max_model_size": [Interval(Real, 0, None, closed="neither")]}
 

@@ -93,6 +93,7 @@ class RAPpp(Selector):
 
     paper = _PAPER
     _tags = {"adaptive": True}
+    _test_params = {"rounds": 3, "q": 2}
     _parameter_constraints = {
         "degree": [Interval(Integral, 1, None)], "q": [Interval(Integral, 1, None)],
         "rounds": [Interval(Integral, 1, None), Text(ROUNDS_RULE, "'d-1' or '<k>d' (e.g. '5d')")],
