@@ -196,7 +196,11 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
     loss, grad = plan.loss_grad(mu, ys, weights)
     for _ in range(int(iters)):
         new = {cl: theta[cl] - alpha * grad[cl] for cl in theta}
-        mu2 = plan.clique_marginals(plan.calibrate(new, total))
+        try:
+            mu2 = plan.clique_marginals(plan.calibrate(new, total))
+        except FloatingPointError:  # the step drove a belief to underflow: reject it, as mbi's NaN loss does
+            alpha *= 0.5
+            continue
         loss2 = plan.loss(mu2, ys, weights)
         gain = sum(float(np.vdot(grad[cl], mu[cl] - mu2[cl])) for cl in theta)
         if loss - loss2 >= 0.5 * alpha * gain:
