@@ -31,7 +31,8 @@ for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from synthzoo.bench import run_isolated, thread_settings  # noqa: E402
+from synthzoo._threads import thread_settings  # noqa: E402
+from synthzoo.isolation import run_isolated  # noqa: E402
 from synthzoo.datasets import load_shared  # noqa: E402
 
 # private-pgm's own scripts on the same data, as quoted in the issue
@@ -92,20 +93,19 @@ def main(argv=None) -> int:
     results = {}
     for m in methods:
         args = (df, schema.to_dict(), CONFIG[m], a.epsilon, a.delta, a.seed)
-        if a.profile:
-            r = run_isolated(_profiled, (a.profile, *args), a.timeout)
+        if a.profile:  # this script's own function: the worker imports it from this folder
+            r = run_isolated("bench_pgm_reference:_profiled", (a.profile, *args), a.timeout)
         else:
-            from synthzoo.bench import fit_sample
-            r = run_isolated(fit_sample, args, a.timeout)
-        if r["status"] != "ok":
-            print(f"{m}: {r['status']} after {r['wall_s']:.0f}s - {r['reason']}", flush=True)
+            r = run_isolated("synthzoo.bench.grid:fit_sample", args, a.timeout)
+        if r.status != "ok":
+            print(f"{m}: {r.status} after {r.wall_s:.0f}s - {r.reason}", flush=True)
             results[m] = None
             continue
-        res = r["result"]
+        res = r.value
         tvd = workload_tvd(real, res["fake"].to_numpy(dtype=np.int64), sizes)
-        results[m] = {"wall_s": res["fit_s"] + res["sample_s"], "proc_s": r["wall_s"], "cpu_s": r["cpu_s"],
-                      "rss_gb": r["peak_rss_mb"] / 1024,
-                      "base_gb": r["base_rss_mb"] / 1024, "tvd": tvd, "eps": res["eps_spent"]}
+        results[m] = {"wall_s": res["fit_s"] + res["sample_s"], "proc_s": r.wall_s, "cpu_s": r.cpu_s,
+                      "rss_gb": r.peak_rss_mb / 1024, "base_gb": r.base_rss_mb / 1024, "tvd": tvd,
+                      "eps": res["eps_spent"]}
         x = results[m]
         print(f"{m}: fit+sample {x['wall_s']:.1f}s wall, {x['cpu_s']:.1f}s CPU (process {x['proc_s']:.1f}s), "
               f"peak RSS {x['rss_gb']:.2f} GB (after imports {x['base_gb']:.2f} GB), workload TVD {tvd:.4f}, "

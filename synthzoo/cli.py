@@ -61,7 +61,7 @@ def cmd_sample(a) -> int:
 
 def cmd_demo(a) -> int:
     import synthzoo as sz
-    from synthzoo.bench import independent
+    from synthzoo.metrics import independent_sample
     from synthzoo.datasets import make_demo, train_test_split
     from synthzoo.metrics import query_error_3way, tvd_2way
 
@@ -81,7 +81,7 @@ def cmd_demo(a) -> int:
     print(f"3. fitted in {t1 - t0:.1f}s, sampled {len(fake):,} rows in {t2 - t1:.1f}s; first rows:")
     print(fake.head(5).to_string(max_colwidth=14))
     print("4. " + synth.privacy_report().replace("\n", "\n   "))
-    ind = independent(train, a.seed)
+    ind = independent_sample(train, seed=a.seed)
     print("5. quality against the training rows (lower is better):")
     print(f"   {'':<22}{'2-way TVD':>10}{'3-way query err':>17}")
     for label, f in ((a.synth, fake), ("independent columns", ind)):

@@ -93,8 +93,12 @@ def test_isolated_cell_measures_memory_and_times_out(demo_csv):
 
 @pytest.mark.slow
 def test_run_isolated_reports_errors():
-    r = bench.run_isolated(bench.grid_config, ("indif", "gum", "no_such_preset"), timeout=60)
-    assert r["status"] == "error" and "no_such_preset" in r["reason"]
+    from synthzoo.isolation import run_isolated
+
+    r = run_isolated("synthzoo.bench:grid_config", ("indif", "gum", "no_such_preset"), timeout=60)
+    assert r.status == "error" and "no_such_preset" in r.reason
+    with pytest.raises(Exception, match="no_such_preset"):
+        r.raise_error()
 
 
 def test_grid_bad_input(demo_csv):

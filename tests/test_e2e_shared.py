@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import synthzoo as sz
-from synthzoo.bench import halves, independent
+from synthzoo.metrics import half_split as halves
+from synthzoo.metrics import independent_sample
 from synthzoo.datasets import train_test_split
 from synthzoo.metrics import query_error_3way, tvd_2way
 
@@ -25,7 +26,7 @@ def test_adult_privsyn_quality_and_budget(adult_privsyn):
     assert eps <= 1.0 and delta <= 1e-5
     tvd = tvd_2way(train, fake, schema, bins=10)
     q3 = query_error_3way(train, fake, schema, n_queries=1000, seed=0)
-    ind = tvd_2way(train, independent(train, 0), schema, bins=10)
+    ind = tvd_2way(train, independent_sample(train, seed=0), schema, bins=10)
     assert tvd <= 0.055, tvd
     assert q3 <= 0.006, q3
     assert tvd < ind
@@ -55,7 +56,7 @@ def test_other_datasets_end_to_end(name, request):
     assert fake.dtypes.to_dict() == {c.name: c.output_dtype for c in schema}
     assert s.privacy_spent().epsilon <= 1.0
     a, b = halves(train, 0)
-    assert tvd_2way(train, fake, schema) < tvd_2way(train, independent(train, 0), schema) + 0.01
+    assert tvd_2way(train, fake, schema) < tvd_2way(train, independent_sample(train, seed=0), schema) + 0.01
     for c in schema.names:
         if schema[c].missing:
             assert abs(fake[c].isna().mean() - train[c].isna().mean()) < 0.05, c

@@ -1,0 +1,227 @@
+"""The ablation grid: every selector x model cell on each dataset, epsilon and seed, each cell in a
+worker process of its own (:mod:`synthzoo.isolation`), scored on held-out rows."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .._threads import thread_settings
+from ..datasets import load_shared, read_csv, train_test_split
+from ..isolation import cpu_seconds, run_isolated
+from ..metrics import independent_sample, query_error_3way, tvd_2way
+from .plot import plot_grid
+
+GRID_COLUMNS = ["dataset", "kind", "selector", "model", "epsilon", "seed", "status", "reason", "tvd_2way",
+                "query_3way", "ml_f1", "ml_r2", "fit_s", "sample_s", "wall_s", "cpu_s", "peak_rss_mb", "base_rss_mb",
+                "eps_spent", "delta_spent", "budget_ok", "n_train", "n_test"]
+
+
+def fit_sample(train: pd.DataFrame, schema_dict: dict, config: dict, epsilon: float, delta: float, seed: int,
+               n: int | None = None) -> dict:
+    """Fit one pipeline configuration on ``train`` and sample ``n`` rows (default: the fitted model's
+    DP estimate of the training rows, so the release's size says nothing exact about them).
+
+    ``config`` holds :class:`~synthzoo.pipeline.Synthesizer` arguments (``preprocess``,
+    ``select``, ``model``, ``budget_split``).  Module-level, so a spawned cell process can run it.
+    """
+    from ..core.schema import Schema
+    from ..pipeline import Synthesizer
+
+    schema = Schema.from_dict(schema_dict)
+    synth = Synthesizer(epsilon=epsilon, delta=delta, schema=schema, seed=seed, **config)
+    t0 = time.perf_counter()
+    synth.fit(train)
+    t1 = time.perf_counter()
+    fake = synth.sample(None if n is None else int(n))
+    t2 = time.perf_counter()
+    spent = synth.privacy_spent()
+    return {"fake": fake, "fit_s": t1 - t0, "sample_s": t2 - t1, "eps_spent": float(spent.epsilon),
+            "delta_spent": float(spent.delta)}
+
+
+def grid_config(selector: str, model: str, base: str = "privsyn", preprocess=None) -> dict:
+    """Synthesizer arguments of one grid cell: the preset ``base``'s preprocessing and budget split
+    with ``selector`` (``"none"`` for record models) and ``model`` put in."""
+    from ..presets import preset_config
+
+    cfg = preset_config(base)
+    cfg["select"] = None if selector in (None, "none") else selector
+    cfg["model"] = model
+    split = cfg.get("budget_split")
+    if cfg["select"] is None and split and "select" in split:  # a record model spends the selector's share
+        split = dict(split)
+        split["model"] = split.pop("select")
+        cfg["budget_split"] = split
+    if preprocess is not None:
+        cfg["preprocess"] = list(preprocess)
+        cfg["budget_split"] = None  # the preset's preprocessing share may have no spender left
+    return cfg
+
+
+def _load(data: str, schema, root) -> tuple[str, pd.DataFrame, object]:
+    """``data`` is a shared dataset name or a CSV path (then ``schema`` is a Schema or a JSON path)."""
+    from ..core.errors import ConfigError
+    from ..core.schema import Schema
+
+    is_file = data.lower().endswith(".csv") or os.path.isfile(data)
+    if not is_file:
+        if schema is not None:
+            raise ConfigError(f"--schema is for a CSV path; {data!r} is a shared dataset name with its own schema")
+        df, sch = load_shared(data, root)
+        return data, df, sch
+    if schema is None:
+        raise ConfigError(f"data {data!r} is a CSV file: give its public schema (--schema schema.json)")
+    if not os.path.isfile(data):
+        raise FileNotFoundError(f"data file {data!r} not found")
+    sch = schema if isinstance(schema, Schema) else Schema.from_json(schema)
+    return os.path.splitext(os.path.basename(data))[0], read_csv(data, sch), sch
+
+
+def _ml(train, fake, test, schema) -> dict:
+    """Train-on-synthetic, test-on-real score with one boosted evaluator (LightGBM)."""
+    from ..metrics import ml_scores
+
+    if not schema.meta.get("target"):
+        return {"ml_f1": np.nan, "ml_r2": np.nan}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = ml_scores(train, fake, test, schema, evaluators=("gbm",))
+    s = dict(zip(df["score"], df["synthetic"]))
+    return {"ml_f1": s.get("f1", np.nan), "ml_r2": s.get("r2", np.nan)}
+
+
+def _grid_score(train, fake, test, schema, ml: bool) -> dict:
+    out = {"tvd_2way": tvd_2way(test, fake, schema, bins=10),
+           "query_3way": query_error_3way(test, fake, schema, n_queries=1000, seed=0)}
+    out.update(_ml(train, fake, test, schema) if ml else {"ml_f1": np.nan, "ml_r2": np.nan})
+    return out
+
+
+def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), models: Iterable[str] = ("gum", "pgm"),
+         epsilons: Iterable = (0.2, 1.0, 5.0), seeds: Iterable[int] = (0,), delta: float = 1e-5, schema=None,
+         base: str = "privsyn", preprocess=None, cell_timeout: float | None = None, isolate: bool = True,
+         ml: bool = True, references: bool = True, root=None, out: str | None = None, plot: str | None = None,
+         log: Callable[[str], None] = print) -> pd.DataFrame:
+    """Ablation grid: every selector x model cell on each dataset, epsilon and seed.
+
+    The framework is the one of Chen et al., "Benchmarking Differentially Private Tabular Data
+    Synthesis": a cell is the preset ``base``'s preprocessing with one selector and one model.
+    ``data`` is a shared dataset name, a list of them, or a CSV path (with ``schema``: a
+    :class:`Schema` or a JSON path).  Each cell fits on an 80 % split (seed 0), samples as many
+    rows, and is scored on the held-out 20 %: 2-way TVD (numeric columns in 10 quantile bins),
+    mean error of 1,000 random 3-way queries and, when the schema names a target, the macro F1
+    (classification) or R² (regression) of LightGBM trained on the synthetic rows.  Wall time
+    and peak RSS come from a child process per cell (``isolate=False`` runs in this process and
+    leaves the memory columns empty); the (epsilon, delta) spent is checked against the request.
+
+    Cells that cannot run — a module name not registered, a combination the pipeline refuses
+    with :class:`ConfigError` — get ``status="skipped"`` and the reason; a cell that raises gets
+    ``"error"``, one past ``cell_timeout`` seconds ``"timeout"``.  Reference rows (``kind=
+    "reference"``): TRAIN (the real training rows themselves: the floor set by sampling noise)
+    and INDEPENDENT (each training column resampled alone).  Writes ``out`` (CSV) and ``plot``
+    (PNG heatmaps) when given; ``log`` gets one line per cell as it finishes.
+    """
+    from ..core.errors import ConfigError
+    from ..pipeline import Synthesizer
+
+    selectors, models = list(selectors), list(models)
+    epsilons, seeds = [float(e) for e in epsilons], [int(s) for s in seeds]
+    if not selectors or not models or not epsilons or not seeds:
+        raise ConfigError("grid needs at least one selector, model, epsilon and seed")
+    if cell_timeout is not None and not cell_timeout > 0:
+        raise ConfigError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
+    if cell_timeout is not None and not isolate:
+        log("# note: cell_timeout applies to isolated cells only; running in this process without one")
+    names = [data] if isinstance(data, str) else list(data)
+    loaded = [_load(d, schema, root) for d in names]
+    total = len(loaded) * len(selectors) * len(models) * len(epsilons) * len(seeds)
+    log(f"# synthzoo bench grid: {len(loaded)} dataset(s) x {len(selectors)} selectors x {len(models)} models x "
+        f"{len(epsilons)} epsilons x {len(seeds)} seeds = {total} cells; base={base} delta={delta:g} "
+        f"isolate={isolate}; {thread_settings()}; python {platform.python_version()}")
+    rows, done = [], 0
+    for name, df, sch in loaded:
+        train, test = train_test_split(df, test_size=0.2, seed=0)
+        common = {"dataset": name, "n_train": len(train), "n_test": len(test)}
+        if references:
+            for label, fake in (("TRAIN", train), ("INDEPENDENT", independent_sample(train, seed=0))):
+                rows.append({**common, "kind": "reference", "selector": "-", "model": label, "epsilon": np.nan,
+                             "seed": 0, "status": "ok", "reason": "", **_grid_score(train, fake, test, sch, ml)})
+                log(f"[ref] {name} {label}: tvd2={rows[-1]['tvd_2way']:.4f} q3={rows[-1]['query_3way']:.4f}"
+                    f"{_ml_txt(rows[-1])}")
+        sdict = sch.to_dict()
+        for sel in selectors:
+            for mod in models:
+                cfg = grid_config(sel, mod, base, preprocess)
+                for eps in epsilons:
+                    for seed in seeds:
+                        done += 1
+                        row = {**common, "kind": "cell", "selector": sel, "model": mod, "epsilon": eps, "seed": seed,
+                               "status": "ok", "reason": ""}
+                        try:  # construction checks names and combination before any data is read
+                            Synthesizer(epsilon=eps, delta=delta, schema=sch, seed=seed, **cfg)
+                        except ConfigError as e:
+                            row.update(status="skipped", reason=str(e))
+                        if row["status"] == "ok":
+                            row.update(_run_cell(train, test, sch, sdict, cfg, eps, delta, seed, isolate,
+                                                 cell_timeout, ml))
+                        rows.append(row)
+                        log(f"[{done}/{total}] {_cell_txt(row)}")
+                        if out:  # rewritten after every cell: a long grid stopped midway keeps what it did
+                            pd.DataFrame(rows).reindex(columns=GRID_COLUMNS).to_csv(out, index=False)
+    res = pd.DataFrame(rows).reindex(columns=GRID_COLUMNS)
+    res.attrs["threads"] = thread_settings()
+    if out:
+        res.to_csv(out, index=False)
+        log(f"# wrote {out}")
+    if plot:
+        if plot_grid(res, plot):
+            log(f"# wrote {plot}")
+    return res
+
+
+def _run_cell(train, test, sch, sdict, cfg, eps, delta, seed, isolate, timeout, ml) -> dict:
+    if isolate:
+        r = run_isolated(f"{__name__}:fit_sample", (train, sdict, cfg, eps, delta, seed), timeout)
+        out = {"wall_s": r.wall_s, "cpu_s": r.cpu_s, "peak_rss_mb": r.peak_rss_mb, "base_rss_mb": r.base_rss_mb}
+        if r.status != "ok":
+            reason = r.reason if r.status != "timeout" else f"{r.reason} (--cell-timeout)"
+            return {**out, "status": r.status, "reason": reason}
+        res = r.value
+    else:
+        t0, c0 = time.perf_counter(), cpu_seconds()
+        try:
+            res = fit_sample(train, sdict, cfg, eps, delta, seed)
+        except Exception as e:  # noqa: BLE001 - recorded as the cell's reason
+            return {"status": "error", "reason": f"{type(e).__name__}: {e}", "wall_s": time.perf_counter() - t0}
+        out = {"wall_s": time.perf_counter() - t0, "cpu_s": cpu_seconds() - c0}
+    fake = res.pop("fake")
+    ok = res["eps_spent"] <= eps * (1 + 1e-9) and res["delta_spent"] <= delta * (1 + 1e-9)
+    out.update(res, budget_ok=bool(ok), **_grid_score(train, fake, test, sch, ml))
+    if not ok:
+        out.update(status="error", reason=f"privacy spent ({res['eps_spent']:.6g}, {res['delta_spent']:.3g}) exceeds "
+                                          f"the request ({eps:g}, {delta:g})")
+    return out
+
+
+def _ml_txt(r: dict) -> str:
+    if not pd.isna(r.get("ml_f1", np.nan)):
+        return f" f1={r['ml_f1']:.3f}"
+    if not pd.isna(r.get("ml_r2", np.nan)):
+        return f" r2={r['ml_r2']:.3f}"
+    return ""
+
+
+def _cell_txt(r: dict) -> str:
+    head = f"{r['dataset']} {r['selector']} x {r['model']} eps={r['epsilon']:g} seed={r['seed']}"
+    if r["status"] != "ok":
+        return f"{head}: {r['status'].upper()} - {r['reason']}"
+    mem = "" if pd.isna(r.get("peak_rss_mb", np.nan)) else f" peak {r['peak_rss_mb']:.0f}MB"
+    return (f"{head}: tvd2={r['tvd_2way']:.4f} q3={r['query_3way']:.4f}{_ml_txt(r)} fit {r['fit_s']:.1f}s "
+            f"sample {r['sample_s']:.1f}s cpu {r['cpu_s']:.1f}s{mem} eps spent {r['eps_spent']:.4f}")
