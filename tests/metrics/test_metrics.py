@@ -8,16 +8,36 @@ import pytest
 
 from synthzoo.core import ConfigError, Schema, SchemaError
 from synthzoo.metrics import (
-    BootstrapSynthesizer, CopySynthesizer, IndependentSynthesizer, OutOfSchemaWarning, association_difference,
-    dcr_risk, domias_auc, evaluate, evaluate_files, identical_match_share, inference_risk, leaky_risk_table,
-    linkability_risk, membership_disclosure, membership_disclosure_score, ml_affinity, ml_scores, nndr_risk,
-    normalised_risk, privacy_scores, query_error_3way, singling_out_risk, tvd_1way, tvd_2way, tvd_2way_matrix,
-    wasserstein_fidelity, wasserstein_marginals, write_html_report,
+    BootstrapSynthesizer,
+    CopySynthesizer,
+    IndependentSynthesizer,
+    OutOfSchemaWarning,
+    association_difference,
+    dcr_risk,
+    domias_auc,
+    evaluate,
+    evaluate_files,
+    identical_match_share,
+    inference_risk,
+    leaky_risk_table,
+    linkability_risk,
+    membership_disclosure,
+    membership_disclosure_score,
+    ml_affinity,
+    ml_scores,
+    nndr_risk,
+    normalised_risk,
+    privacy_scores,
+    query_error_3way,
+    singling_out_risk,
+    tvd_1way,
+    tvd_2way,
+    tvd_2way_matrix,
+    wasserstein_fidelity,
+    wasserstein_marginals,
+    write_html_report,
 )
 from synthzoo.metrics.leaky import is_monotone
-
-# the `adult`, `hmeq`, `housing` fixtures come from tests/conftest.py and skip when the
-# shared datasets are absent
 
 
 def toy(n=400, seed=0):
@@ -40,8 +60,6 @@ def independent(df, seed=0):
     rng = np.random.default_rng(seed)
     return pd.DataFrame({c: df[c].to_numpy()[rng.integers(len(df), size=len(df))] for c in df.columns})
 
-
-# -- marginal metrics ------------------------------------------------------------------
 
 def test_identical_tables_score_zero():
     df, schema = toy()
@@ -88,8 +106,6 @@ def test_adult_reference_values(adult):
     assert 0.06 < ind < 0.09
 
 
-# -- bad input --------------------------------------------------------------------------
-
 def test_bad_input_clear_errors():
     df, schema = toy()
     with pytest.raises(SchemaError, match="lacks schema column"):
@@ -116,8 +132,6 @@ def test_out_of_schema_value_is_a_mismatch_with_warning():
     with pytest.warns(OutOfSchemaWarning, match="bounds"):
         assert tvd_1way(df, fake, schema) > 0
 
-
-# -- Wasserstein fidelity ---------------------------------------------------------------
 
 def test_wasserstein_zero_on_identical_and_sees_correlation():
     df, schema = toy(1200)
@@ -147,16 +161,12 @@ def test_wasserstein_missing_values_cost_one():
     assert m["x"] == pytest.approx(0.5)
 
 
-# -- association ---------------------------------------------------------------------------
-
 def test_association_difference_sees_broken_correlation():
     df, schema = toy(1000)
     assert association_difference(df, df, schema) == 0.0
     a, b = df.iloc[:500], df.iloc[500:]
     assert association_difference(a, b, schema) < association_difference(a, independent(b), schema)
 
-
-# -- ML efficiency / affinity ----------------------------------------------------------------
 
 def test_ml_scores_classification_and_affinity():
     df, schema = toy(1500)
@@ -192,8 +202,6 @@ def test_ml_unknown_evaluator():
     with pytest.raises(ConfigError, match="evaluator"):
         ml_scores(df, df, df, schema, evaluators=("xgboost",))
 
-
-# -- privacy --------------------------------------------------------------------------------
 
 def _split3(n=1500, seed=0):
     df, schema = toy(n, seed)
@@ -241,8 +249,6 @@ def test_privacy_needs_holdout():
         privacy_scores(train, other, None, schema)
 
 
-# -- leaky risk model --------------------------------------------------------------------------
-
 def test_leaky_risk_model_monotone_small_table():
     df, schema = toy(1800, seed=1)
     table = leaky_risk_table(df, schema, n_attacks=300, mds_shadow_models=10)
@@ -264,8 +270,6 @@ def test_leaky_risk_model_monotone_adult(adult):
         assert table.loc[m, 1.0] > 0.95, m
 
 
-# -- MDS -----------------------------------------------------------------------------------------
-
 def test_mds_copy_beats_independent_and_bootstrap_leaks():
     df, schema = toy(600)
     copy = membership_disclosure_score(df, schema, CopySynthesizer, n_shadow=4)
@@ -277,8 +281,6 @@ def test_mds_copy_beats_independent_and_bootstrap_leaks():
     with pytest.raises(ConfigError, match="even"):
         membership_disclosure(df, schema, CopySynthesizer, n_shadow=3)
 
-
-# -- evaluate and report ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def toy_eval():
@@ -362,8 +364,6 @@ def test_html_report_and_files(toy_eval, tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         evaluate_files(tmp_path / "nope.csv", tmp_path / "fake.csv", out=tmp_path / "x.html")
 
-
-# -- baselines on the shared datasets (slow: full ML + Wasserstein on three tables) -----------
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["adult", "hmeq", "housing"])

@@ -108,8 +108,6 @@ def test_conversion_pure_dp_to_zcdp():
     assert led.charges[0].rho == pytest.approx(0.4 ** 2 / 8)
 
 
-# --- statistical tests: noise matches the charged budget -------------------------------------
-
 def test_gaussian_noise_scale_matches_charge():
     led = PrivacyLedger(1.0, 1e-5)
     b = led.stage("g", 1.0)

@@ -14,6 +14,8 @@ from synthzoo.models.gn import GN
 from synthzoo.models.gsd import GSD
 
 FAST = {"gsd": lambda **kw: GSD(**{"generations": 3000, **kw}), "gn": lambda **kw: GN(**{"iters": 300, **kw})}
+
+
 # for tests that check plumbing rather than fit quality
 QUICK = {"gsd": lambda **kw: GSD(**{"generations": 300, **kw}), "gn": lambda **kw: GN(**{"iters": 30, **kw})}
 

@@ -14,12 +14,12 @@ import synthzoo as sz
 from synthzoo.core.base import Model
 from synthzoo.core.domain import Domain, EncodedData
 from synthzoo.core.errors import ConfigError
+from synthzoo.core.graph import junction_tree_cells, triangulate
 from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.core.scores import model_errors
 from synthzoo.datasets import make_demo
 from synthzoo.models import GUM
 from synthzoo.select import PrivMRF
-from synthzoo.core.graph import junction_tree_cells, triangulate
-from synthzoo.core.scores import model_errors
 from synthzoo.select.privmrf import maximal_sets, subsets_within
 
 

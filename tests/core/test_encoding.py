@@ -1,3 +1,5 @@
+"""Column encoders: categorical groups and numeric bins, raw values to codes and back."""
+
 import numpy as np
 import pandas as pd
 import pytest

@@ -1,3 +1,5 @@
+"""The public schema: JSON format, validation errors naming the column, output dtypes."""
+
 import warnings
 
 import numpy as np

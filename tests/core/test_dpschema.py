@@ -9,8 +9,15 @@ import pandas as pd
 import pytest
 from scipy.stats import binom, norm
 
-from synthzoo.core.dpschema import (OTHER, conform, dp_bounds, dp_categories, dp_schema, kind_from_dtype,
-                                    selection_threshold)
+from synthzoo.core.dpschema import (
+    OTHER,
+    conform,
+    dp_bounds,
+    dp_categories,
+    dp_schema,
+    kind_from_dtype,
+    selection_threshold,
+)
 from synthzoo.core.errors import BudgetExceededError, ConfigError, SchemaError
 from synthzoo.core.privacy.ledger import PrivacyLedger, rho_for
 from synthzoo.core.privacy.noise import discrete_gaussian_tail

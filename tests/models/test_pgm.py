@@ -1,0 +1,143 @@
+"""The "pgm" model (private-pgm via mbi, McKenna et al. ICML 2019): exact marginals reproduced,
+inference matching mbi, the numpy and jax engines agreeing, warm starts, the model-size cap,
+saved state.  Small synthetic tables keep these fast; the adult runs are marked slow."""
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from helpers import chain_data
+from synthzoo.core.domain import Domain, EncodedData, Measurement
+from synthzoo.core.errors import ConfigError
+from synthzoo.models.pgm import PGM, _mbi
+
+
+def exact_marginal(data, clique):
+    order = sorted(clique, key=data.domain.attrs.index)
+    return np.transpose(data.project(tuple(order)), [order.index(a) for a in clique])
+
+
+# ------------------------------------------------------------------------------------ PGM
+@pytest.fixture(scope="module")
+def fitted_exact():
+    """PGM fitted non-privately (sigma 0) to the exact one-way and tree marginals."""
+    data = chain_data()
+    cliques = [(a,) for a in data.domain.attrs] + [("a", "b"), ("b", "c"), ("c", "e"), ("d", "e")]
+    ms = [Measurement(c, data.project(c), 0.0) for c in cliques]
+    return data, ms, PGM(iters=500).fit(data.domain, ms, np.random.default_rng(0))
+
+
+def test_pgm_reproduces_exact_marginals(fitted_exact):
+    data, ms, model = fitted_exact
+    n = data.n
+    for m in ms:
+        assert np.abs(model.project(m.clique) - m.noisy).sum() / n < 0.02, m.clique
+    assert model.project(("a", "b")).sum() == pytest.approx(n, rel=1e-6)
+    # the data is a tree, so the model also gets unmeasured pairs about right
+    assert np.abs(model.project(("a", "c")) - exact_marginal(data, ("a", "c"))).sum() / n < 0.05
+
+
+def test_pgm_project_matches_mbi_inference(fitted_exact):
+    """The numpy junction-tree inference agrees with mbi's variable elimination."""
+    _, _, model = fitted_exact
+    from mbi.marginal_oracles import variable_elimination
+
+    for q in [("a", "c"), ("e", "a", "d"), ("b", "e"), ("d", "a"), ("c",)]:
+        ref = np.asarray(variable_elimination(model._warm_potentials(), q, model.total_).values)
+        np.testing.assert_allclose(model.project(q), ref, rtol=1e-8, atol=1e-8 * model.total_)
+
+
+def test_pgm_sample_seeded_and_close(fitted_exact):
+    data, ms, model = fitted_exact
+    a = model.sample(data.n, np.random.default_rng(5))
+    b = model.sample(data.n, np.random.default_rng(5))
+    c = model.sample(data.n, np.random.default_rng(6))
+    assert a.shape == (data.n, 5) and a.dtype == np.int64
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    synth = EncodedData(a, data.domain)
+    for m in ms:
+        assert np.abs(synth.project(m.clique) - m.noisy).sum() / data.n < 0.04, m.clique
+
+
+def test_pgm_state_is_json_and_reloads(fitted_exact):
+    data, ms, model = fitted_exact
+    state = json.loads(json.dumps(model.get_state()))
+    assert {"params", "measurements", "potentials", "total"} <= set(state)
+    other = PGM()
+    other.set_state(state, data.domain)
+    np.testing.assert_array_equal(other.sample(500, np.random.default_rng(1)),
+                                  model.sample(500, np.random.default_rng(1)))
+    with pytest.raises(ConfigError, match="different domain"):
+        other.set_state(state, Domain(list("abcde"), [3, 4, 5, 2, 4]))
+
+
+def test_pgm_independent_attributes_and_warm_start():
+    """Attributes no measurement links form separate tree components; a refit that extends the
+    measurement list starts from the previous potentials."""
+    data = chain_data(n=2000, seed=1)
+    ones = [Measurement((a,), data.project((a,)), 0.0) for a in data.domain.attrs]
+    model = PGM(iters=200).fit(data.domain, ones, np.random.default_rng(0))
+    pa, pd_ = data.project(("a",)), data.project(("d",))
+    np.testing.assert_allclose(model.project(("a", "d")), np.outer(pa, pd_) / data.n, atol=0.5)
+    assert not model.warm_started_
+    model.fit(data.domain, ones + [Measurement(("a", "b"), data.project(("a", "b")), 0.0)],
+              np.random.default_rng(0))
+    assert model.warm_started_ and ("a", "b") in model.cliques_
+    model.fit(data.domain, ones[1:], np.random.default_rng(0))  # not an extension: a cold start
+    assert not model.warm_started_
+
+
+def test_pgm_caps_model_size():
+    """Every pair measured would make the junction tree the full joint: PGM keeps what fits, in order."""
+    data = chain_data(n=500)
+    attrs = data.domain.attrs
+    cliques = [(a,) for a in attrs] + list(itertools.combinations(attrs, 2))
+    ms = [Measurement(c, data.project(c), 1.0) for c in cliques]
+    with pytest.warns(UserWarning, match="max_model_size"):
+        model = PGM(iters=50, max_model_size=0.001).fit(data.domain, ms, np.random.default_rng(0))
+    mbi = _mbi()
+    assert mbi.junction_tree.hypothetical_model_size(mbi.Domain(attrs, data.domain.shape), model.cliques_) <= 0.001
+    assert ("a", "b") in model.cliques_ and len(model.measurements_) == len(ms)
+
+
+def test_pgm_bad_input():
+    data = chain_data(n=200)
+    with pytest.raises(ConfigError, match="iters"):
+        PGM(iters=0).fit(data.domain, [Measurement(("a",), data.project(("a",)), 1.0)], np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="shape"):
+        PGM().fit(data.domain, [Measurement(("a",), np.zeros(7), 1.0)], np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="max_model_size"):
+        PGM(max_model_size=-1).fit(data.domain, [Measurement(("a",), data.project(("a",)), 1.0)],
+                                   np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="at least one"):
+        PGM().fit(data.domain, [], np.random.default_rng(0))
+
+
+def test_pgm_numpy_and_jax_engines_agree():
+    """The numpy mirror descent (no compilation) and the jitted one run the same algorithm."""
+    data = chain_data(n=3000, seed=2)
+    rng = np.random.default_rng(0)
+    cliques = [(a,) for a in data.domain.attrs] + [("a", "b"), ("b", "c"), ("c", "e"), ("a", "c", "d")]
+    ms = [Measurement(c, data.project(c) + rng.normal(0, 5, data.domain.project(c).shape), 5.0) for c in cliques]
+    a = PGM(iters=150, engine="numpy").fit(data.domain, ms, np.random.default_rng(0))
+    b = PGM(iters=150, engine="jax").fit(data.domain, ms, np.random.default_rng(0))
+    assert a.engine_ == "numpy" and b.engine_ == "jax"
+    for q in [("a", "b"), ("c", "e"), ("a", "d"), ("b", "d", "e")]:
+        np.testing.assert_allclose(a.project(q), b.project(q), rtol=1e-6, atol=1e-6 * data.n)
+
+
+def test_pgm_fit_round_is_a_cheaper_warm_refit():
+    data = chain_data(n=2000, seed=3)
+    ones = [Measurement((a,), data.project((a,)), 0.0) for a in data.domain.attrs]
+    model = PGM(iters=400, round_iters=20, engine="jax").fit_round(data.domain, ones, np.random.default_rng(0))
+    assert model.engine_ == "numpy"  # between rounds: never a compile
+    model.fit_round(data.domain, ones + [Measurement(("a", "b"), data.project(("a", "b")), 0.0)],
+                    np.random.default_rng(0))
+    assert model.warm_started_
+    with pytest.raises(ConfigError, match="engine"):
+        PGM(engine="torch").fit(data.domain, ones, np.random.default_rng(0))
+    with pytest.raises(ConfigError, match="round_iters"):
+        PGM(round_iters=0).fit(data.domain, ones, np.random.default_rng(0))

@@ -1,0 +1,143 @@
+"""PrivTree binning (Zhang, Xiao & Xie, SIGMOD 2016): one pure-DP charge per column, Laplace noise
+of the scale the charge implies, dense regions split and empty ones left coarse."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import numeric_frame, preprocess_budget
+from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.core.schema import Column, numeric_values
+from synthzoo.preprocess import PrivTree
+from synthzoo.preprocess.privtree import biased_noisy_counts, privtree_edges, privtree_params
+
+
+# -- privtree ---------------------------------------------------------------------------------
+def test_privtree_charges_one_pure_dp_event_per_column_within_the_stage():
+    df, cols = numeric_frame()
+    budget = preprocess_budget(1.0)
+    pt = PrivTree(theta_share=0)
+    pt.fit(df, cols, budget, np.random.default_rng(0))
+    ch = budget.ledger.charges
+    assert [c.note for c in ch] == ["age", "income", "when"]
+    assert all(c.mechanism == "privtree" and c.module == "preprocess" for c in ch)
+    assert sum(c.rho for c in ch) <= budget.rho * (1 + 1e-9)
+    assert all(c.rho == pytest.approx(budget.rho / 3) for c in ch)
+    assert pt.epsilon_ == pytest.approx(math.sqrt(2 * budget.rho / 3))  # rho-zCDP of an eps-DP mechanism
+    assert [c.event.rho for c in ch] == pytest.approx([budget.rho / 3] * 3)
+
+
+def test_privtree_same_seed_same_edges():
+    df, cols = numeric_frame()
+    # the noise replays only through the test-only noise_seed; the user's generator does not decide it
+    a = PrivTree().fit(df, cols, preprocess_budget(1.0, noise_seed=5), np.random.default_rng(0))
+    b = PrivTree().fit(df, cols, preprocess_budget(1.0, noise_seed=5), np.random.default_rng(1))
+    c = PrivTree().fit(df, cols, preprocess_budget(1.0, noise_seed=6), np.random.default_rng(0))
+    d = PrivTree().fit(df, cols, preprocess_budget(1.0), np.random.default_rng(0))
+    e = PrivTree().fit(df, cols, preprocess_budget(1.0), np.random.default_rng(0))
+    assert all(np.array_equal(a[k].edges, b[k].edges) for k in a)
+    assert any(not np.array_equal(a[k].edges, c[k].edges) for k in a)
+    assert any(not np.array_equal(d[k].edges, e[k].edges) for k in d)  # OS entropy: fresh every fit
+
+
+def test_privtree_constants_follow_the_paper():
+    lam, delta = privtree_params(0.5, beta=2)
+    assert lam == pytest.approx(3 / 0.5) and delta == pytest.approx(lam * math.log(2))
+    lam4, _ = privtree_params(1.0, beta=4)
+    assert lam4 == pytest.approx(7 / 3)
+
+
+def test_biased_noisy_count_has_laplace_scale_lambda_and_the_depth_bias():
+    rng = PrivacyLedger(1.0).noise
+    lam, delta = privtree_params(0.2)
+    m = 200_000
+    big = biased_noisy_counts(np.full(m, 1000.0), 3, lam, delta, 0.0, rng)
+    assert np.mean(big) == pytest.approx(1000 - 3 * delta, abs=0.05 * lam)  # c - depth * delta
+    assert np.mean(np.abs(big - (1000 - 3 * delta))) == pytest.approx(lam, rel=0.02)  # E|Lap(l)| = l
+    small = biased_noisy_counts(np.zeros(m), 3, lam, delta, 0.0, rng)
+    assert np.median(small) == pytest.approx(-delta, abs=0.05 * lam)  # floored at theta - delta
+
+
+def test_privtree_split_rate_matches_the_charged_epsilon():
+    """Root of each column holds n records; it splits with P = P(n + Lap(lambda) > theta).
+
+    With theta = n + lambda ln 2 that is 1/4 when lambda is the one the charged rho implies;
+    noise twice too large gives 0.35, twice too small 0.06.
+    """
+    k, n = 400, 40
+    cols = [Column(f"c{i}", "numerical", lower=0, upper=1) for i in range(k)]
+    df = pd.DataFrame({c.name: np.full(n, 0.3) for c in cols})
+    budget = preprocess_budget(1.0)
+    eps = math.sqrt(2 * budget.rho / k)  # eps of each column's rho share
+    lam = 3.0 / eps
+    pt = PrivTree(theta_share=0, theta=n + lam * math.log(2), max_depth=1)
+    pt.fit(df, cols, budget, np.random.default_rng(3))
+    assert [c.rho for c in budget.ledger.charges] == pytest.approx([budget.rho / k] * k)
+    rate = np.mean([pt.n_bins_[c.name] == 2 for c in cols])
+    assert abs(rate - 0.25) < 0.065
+
+
+def test_privtree_finds_dense_regions_and_leaves_empty_ones_coarse():
+    rng = np.random.default_rng(0)
+    v = np.concatenate([rng.uniform(0, 1, 20000), [np.nan] * 50])
+    edges = privtree_edges(v, 0.0, 1024.0, False, 2.0, PrivacyLedger(1.0).noise, max_depth=14)
+    assert edges[0] == 0 and edges[-1] == 1024 and np.all(np.diff(edges) > 0)
+    assert np.sum(edges < 1) >= 8  # the dense unit interval (depth 10) is cut into many bins
+    # the empty rest stays coarse: an empty node splits with probability 1/(2 beta) = 1/4, so each of
+    # the 10 empty siblings on the path to [0, 1) ends as 2 leaves on average
+    assert np.sum(edges[:-1] >= 1) <= 40
+    assert np.diff(edges)[-1] >= 64
+    # max_depth caps the number of bins
+    assert len(privtree_edges(v, 0.0, 1024.0, False, None, None, max_depth=3)) - 1 <= 8
+
+
+def test_privtree_does_not_split_below_one_integer():
+    col = Column("k", "numerical", lower=0, upper=9, integer=True)
+    df = pd.DataFrame({"k": np.repeat(np.arange(10), 1000)})
+    enc = PrivTree(theta_share=0, max_depth=20).fit(df, [col], preprocess_budget(None), np.random.default_rng(0))["k"]
+    assert np.array_equal(enc.edges, np.arange(11))  # non-private: one bin per integer, no empty bins
+
+
+def test_privtree_non_private_run_splits_on_exact_counts():
+    df, cols = numeric_frame(missing=0.1)
+    budget = preprocess_budget(None)
+    pt = PrivTree(theta_share=0, max_depth=8)
+    encs = pt.fit(df, cols, budget, np.random.default_rng(0))
+    assert pt.epsilon_ is None and budget.private is False
+    assert len(budget.ledger.charges) == 3 and all(math.isinf(c.rho) for c in budget.ledger.charges)
+    ages = df["age"].dropna().to_numpy()
+    assert encs["age"].n_bins == len(np.unique(ages))  # every occupied integer isolated
+    # every bin of a non-private tree over a continuous column is occupied or a sibling of one
+    assert encs["income"].n_bins <= 2 ** 8
+
+
+def test_privtree_on_adult_round_trips(adult):
+    df, schema = adult
+    df = schema.validate(df)
+    cols = [c for c in schema.columns if c.is_numeric]
+    budget = PrivacyLedger(1.0, 1e-5).stage("privtree", 0.1)
+    pt = PrivTree(theta_share=0)
+    encs = pt.fit(df, cols, budget, np.random.default_rng(0))
+    assert len(budget.ledger.charges) == len(cols)
+    assert 20 <= pt.n_bins_["fnlwgt"] <= 300 and 20 <= pt.n_bins_["age"] <= 74
+    for c in cols:
+        codes = encs[c.name].transform(df[c.name])
+        back = encs[c.name].inverse(codes, np.random.default_rng(0))
+        assert np.array_equal(encs[c.name].transform(pd.Series(back)), codes)
+        assert numeric_values(pd.Series(back), c).min() >= c.lower
+
+
+def test_privtree_theta_share_charges_a_row_count_and_coarsens_bins():
+    df, cols = numeric_frame()
+    budget = preprocess_budget(1.0)
+    fine = PrivTree(theta_share=0).fit(df, cols, preprocess_budget(1.0), np.random.default_rng(0))
+    pt = PrivTree(theta_share=0.05)
+    coarse = pt.fit(df, cols, budget, np.random.default_rng(0))
+    ch = budget.ledger.charges
+    assert ch[0].note == "row count" and ch[0].mechanism == "discrete_gaussian"
+    assert [c.note for c in ch[1:]] == [c.name for c in cols]
+    assert budget.spent <= budget.rho * (1 + 1e-9)
+    assert pt.theta_ > 0
+    assert sum(e.n_bins for e in coarse.values()) <= sum(e.n_bins for e in fine.values())
