@@ -8,7 +8,7 @@
 """
 
 from ._version import __version__
-from . import metrics, models, preprocess, select  # noqa: E402  (registers the modules)
+from . import datasets, metrics, models, preprocess, select  # noqa: E402  (registers the modules)
 from .core import (  # noqa: E402
     BudgetExceededError, Column, ConfigError, Domain, NotFittedError, PrivacyLedger, Schema, SchemaError,
     SynthzooError, available,

@@ -39,32 +39,56 @@ class Synthesizer:
 
     Parameters
     ----------
-    preprocess : list of module names / ``{"name": ..., **params}`` dicts / instances
-        Each handles the column kinds it declares (binning numeric, merging rare categories).
-        Numeric columns no preprocessor claims get ``"uniform"`` binning on public bounds;
-        categorical ones keep their schema categories.
-    select : selector (name or instance), or None for models that fit records directly.
-    model : synthesis model (name or instance).
-    epsilon, delta : the privacy request. ``epsilon=None`` (or ``inf``) is a non-private run,
-        reported as such with a warning.
-    schema : :class:`Schema` (public knowledge). ``None`` infers one from the training frame,
-        which warns that it is not covered by DP.
-    seed : int
+    preprocess : list of str, dict or Preprocessor, optional
+        Modules by registry name, ``{"name": ..., **params}`` or instance; each handles the column
+        kinds it declares.  Numeric columns no preprocessor claims get ``"uniform"`` binning on
+        public bounds; categorical ones keep their schema categories.
+    select : str, dict, Selector or None, default None
+        The selector; None for a model that fits records directly.
+    model : str, dict or Model, default "gum"
+        The synthesis model.
+    epsilon : float or None, default 1.0
+        The privacy request; ``None`` (or ``inf``) is a non-private run, reported as such.
+    delta : float, default 1e-5
+    schema : Schema, optional
+        Public knowledge about the table.  ``None`` infers one from the training frame, which warns
+        that it is not covered by DP.
+    seed : int, default 0
         Governs sampling from the fitted model and every post-processing step: the same fitted
         model and the same seed give the same synthetic data.  It never decides DP noise, which
         comes from OS entropy that is never stored (two fits with the same seed release
         different noise).
+    budget_split : dict, optional
+        ``{"preprocess": share, "select": share}`` (``"model"`` for record models), fractions of
+        the total zCDP budget; default 0.1 to preprocessing when a preprocessor spends budget, the
+        rest to selection and measurement (or to the model).
+    out_of_bounds : {"raise", "clip"}, default "raise"
+        What numeric values outside the public bounds do.
+    name : str, optional
+        A label (presets set their name).
+    schema_ledger : PrivacyLedger, optional
+        The ledger :func:`synthzoo.dp_schema` returned when the schema itself was measured from the
+        private data; its charges are replayed into this synthesizer's ledger, so the reported
+        (epsilon, delta) covers the schema too, and the stages share what is left.
     noise_seed : int or None, default None
         Test-only opt-in for replayable noise: the same ``noise_seed`` gives the same noise, so the
         release is private only while it stays secret.  Every report and the saved file say so;
         the noise seed itself is never saved.
-    budget_split : ``{"preprocess": share, "select": share}`` (or ``"model"`` for record models),
-        fractions of the total zCDP budget; default 0.1 to preprocessing when a preprocessor
-        spends budget, the rest to selection+measurement (or to the model).
-    out_of_bounds : ``"raise"`` (default) or ``"clip"`` for numeric values outside public bounds.
-    schema_ledger : the ledger returned by :func:`synthzoo.dp_schema` when the schema itself was
-        measured from the private data. Its charges are replayed into this synthesizer's ledger,
-        so the reported (epsilon, delta) covers the schema too; the stages share what is left.
+
+    Attributes
+    ----------
+    account_ : PrivacyLedger or SavedAccount
+        The privacy account (the live ledger after ``fit``, the saved one after ``load``).
+    n_estimate_ : float
+        The DP estimate of the number of training rows (post-processing of the release).
+
+    Examples
+    --------
+    >>> import synthzoo as sz
+    >>> df, schema = sz.datasets.make_demo(n=2000)                           # doctest: +SKIP
+    >>> synth = sz.Synthesizer(preprocess=["privtree"], select="mst", model="pgm",
+    ...                        epsilon=1.0, delta=1e-5, schema=schema).fit(df)  # doctest: +SKIP
+    >>> fake = synth.sample()                                               # doctest: +SKIP
     """
 
     def __init__(self, preprocess=None, select=None, model="gum", epsilon=1.0, delta=1e-5, schema=None,

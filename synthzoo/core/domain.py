@@ -11,7 +11,13 @@ Clique = tuple  # tuple[str, ...]
 
 
 class Domain:
-    """Ordered mapping attribute -> number of codes (the contract between all modules)."""
+    """Ordered mapping attribute -> number of codes (the contract between all modules).
+
+    Examples
+    --------
+    >>> Domain(["a", "b"], [2, 3]).size()
+    6
+    """
 
     def __init__(self, attrs: Sequence[str], shape: Sequence[int]):
         if len(attrs) != len(shape):
@@ -75,7 +81,14 @@ def count(codes: np.ndarray, shape: Sequence[int]) -> np.ndarray:
 
 
 class EncodedData:
-    """Integer-coded records over a :class:`Domain`, with a cache of counted marginals."""
+    """Integer-coded records over a :class:`Domain`, with a cache of counted marginals.
+
+    Examples
+    --------
+    >>> data = EncodedData(np.array([[0, 1], [1, 1]]), Domain(["a", "b"], [2, 2]))
+    >>> data.project(("b",)).tolist()
+    [0.0, 2.0]
+    """
 
     def __init__(self, codes: np.ndarray, domain: Domain):
         codes = np.asarray(codes)
@@ -107,7 +120,14 @@ class EncodedData:
 
 @dataclass
 class Measurement:
-    """A noisy marginal: counts over ``clique`` (shape of the clique's domain) with Gaussian noise sigma."""
+    """A noisy marginal: counts over ``clique`` (shape of the clique's domain) with noise of standard
+    deviation at most ``sigma`` (0 for an exact, non-private measurement).
+
+    Examples
+    --------
+    >>> Measurement(("a",), np.array([10.0, 12.0]), 1.5).clique
+    ('a',)
+    """
 
     clique: Clique
     noisy: np.ndarray

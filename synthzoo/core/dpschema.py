@@ -33,6 +33,10 @@ Values outside the measured bounds (a few extreme records: that is what keeps th
 are clipped by the pipeline's ``out_of_bounds="clip"``; values of released columns that were
 not released (rare categories) are mapped to a catch-all category (``other``, default
 ``"__other__"``), which :func:`conform` applies to the private frame before fitting.
+
+The file is one thing, measuring a schema under DP: the bounds and category mechanisms, the
+whole-schema driver that splits one budget over the columns, and :func:`conform`, which makes the
+private frame fit what was released.
 """
 
 from __future__ import annotations

@@ -53,7 +53,28 @@ def category_key(value: Any) -> str:
 
 @dataclass
 class Column:
-    """One column's public description."""
+    """One column's public description.
+
+    Parameters
+    ----------
+    name : str
+    kind : {"categorical", "numerical", "datetime"}
+    lower, upper : float or str, optional
+        Public bounds of a numerical or datetime column (ISO strings or timestamps for datetimes).
+    integer : bool, default False
+        Values are whole numbers.
+    categories : list of str, optional
+        The complete public list of a categorical column.
+    missing : bool, default False
+        Whether missing values may occur.
+    dtype : {"str", "int", "bool", "category"}, optional
+        How a categorical column's synthetic values are typed (see :attr:`output_dtype`).
+
+    Examples
+    --------
+    >>> Column("age", "numerical", lower=17, upper=90, integer=True).output_dtype
+    dtype('int64')
+    """
 
     name: str
     kind: str
@@ -196,7 +217,20 @@ def _to_epoch_seconds(s: pd.Series, name: str) -> np.ndarray:
 
 @dataclass
 class Schema:
-    """An ordered set of :class:`Column` descriptions plus optional metadata (target, task)."""
+    """An ordered set of :class:`Column` descriptions plus optional metadata (target, task).
+
+    Parameters
+    ----------
+    columns : list of Column
+    meta : dict, optional
+        Any other top-level key of the JSON format (``name``, ``target``, ``task``, ...).
+
+    Examples
+    --------
+    >>> schema = Schema.from_dict({"columns": {"sex": {"type": "categorical", "categories": ["F", "M"]}}})
+    >>> schema.names
+    ['sex']
+    """
 
     columns: list[Column]
     meta: dict = field(default_factory=dict)

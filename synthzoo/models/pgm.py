@@ -15,6 +15,10 @@ from the junction-tree clique marginals, so neither compiles anything per query 
 is seeded from the caller's ``numpy`` generator.
 
 Post-processing only: the model sees noisy measurements, never records, and spends no budget.
+
+The file is one thing, the PGM model: estimation (the jitted path here, the numpy mirror descent
+in :mod:`.pgm_engine`, warm starts, the model-size cap) and exact inference on its junction
+tree (calibration, marginal queries, sampling), which share the potentials and the tree.
 """
 
 from __future__ import annotations

@@ -43,7 +43,13 @@ REPLAYABLE_WARNING = ("REPLAYABLE NOISE: this release was made with noise_seed s
 
 
 class PrivacySpent(NamedTuple):
-    """(epsilon, delta) spent. A non-private run reports ``(inf, 0.0)`` and ``private=False``."""
+    """(epsilon, delta) spent. A non-private run reports ``(inf, 0.0)`` and ``private=False``.
+
+    Examples
+    --------
+    >>> str(PrivacySpent(0.99, 1e-5))
+    '(epsilon=0.99, delta=1e-05)'
+    """
 
     epsilon: float
     delta: float
@@ -285,7 +291,13 @@ class Budget:
     """A stage's allowance (in zCDP rho) drawn from one :class:`PrivacyLedger`.
 
     Modules receive a Budget and pass it to the mechanisms in
-    :mod:`synthzoo.core.privacy.mechanisms`; they never see the ledger's other stages.
+    :mod:`synthzoo.core.privacy.mechanisms`; they never see the ledger's other stages, and they
+    draw noise only through it (``budget.noise``).
+
+    Examples
+    --------
+    >>> budget = PrivacyLedger(1.0, 1e-5).stage("select", 0.9)
+    >>> part = budget.sub("select/scores", 0.1 * budget.rho)
     """
 
     def __init__(self, ledger: PrivacyLedger, name: str, rho: float):
