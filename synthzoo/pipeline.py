@@ -24,6 +24,7 @@ from .core import base
 from .core.base import Preprocessor, create
 from .core.domain import EncodedData
 from .core.encoding import CategoricalEncoder, TableEncoder
+from .core.features import FeatureData, FeatureTable
 from .core.errors import ConfigError, NotFittedError, SchemaError
 from .core.measurements import estimate_total
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
@@ -32,6 +33,7 @@ from .core.schema import Schema
 
 FORMAT = "synthzoo-model"
 DEFAULT_NUMERIC = {"name": "uniform"}  # numeric columns no preprocessor claims are binned on public bounds
+DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled numbers, one-hot categories
 
 
 class Synthesizer:
@@ -140,6 +142,11 @@ class Synthesizer:
                                       "keep one")
                 claimed[kind] = p.name
         m, s = self.model.get_tags(), self.select
+        makes = {p.name: p.get_tags()["output"] for p in self.preprocess}
+        wrong = [n for n, out in makes.items() if out != m["input"]]
+        if wrong:
+            raise ConfigError(f"model {self.model.name!r} fits {m['input']}, but preprocessor(s) {wrong} make "
+                              f"{makes[wrong[0]]}; use {'features or mode_features' if m['input'] == 'features' else 'uniform, privtree or rare_merge'}")
         if m["fits"] == "measurements" and s is None:
             raise ConfigError(f"model {self.model.name!r} fits noisy measurements: give a selector, e.g. select='indif'")
         if m["fits"] == "records" and s is not None:
@@ -198,11 +205,17 @@ class Synthesizer:
         timings = {}
 
         t0 = time.perf_counter()
-        self.encoder_ = self._fit_preprocess(df, schema, np.random.default_rng(seeds[0]))
-        data = EncodedData(self.encoder_.transform(df), self.encoder_.domain)
+        pre_rng = np.random.default_rng(seeds[0])
+        self.encoder_ = self._fit_preprocess(df, schema, pre_rng)
+        if isinstance(self.encoder_, FeatureTable):
+            data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)
+            shape = f"{data.x.shape[1]} features"
+        else:
+            data = EncodedData(self.encoder_.transform(df), self.encoder_.domain)
+            shape = f"domain of {len(data.domain)} columns, {data.domain.size():.3g} cells"
         timings["preprocess"] = time.perf_counter() - t0
-        say(f"preprocess ({', '.join(p.name for p in self.preprocess) or 'default'}): domain of "
-            f"{len(data.domain)} columns, {data.domain.size():.3g} cells, {timings['preprocess']:.1f}s")
+        say(f"preprocess ({', '.join(p.name for p in self.preprocess) or 'default'}): {shape}, "
+            f"{timings['preprocess']:.1f}s")
 
         t0 = time.perf_counter()
         rng = np.random.default_rng(seeds[1])
@@ -246,12 +259,15 @@ class Synthesizer:
         avail = getattr(self, "_stage_rho", None) if self.schema_ledger is not None else None
         return Budget(self.ledger_, name, share * (self.ledger_.total_rho if avail is None else avail))
 
-    def _fit_preprocess(self, df, schema, rng) -> TableEncoder:
+    def _fit_preprocess(self, df, schema, rng) -> TableEncoder | FeatureTable:
         encoders: dict = {}
         spenders = self._spenders()
         mods: list[Preprocessor] = list(self.preprocess)
-        if not any(set(p.kinds) & {"numerical", "datetime"} for p in mods) and any(c.is_numeric for c in schema):
-            mods.append(create("preprocess", dict(DEFAULT_NUMERIC)))
+        features = self.model.get_tags()["input"] == "features"
+        if features and not mods:
+            mods.append(create("preprocess", dict(DEFAULT_FEATURES)))
+        elif not any(set(p.kinds) & {"numerical", "datetime"} for p in mods) and any(c.is_numeric for c in schema):
+            mods.append(create("preprocess", dict(DEFAULT_FEATURES if features else DEFAULT_NUMERIC)))
         empty = PrivacyLedger(None).stage("none", 0.0)
         for p in mods:
             cols = [c for c in schema.columns if c.kind in p.kinds]
@@ -264,10 +280,10 @@ class Synthesizer:
             encoders.update(p.fit(df, cols, budget, rng))
         for c in schema.columns:
             if c.name not in encoders:
-                if c.kind != "categorical":
+                if c.kind != "categorical" or features:
                     raise ConfigError(f"column {c.name!r}: no preprocessor encodes {c.kind} columns")
                 encoders[c.name] = CategoricalEncoder(c)
-        return TableEncoder(schema, encoders)
+        return FeatureTable(schema, encoders) if features else TableEncoder(schema, encoders)
 
     # -- sample ---------------------------------------------------------------------------
     def sample(self, n: int | None = None, seed: int | None = None) -> pd.DataFrame:
@@ -350,6 +366,7 @@ class Synthesizer:
         self._check_fitted()
         doc = {"format": FORMAT, "version": __version__, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                "config": self.config(), "schema": self.schema_.to_dict(), "columns": self.columns_,
+               "encoding": "features" if isinstance(self.encoder_, FeatureTable) else "codes",
                "encoder": self.encoder_.to_state(), "model_state": self.model.get_state(),
                "n_estimate": getattr(self, "n_estimate_", None),
                "privacy": self.account_.account()}
@@ -376,8 +393,12 @@ class Synthesizer:
         self.columns_ = list(doc["columns"])
         est = doc.get("n_estimate")
         self.n_estimate_ = float(est) if isinstance(est, (int, float)) else float("nan")
-        self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
-        self.model.set_state(doc["model_state"], self.encoder_.domain)
+        if doc.get("encoding", "codes") == "features":
+            self.encoder_ = FeatureTable.from_state(schema, doc["encoder"])
+            self.model.set_state(doc["model_state"], self.encoder_)
+        else:
+            self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
+            self.model.set_state(doc["model_state"], self.encoder_.domain)
         self.account_ = account if account is not None else SavedAccount(doc["privacy"])
         if account is not None:
             self.ledger_ = account

@@ -17,6 +17,9 @@ from .pipeline import Synthesizer
 #: A preset below lists what it changes: its selector, its model (and a record model's split).
 BASE = {"preprocess": ["privtree", "rare_merge"], "budget_split": {"preprocess": 0.1, "select": 0.9}}
 
+_CTGAN_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (CTGAN), NeurIPS 2019"
+_TVAE_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (TVAE), NeurIPS 2019"
+
 PRESETS: dict[str, dict] = {
     # Zhang et al., "PrivSyn: Differentially Private Data Synthesis" (USENIX Security 2021), with the
     # preprocessing of Chen et al.'s benchmark (PrivTree binning, DP rare-category merge).
@@ -90,6 +93,43 @@ PRESETS: dict[str, dict] = {
         "budget_split": {"preprocess": 0.1, "model": 0.9},
         "paper": "Harder, Adamczewski, Park, DP-MERF: Differentially Private Mean Embeddings with Random Features "
                  "for Practical Privacy-preserving Data Generation, AISTATS 2021",
+    },
+    # Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, "Modeling Tabular Data using Conditional GAN"
+    # (NeurIPS 2019), the paper's settings: mode-specific normalisation (10 modes), noise 128,
+    # generator and critic 256-256, Adam 2e-4 (betas 0.5, 0.9), batches of 500, 300 epochs, pac 10.
+    # epsilon=None trains the paper's CTGAN; a number trains DP-CTGAN with the same settings.
+    "ctgan": {
+        "preprocess": [{"name": "mode_features", "n_modes": 10}],
+        "select": None,
+        "model": {"name": "ctgan", "epochs": 300, "batch_size": 500},
+        "budget_split": {"preprocess": 0.1, "model": 0.9},
+        "paper": _CTGAN_PAPER,
+    },
+    # DP-CTGAN (synthzoo/models/ctgan.py): settings for training under DP-SGD on a CPU -- larger
+    # batches (a smaller sampling rate's noise is spread over more rows) and fewer epochs.
+    "dp-ctgan": {
+        "preprocess": [{"name": "mode_features", "n_modes": 10}],
+        "select": None,
+        "model": {"name": "ctgan", "epochs": 20, "batch_size": 1000, "max_grad_norm": 1.0},
+        "budget_split": {"preprocess": 0.1, "model": 0.9},
+        "paper": _CTGAN_PAPER + "; DP-SGD on the critic",
+    },
+    # TVAE from the same paper: latent 128, 128-128 encoder and decoder, Adam 1e-3, weight decay
+    # 1e-5, batches of 500, 300 epochs, loss factor 2.
+    "tvae": {
+        "preprocess": [{"name": "mode_features", "n_modes": 10}],
+        "select": None,
+        "model": {"name": "tvae", "epochs": 300, "batch_size": 500},
+        "budget_split": {"preprocess": 0.1, "model": 0.9},
+        "paper": _TVAE_PAPER,
+    },
+    # DP-TVAE: DP-SGD on encoder and decoder, batches of 1000, 30 epochs.
+    "dp-tvae": {
+        "preprocess": [{"name": "mode_features", "n_modes": 10}],
+        "select": None,
+        "model": {"name": "tvae", "epochs": 30, "batch_size": 1000, "max_grad_norm": 1.0},
+        "budget_split": {"preprocess": 0.1, "model": 0.9},
+        "paper": _TVAE_PAPER + "; DP-SGD on encoder and decoder",
     },
 }
 

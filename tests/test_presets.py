@@ -20,6 +20,10 @@ FAST = {
     "rap++": {"model": {"name": "rp", "n_rows": 300, "iters": 100}},
     "dpmerf": {"model": {"name": "dpmerf", "iters": 100, "n_features": 500}},
     "privmrf": {},
+    "ctgan": {"model": {"name": "ctgan", "epochs": 3, "generator_dim": [32], "discriminator_dim": [32]}},
+    "dp-ctgan": {"model": {"name": "ctgan", "epochs": 3, "generator_dim": [32], "discriminator_dim": [32]}},
+    "tvae": {"model": {"name": "tvae", "epochs": 3, "compress_dims": [32], "decompress_dims": [32]}},
+    "dp-tvae": {"model": {"name": "tvae", "epochs": 3, "compress_dims": [32], "decompress_dims": [32]}},
 }
 
 

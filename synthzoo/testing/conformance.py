@@ -41,6 +41,10 @@ DEMO_ROWS = 800
 CANARY = {"age": 89, "income": 398765.4321, "avg_order_value": 1987.6543, "purchases": 299}
 
 
+#: A quick record model to exercise feature preprocessors with.
+TVAE_QUICK = {"embedding_dim": 8, "compress_dims": (16,), "decompress_dims": (16,), "epochs": 2, "batch_size": 200}
+
+
 class ConformanceError(AssertionError):
     """A module failed a conformance check; the message names the module and the check."""
 
@@ -50,12 +54,15 @@ def partner_config(cls: type) -> dict:
     defaults (``uniform`` binning, ``indif`` or ``mst`` selection, ``gum`` or ``pgm`` estimation)."""
     spec = {"name": cls.name, **cls._test_params}  # the module's own quick settings
     if cls.role == "preprocess":
+        if cls.get_tags()["output"] == "features":
+            return {"preprocess": [spec], "select": None, "model": {"name": "tvae", **TVAE_QUICK}}
         return {"preprocess": [spec], "select": "indif", "model": "gum"}
     if cls.role == "select":
         return {"preprocess": ["uniform"], "select": spec, "model": "gum"}
-    fits = cls.get_tags()["fits"]
+    tags = cls.get_tags()
+    pre = ["features"] if tags["input"] == "features" else ["uniform"]
     # MST measures d-1 pairs: a small junction tree, so a non-private run stays quick for any model
-    return {"preprocess": ["uniform"], "select": "mst" if fits == "measurements" else None, "model": spec}
+    return {"preprocess": pre, "select": "mst" if tags["fits"] == "measurements" else None, "model": spec}
 
 
 def _invalid_values(alternatives: list) -> list:
@@ -80,6 +87,7 @@ def check_tags(cls) -> None:
     assert not unknown, f"unknown tags {sorted(unknown)}"
     assert isinstance(tags["spends_budget"], bool) and isinstance(tags["adaptive"], bool)
     assert isinstance(tags["answers_marginals"], bool)
+    assert tags["output"] in ("codes", "features") and tags["input"] in ("codes", "features")
     if cls.role == "preprocess":
         assert tags["kinds"] and set(tags["kinds"]) <= {"categorical", "numerical", "datetime"}, tags["kinds"]
     if cls.role == "model":
@@ -93,7 +101,8 @@ def check_params_stored_unchanged(cls) -> None:
     """``__init__`` stores every argument unchanged under its own name (scikit-learn's rule), and
     ``get_params`` returns them."""
     sig = inspect.signature(cls.__init__)
-    defaults = {k: p.default for k, p in sig.parameters.items() if k != "self"}
+    defaults = {k: p.default for k, p in sig.parameters.items()
+                if k != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
     missing = [k for k, v in defaults.items() if v is inspect.Parameter.empty]
     assert not missing, f"parameters without a default: {missing}"
     m = cls()

@@ -229,6 +229,16 @@ class PrivacyLedger:
         self.charges.append(Charge(module, mechanism, event, rho, note, extra_delta))
         self._acc = trial
 
+    def epsilon_if(self, events: list, extra_delta: float = 0.0) -> float:
+        """The total epsilon (at the requested delta) if ``events`` were charged too -- nothing is
+        charged.  What calibrations such as DP-SGD's noise search ask."""
+        if not self.private:
+            return math.inf
+        trial = copy.deepcopy(self._acc)
+        for e in events:
+            trial.compose(e)
+        return float(trial.get_epsilon(self.delta - self.extra_delta - extra_delta))
+
     def absorb(self, other: "PrivacyLedger", prefix: str = "") -> None:
         """Charge ``other``'s charges here (e.g. a DP schema's), keeping its replayable-noise flag."""
         for c in other.charges:

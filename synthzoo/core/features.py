@@ -1,0 +1,300 @@
+"""Continuous feature encodings for record models (GAN, VAE, diffusion, transformer), built from
+the public schema -- the contract between the ``features`` preprocessor, the record models and
+decoding.
+
+A :class:`FeatureTable` turns a frame into a float matrix and back.  Its :attr:`~FeatureTable.layout`
+says which slice is which column and how a model should produce it:
+
+* ``"tanh"`` -- a scalar in [-1, 1] (a number scaled on its public bounds, or CTGAN's within-mode
+  value ``alpha``);
+* ``"softmax"`` -- a one-hot block (categories, missing included; CTGAN's mode indicator);
+* ``"sigmoid"`` -- a 0/1 flag (a numeric value is missing).
+
+Column encoders:
+
+* :class:`ScaledNumber` -- ``2 (v - lower) / (upper - lower) - 1`` on the *public* bounds (datetimes
+  as epoch seconds), plus a missing flag when the schema allows missing values; reads no data.
+* :class:`OneHot` -- the schema's categories (and missing) as a one-hot block; reads no data.
+* :class:`ModeNormalised` -- CTGAN's mode-specific normalisation (Xu et al., NeurIPS 2019): a value
+  becomes its mode's one-hot indicator and ``alpha = (v - mu_k) / (4 sigma_k)``.  The modes are
+  fitted here on a *noisy histogram* on the public bounds (the ``features`` preprocessor releases it
+  through the ledger), never on the column -- unlike every reference implementation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .errors import ConfigError
+from .schema import Column, Schema, category_key, numeric_values
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One slice of the feature matrix: ``[start, start + width)`` of column ``column``, produced by
+    ``activation`` ("tanh", "softmax" or "sigmoid")."""
+
+    column: str
+    start: int
+    width: int
+    activation: str
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.width
+
+
+class ScaledNumber:
+    """A numeric or datetime column scaled to [-1, 1] on its public bounds (+ a missing flag)."""
+
+    kind = "scaled"
+
+    def __init__(self, column: Column):
+        self.column = column
+
+    def segments(self) -> list[tuple[int, str]]:
+        return [(1, "tanh")] + ([(1, "sigmoid")] if self.column.missing else [])
+
+    def transform(self, s: pd.Series, rng: np.random.Generator) -> np.ndarray:
+        v = numeric_values(s, self.column)
+        lo, hi = self.column.lower, self.column.upper
+        span = hi - lo if hi > lo else 1.0
+        na = np.isnan(v)
+        out = np.zeros((len(v), 2 if self.column.missing else 1), dtype=np.float32)
+        out[~na, 0] = 2.0 * (v[~na] - lo) / span - 1.0
+        if self.column.missing:
+            out[na, 1] = 1.0
+        return out
+
+    def inverse(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        lo, hi = self.column.lower, self.column.upper
+        v = lo + (np.clip(x[:, 0], -1.0, 1.0) + 1.0) / 2.0 * (hi - lo)
+        v = _finish(v, self.column)
+        if self.column.missing:
+            v[x[:, 1] > 0.5] = np.nan
+        return v
+
+    def to_state(self) -> dict:
+        return {"type": self.kind}
+
+
+class OneHot:
+    """A categorical column as a one-hot block over the schema's categories (and missing)."""
+
+    kind = "onehot"
+
+    def __init__(self, column: Column):
+        self.column = column
+        self._index = {c: i for i, c in enumerate(column.categories)}
+
+    @property
+    def width(self) -> int:
+        return len(self.column.categories) + (1 if self.column.missing else 0)
+
+    def segments(self) -> list[tuple[int, str]]:
+        return [(self.width, "softmax")]
+
+    def codes(self, s: pd.Series) -> np.ndarray:
+        """Category index per value (missing: the last index)."""
+        na = s.isna().to_numpy()
+        idx = np.full(len(s), len(self.column.categories), dtype=np.int64)
+        if (~na).any():
+            mapped = s[~na].map(category_key).map(self._index)
+            if mapped.isna().any():
+                raise ConfigError(f"column {self.column.name!r}: values outside the schema's categories")
+            idx[~na] = mapped.to_numpy(dtype=np.int64)
+        return idx
+
+    def transform(self, s: pd.Series, rng: np.random.Generator) -> np.ndarray:
+        out = np.zeros((len(s), self.width), dtype=np.float32)
+        out[np.arange(len(s)), self.codes(s)] = 1.0
+        return out
+
+    def inverse(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        k = np.argmax(x, axis=1)
+        cats = np.asarray(self.column.categories + [np.nan], dtype=object)
+        return cats[k]
+
+    def to_state(self) -> dict:
+        return {"type": self.kind}
+
+
+class ModeNormalised:
+    """CTGAN's mode-specific normalisation of a numeric column, with modes fitted on DP statistics.
+
+    Parameters
+    ----------
+    column : Column
+    means, stds, weights : array-like
+        The modes (a Gaussian mixture on the column's scale).  :meth:`from_histogram` fits them to a
+        noisy histogram; nothing here ever reads the column's values to choose them.
+    """
+
+    kind = "modes"
+
+    def __init__(self, column: Column, means, stds, weights):
+        self.column = column
+        self.means = np.asarray(means, dtype=float)
+        self.stds = np.maximum(np.asarray(stds, dtype=float), 1e-9)
+        self.weights = np.asarray(weights, dtype=float)
+        if not (self.means.ndim == 1 and self.means.shape == self.stds.shape == self.weights.shape
+                and self.means.size >= 1 and np.all(np.isfinite(self.means)) and np.all(self.weights >= 0)):
+            raise ConfigError(f"column {column.name!r}: malformed modes")
+        self.weights = self.weights / self.weights.sum() if self.weights.sum() > 0 else \
+            np.full(self.means.size, 1.0 / self.means.size)
+
+    @classmethod
+    def from_histogram(cls, column: Column, edges: np.ndarray, noisy_counts: np.ndarray, n_modes: int,
+                       rng: np.random.Generator) -> "ModeNormalised":
+        """Fit up to ``n_modes`` modes to a noisy histogram (negative counts clipped): a variational
+        Bayesian Gaussian mixture as CTGAN's (weight concentration 0.001), on points drawn within the
+        bins in proportion to the noisy counts -- post-processing of the histogram only."""
+        from sklearn.mixture import BayesianGaussianMixture
+
+        counts = np.clip(np.asarray(noisy_counts, dtype=float), 0.0, None)
+        lo, hi = float(edges[0]), float(edges[-1])
+        if counts.sum() <= 0 or hi <= lo:
+            return cls(column, [(lo + hi) / 2], [max((hi - lo) / 4, 1e-9)], [1.0])
+        m = 4000
+        bins = rng.choice(counts.size, size=m, p=counts / counts.sum())
+        pts = edges[bins] + rng.random(m) * (edges[bins + 1] - edges[bins])
+        k = int(max(1, min(n_modes, np.count_nonzero(counts))))
+        scale = hi - lo
+        gm = BayesianGaussianMixture(n_components=k, weight_concentration_prior_type="dirichlet_process",
+                                     weight_concentration_prior=0.001, max_iter=100, n_init=1,
+                                     random_state=int(rng.integers(2 ** 31)))
+        gm.fit(((pts - lo) / scale).reshape(-1, 1))
+        keep = gm.weights_ > 0.005
+        if not keep.any():
+            keep = gm.weights_ == gm.weights_.max()
+        means = lo + gm.means_.ravel()[keep] * scale
+        stds = np.sqrt(gm.covariances_.ravel()[keep]) * scale
+        return cls(column, means, stds, gm.weights_[keep])
+
+    @property
+    def n_modes(self) -> int:
+        return self.means.size
+
+    def segments(self) -> list[tuple[int, str]]:
+        return [(1, "tanh"), (self.n_modes, "softmax")] + ([(1, "sigmoid")] if self.column.missing else [])
+
+    def transform(self, s: pd.Series, rng: np.random.Generator) -> np.ndarray:
+        """Each value's mode drawn from its posterior over the modes (as CTGAN), then ``alpha``."""
+        v = numeric_values(s, self.column)
+        na = np.isnan(v)
+        k = self.n_modes
+        out = np.zeros((len(v), 1 + k + (1 if self.column.missing else 0)), dtype=np.float32)
+        x = v[~na]
+        if x.size:
+            logp = (np.log(self.weights + 1e-12)[None, :] - np.log(self.stds)[None, :]
+                    - 0.5 * ((x[:, None] - self.means[None, :]) / self.stds[None, :]) ** 2)
+            p = np.exp(logp - logp.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            mode = (p.cumsum(axis=1) < rng.random(x.size)[:, None]).sum(axis=1).clip(0, k - 1)
+            rows = np.flatnonzero(~na)
+            out[rows, 0] = np.clip((x - self.means[mode]) / (4 * self.stds[mode]), -0.99, 0.99)
+            out[rows, 1 + mode] = 1.0
+        if self.column.missing:
+            out[na, -1] = 1.0
+        return out
+
+    def inverse(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        k = self.n_modes
+        mode = np.argmax(x[:, 1:1 + k], axis=1)
+        v = np.clip(x[:, 0], -1.0, 1.0) * 4 * self.stds[mode] + self.means[mode]
+        v = _finish(np.clip(v, self.column.lower, self.column.upper), self.column)
+        if self.column.missing:
+            v[x[:, -1] > 0.5] = np.nan
+        return v
+
+    def to_state(self) -> dict:
+        return {"type": self.kind, "means": self.means.tolist(), "stds": self.stds.tolist(),
+                "weights": self.weights.tolist()}
+
+
+def _finish(v: np.ndarray, column: Column) -> np.ndarray:
+    v = np.clip(v, column.lower, column.upper).astype(float)
+    if column.integer:
+        v = np.clip(np.round(v), math.ceil(column.lower), math.floor(column.upper))
+    return v
+
+
+def feature_encoder_from_state(column: Column, state: dict):
+    kind = state.get("type") if isinstance(state, dict) else None
+    if kind == "scaled" and column.is_numeric:
+        return ScaledNumber(column)
+    if kind == "onehot" and column.kind == "categorical":
+        return OneHot(column)
+    if kind == "modes" and column.is_numeric:
+        return ModeNormalised(column, state["means"], state["stds"], state["weights"])
+    raise ConfigError(f"column {column.name!r}: unknown or mismatched feature encoder {kind!r}")
+
+
+class FeatureTable:
+    """One feature encoder per schema column: a frame <-> an (n, dim) float32 matrix with a layout.
+
+    Examples
+    --------
+    >>> schema = Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 10},
+    ...                                        "c": {"type": "categorical", "categories": ["a", "b"]}}})
+    >>> table = FeatureTable(schema, {"x": ScaledNumber(schema["x"]), "c": OneHot(schema["c"])})
+    >>> [(s.column, s.width, s.activation) for s in table.layout]
+    [('x', 1, 'tanh'), ('c', 2, 'softmax')]
+    """
+
+    def __init__(self, schema: Schema, encoders: dict):
+        missing = [c for c in schema.names if c not in encoders]
+        if missing:
+            raise ConfigError(f"no feature encoder for column(s) {missing}")
+        self.schema = schema
+        self.encoders = {c: encoders[c] for c in schema.names}
+        self.layout: list[Segment] = []
+        self.columns: dict[str, slice] = {}
+        pos = 0
+        for c in schema.names:
+            start = pos
+            for width, act in self.encoders[c].segments():
+                self.layout.append(Segment(c, pos, int(width), act))
+                pos += int(width)
+            self.columns[c] = slice(start, pos)
+        self.dim = pos
+
+    def transform(self, df: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
+        """The (n, dim) feature matrix of ``df`` (``rng`` draws CTGAN's per-record modes)."""
+        return np.concatenate([self.encoders[c].transform(df[c], rng) for c in self.schema.names], axis=1)
+
+    def inverse(self, x: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+        """Raw-typed values: categories as their schema strings, numbers as float (epoch s)."""
+        return pd.DataFrame({c: self.encoders[c].inverse(x[:, self.columns[c]], rng) for c in self.schema.names})
+
+    def to_dict(self) -> dict:
+        """The layout as JSON (what a record model's saved state is checked against)."""
+        return {"dim": self.dim, "layout": [[s.column, s.start, s.width, s.activation] for s in self.layout]}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FeatureTable) and self.to_dict() == other.to_dict()
+
+    def to_state(self) -> dict:
+        return {c: e.to_state() for c, e in self.encoders.items()}
+
+    @classmethod
+    def from_state(cls, schema: Schema, state: dict) -> "FeatureTable":
+        if not isinstance(state, dict):
+            raise ConfigError("model file: the feature encoders must be an object")
+        return cls(schema, {c.name: feature_encoder_from_state(c, state.get(c.name)) for c in schema.columns})
+
+
+@dataclass
+class FeatureData:
+    """Records as features: the matrix and the table that made it (layout, decoding)."""
+
+    x: np.ndarray
+    table: FeatureTable
+
+    @property
+    def n(self) -> int:
+        return self.x.shape[0]

@@ -1,0 +1,406 @@
+"""CTGAN (Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, "Modeling Tabular Data using Conditional
+GAN", NeurIPS 2019) and DP-CTGAN.
+
+Non-private (the paper): a residual generator (batch norm, ReLU) maps noise and a conditional
+vector to the feature layout (tanh scalars, Gumbel-softmax one-hot blocks at temperature 0.2); a
+PacGAN critic (``pac`` rows judged together, LeakyReLU 0.2, dropout 0.5) is trained as a WGAN with
+gradient penalty 10; *training-by-sampling* picks a categorical column uniformly and one of its
+categories with probability proportional to the log of its frequency, conditions the generator on
+it, draws the real batch among the rows holding it, and adds the cross-entropy between the
+generated block and the condition to the generator's loss.
+
+DP-CTGAN, designed so that the accountant's assumptions hold (the paper's sampler and penalty do
+not: training-by-sampling chooses real rows by their values, which is not Poisson sampling, and the
+gradient penalty mixes records and needs a second derivative per record):
+
+* the critic's real batch is Poisson-sampled (:class:`~synthzoo.core.privacy.dpsgd.DPSGD`), and each
+  real row is conditioned on a categorical column drawn uniformly and *its own* category there, so a
+  row of the batch depends on one record only;
+* the critic scores single rows (``pac = 1``) with the non-saturating GAN loss (binary cross-entropy,
+  as smartnoise's DP-CTGAN), no gradient penalty: every row's loss is a function of one record (or of
+  none: the generated rows), so per-row clipping -- Opacus ghost clipping -- bounds a record's
+  influence by the clipping norm, and the Gaussian noise covers it;
+* generated rows for the critic are conditioned on categories drawn from the *noisy* one-way
+  marginals (discrete Gaussian counts, charged), in proportion to frequency, which is the law of
+  the real rows' conditions; the generator's own steps use the paper's log-frequency rule on the
+  same noisy marginals, and read no record (post-processing of the private critic);
+* the sampling rate comes from a charged DP record count.
+
+Defaults are the paper's (noise 128, generator and critic 256-256, Adam 2e-4 with betas (0.5,
+0.9) and weight decay 1e-6, batches of 500, 300 epochs, pac 10); ``epochs`` is what presets scale.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..core.base import Model, register
+from ..core.errors import ConfigError
+from ..core.features import FeatureData, FeatureTable
+from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
+from ..core.privacy.dpsgd import DPSGD
+from ..core.privacy.ledger import Budget
+from ..core.privacy.mechanisms import discrete_gaussian, noisy_count
+from ..core.progress import progress_bar
+from .torch_features import Head, load_json_state, state_dict_to_json, torch_module
+
+_PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
+          "(NeurIPS 2019): CTGAN")
+
+
+def _networks(torch, dim: int, cond_dim: int, emb: int, gen_dims: list, dis_dims: list, pac: int):
+    class Residual(torch.nn.Module):
+        def __init__(self, i, o):
+            super().__init__()
+            self.fc, self.bn = torch.nn.Linear(i, o), torch.nn.BatchNorm1d(o)
+
+        def forward(self, x):
+            return torch.cat([torch.relu(self.bn(self.fc(x))), x], dim=1)
+
+    class Generator(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            layers, d = [], emb + cond_dim
+            for h in gen_dims:
+                layers.append(Residual(d, h))
+                d += h
+            self.body = torch.nn.Sequential(*layers)
+            self.out = torch.nn.Linear(d, dim)
+
+        def forward(self, z):
+            return self.out(self.body(z))
+
+    class Critic(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            layers, d = [], (dim + cond_dim) * pac
+            for h in dis_dims:
+                layers += [torch.nn.Linear(d, h), torch.nn.LeakyReLU(0.2), torch.nn.Dropout(0.5)]
+                d = h
+            self.body = torch.nn.Sequential(*layers, torch.nn.Linear(d, 1))
+
+        def forward(self, x):
+            return self.body(x.reshape(-1, (dim + cond_dim) * pac)).squeeze(1)
+
+    return Generator(), Critic()
+
+
+class _Conditions:
+    """The categorical blocks a condition can name, and category probabilities per block."""
+
+    def __init__(self, table: FeatureTable, head: Head, counts: list[np.ndarray]):
+        cats = {c.name for c in table.schema.columns if c.kind == "categorical"}
+        self.blocks = [(col, start, width) for col, start, width in head.blocks if col in cats]
+        self.offsets = np.concatenate([[0], np.cumsum([w for _, _, w in self.blocks])]).astype(int)
+        self.dim = int(self.offsets[-1])
+        self.freq, self.logf = [], []
+        for c in counts:
+            c = np.clip(np.asarray(c, dtype=float), 0.0, None)
+            self.freq.append(c / c.sum() if c.sum() > 0 else np.full(c.size, 1.0 / c.size))
+            lg = np.log1p(c)
+            self.logf.append(lg / lg.sum() if lg.sum() > 0 else np.full(c.size, 1.0 / c.size))
+
+    def draw(self, m: int, rng: np.random.Generator, log: bool):
+        """``m`` conditions: (block, category, one-hot matrix)."""
+        blk = rng.integers(len(self.blocks), size=m)
+        cat = np.empty(m, dtype=np.int64)
+        table = self.logf if log else self.freq
+        for b in np.unique(blk):
+            sel = blk == b
+            cat[sel] = rng.choice(table[b].size, size=int(sel.sum()), p=table[b])
+        return blk, cat, self.onehot(blk, cat)
+
+    def onehot(self, blk, cat) -> np.ndarray:
+        out = np.zeros((len(blk), self.dim), dtype=np.float32)
+        out[np.arange(len(blk)), self.offsets[blk] + cat] = 1.0
+        return out
+
+    def of_rows(self, x: np.ndarray, blk: np.ndarray) -> np.ndarray:
+        """Each row's own category in its block (one record, one condition)."""
+        cat = np.empty(len(blk), dtype=np.int64)
+        for b in np.unique(blk):
+            sel = blk == b
+            _, start, width = self.blocks[b]
+            cat[sel] = np.argmax(x[sel, start:start + width], axis=1)
+        return cat
+
+
+@register("model", "ctgan")
+class CTGAN(Model):
+    """CTGAN and DP-CTGAN (Xu et al., NeurIPS 2019): a conditional GAN on continuous features; the DP
+    variant trains its critic by DP-SGD (see the module docstring for the design).
+
+    Parameters
+    ----------
+    embedding_dim : int, default 128
+        Noise size.
+    generator_dim, discriminator_dim : tuple of int, default (256, 256)
+    epochs : int, default 300
+        Passes over the (estimated) records: ``ceil(epochs * n / batch_size)`` critic steps.
+    batch_size : int, default 500
+    generator_lr, discriminator_lr : float, default 2e-4
+    weight_decay : float, default 1e-6
+    pac : int, default 10
+        PacGAN group size (non-private runs; the DP critic scores single rows).
+    discriminator_steps : int, default 1
+        Critic steps per generator step.
+    max_grad_norm : float, default 1.0
+        DP-SGD's per-row clipping norm.
+    count_share : float, default 0.05
+        Share of the model's budget for the DP record count and the categorical one-way marginals.
+    device : {"auto", "cpu", "cuda"}, default "auto"
+    progress : bool or None, default None
+
+    Examples
+    --------
+    >>> sz.make("ctgan", epsilon=None, schema=schema).fit(df).sample(1000)    # doctest: +SKIP
+    >>> sz.make("dp-ctgan", epsilon=1.0, schema=schema).fit(df)                # doctest: +SKIP
+    """
+
+    paper = _PAPER
+    _tags = {"fits": "records", "input": "features", "spends_budget": True}
+    _parameter_constraints = {
+        "embedding_dim": [Interval(Integral, 1, None)],
+        "generator_dim": [Sequence(Interval(Integral, 1, None), min_length=1)],
+        "discriminator_dim": [Sequence(Interval(Integral, 1, None), min_length=1)],
+        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 2, None)],
+        "generator_lr": [Interval(Real, 0, None, closed="neither")],
+        "discriminator_lr": [Interval(Real, 0, None, closed="neither")],
+        "weight_decay": [Interval(Real, 0, None)], "pac": [Interval(Integral, 1, None)],
+        "discriminator_steps": [Interval(Integral, 1, None)],
+        "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
+        "count_share": [Interval(Real, 0, 1, closed="neither")], "device": [Options("auto", "cpu", "cuda")],
+        "progress": [None, Boolean()]}
+    _test_params = {"embedding_dim": 8, "generator_dim": (16,), "discriminator_dim": (16,), "epochs": 2,
+                    "batch_size": 100, "pac": 2}
+
+    def __init__(self, embedding_dim: int = 128, generator_dim=(256, 256), discriminator_dim=(256, 256),
+                 epochs: int = 300, batch_size: int = 500, generator_lr: float = 2e-4, discriminator_lr: float = 2e-4,
+                 weight_decay: float = 1e-6, pac: int = 10, discriminator_steps: int = 1,
+                 max_grad_norm: float = 1.0, count_share: float = 0.05, device: str = "auto",
+                 progress: bool | None = None):
+        self.embedding_dim = embedding_dim
+        self.generator_dim = generator_dim
+        self.discriminator_dim = discriminator_dim
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.generator_lr = generator_lr
+        self.discriminator_lr = discriminator_lr
+        self.weight_decay = weight_decay
+        self.pac = pac
+        self.discriminator_steps = discriminator_steps
+        self.max_grad_norm = max_grad_norm
+        self.count_share = count_share
+        self.device = device
+        self.progress = progress
+
+    def _check_related_params(self) -> None:
+        if self.batch_size % self.pac:
+            self._bad("batch_size", f"must be a multiple of pac={self.pac} (PacGAN groups whole batches)")
+
+    @classmethod
+    def hyperparameter_space(cls) -> dict:
+        # SynMeter (Du & Li 2024), CTGAN: embedding 64-256, batch 500-1000, learning rates 1e-4-1e-3
+        return {"embedding_dim": ("cat", [64, 128, 256]), "epochs": ("int", 50, 300),
+                "batch_size": ("cat", [500, 1000]), "generator_lr": ("log", 1e-4, 1e-3),
+                "discriminator_lr": ("log", 1e-4, 1e-3)}
+
+    def _device(self):
+        torch = torch_module()
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ConfigError("ctgan parameter device='cuda': no CUDA device is available")
+        return torch.device(self.device)
+
+    def _build(self, table: FeatureTable, cond_dim: int, private: bool):
+        torch = torch_module()
+        return _networks(torch, table.dim, cond_dim, int(self.embedding_dim), list(self.generator_dim),
+                         list(self.discriminator_dim), 1 if private else int(self.pac))
+
+    # ------------------------------------------------------------------ fit
+    def fit_records(self, data: FeatureData, budget: Budget, rng: np.random.Generator) -> "CTGAN":
+        """Train on the feature rows; the critic by DP-SGD charged to ``budget`` when private."""
+        if not isinstance(data, FeatureData):
+            raise ConfigError(f"ctgan fits continuous features (FeatureData), got {type(data).__name__}")
+        torch = torch_module()
+        dev = self._device()
+        torch.manual_seed(int(rng.integers(2 ** 62)))  # initialisation and Gumbel draws: the user's seed
+        gen_t = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+        table, private = data.table, budget.private
+        head = Head(table, dev)
+        cats = [c for c in table.schema.columns if c.kind == "categorical"]
+        n_hat, counts = self._statistics(data, head, cats, budget)
+        cond = _Conditions(table, head, counts)
+        G, D = (m.to(dev) for m in self._build(table, cond.dim, private))
+        opt_g = torch.optim.Adam(G.parameters(), lr=float(self.generator_lr), betas=(0.5, 0.9),
+                                 weight_decay=float(self.weight_decay))
+        opt_d = torch.optim.Adam(D.parameters(), lr=float(self.discriminator_lr), betas=(0.5, 0.9),
+                                 weight_decay=float(self.weight_decay))
+        B = int(self.batch_size)
+        steps = max(1, math.ceil(int(self.epochs) * max(n_hat, 1.0) / B))
+        sgd = DPSGD(budget, n_hat, B, steps, float(self.max_grad_norm), note="ctgan: critic")
+        x_all = torch.as_tensor(data.x, device=dev)
+        emb = int(self.embedding_dim)
+
+        def generate(c):
+            z = torch.randn(c.shape[0], emb, generator=gen_t).to(dev)
+            return head.activate(G(torch.cat([z, c], dim=1)), tau=0.2, generator=gen_t)
+
+        if private:
+            wrapped = sgd.wrap(D)
+            d_params = list(D.parameters())
+        else:
+            rows_of = self._rows_by_category(data.x, cond)
+        for t, idx in enumerate(progress_bar(sgd.batches(data.n, rng), total=steps, desc="ctgan",
+                                             enabled=self.progress)):
+            # ---- critic
+            if private:
+                blk = rng.integers(max(len(cond.blocks), 1), size=len(idx))
+                real = x_all[torch.as_tensor(idx, dtype=torch.long, device=dev)]
+                if cond.dim:
+                    c_real = torch.as_tensor(cond.onehot(blk, cond.of_rows(data.x[idx], blk)), device=dev)
+                    _, _, c_fake_np = cond.draw(B, rng, log=False)
+                else:
+                    c_real = torch.zeros(len(idx), 0, device=dev)
+                    c_fake_np = np.zeros((B, 0), dtype=np.float32)
+                c_fake = torch.as_tensor(c_fake_np, device=dev)
+                with torch.no_grad():
+                    fake = generate(c_fake)
+                rows = torch.cat([torch.cat([real, c_real], dim=1), torch.cat([fake, c_fake], dim=1)])
+                score = wrapped(rows)
+                sign = torch.cat([-torch.ones(len(idx), device=dev), torch.ones(B, device=dev)])
+                per_row = torch.nn.functional.softplus(sign * score)   # -log D(real), -log(1 - D(fake))
+                sgd.backward(wrapped, d_params, per_row)
+                opt_d.step()
+            else:
+                c_fake, real_rows = self._conditioned_batch(cond, rows_of, B, rng, dev, x_all)
+                with torch.no_grad():
+                    fake = generate(c_fake)
+                real = torch.cat([real_rows, c_fake], dim=1)
+                fake_in = torch.cat([fake, c_fake], dim=1)
+                loss_d = D(fake_in).mean() - D(real).mean() + self._penalty(torch, D, real, fake_in)
+                opt_d.zero_grad(set_to_none=True)
+                loss_d.backward()
+                opt_d.step()
+            if (t + 1) % int(self.discriminator_steps):
+                continue
+            # ---- generator: reads no record (the critic, the noisy marginals, fresh noise)
+            if cond.dim:
+                blk, cat, c_np = cond.draw(B, rng, log=True)
+                c = torch.as_tensor(c_np, device=dev)
+            else:
+                c = torch.zeros(B, 0, device=dev)
+            out = G(torch.cat([torch.randn(B, emb, generator=gen_t).to(dev), c], dim=1))
+            fake = head.activate(out, tau=0.2, generator=gen_t)
+            if private:
+                wrapped.disable_hooks()  # the generator's step needs no per-row norms of the critic
+            score = D(torch.cat([fake, c], dim=1))
+            adv = torch.nn.functional.softplus(-score).mean() if private else -score.mean()
+            loss_g = adv + (self._cond_loss(torch, out, cond, blk, cat, dev) if cond.dim else 0.0)
+            opt_g.zero_grad(set_to_none=True)
+            loss_g.backward()
+            if private:
+                wrapped.enable_hooks()
+            opt_g.step()
+        self._set_fitted(table, G, cond, n_hat)
+        return self
+
+    def _statistics(self, data, head, cats, budget):
+        """The record count and the categorical one-way marginals: discrete Gaussian counts (private,
+        ``count_share`` of the budget) or exact ones."""
+        if not budget.private:
+            budget.charge("record_count", None, math.inf, note="ctgan: counts (non-private)")
+            counts = [data.x[:, s:s + w].sum(axis=0) for col, s, w in head.blocks if col in {c.name for c in cats}]
+            return float(data.n), counts
+        rho = float(self.count_share) * budget.remaining
+        rho_each = rho / (1 + len(cats))
+        n_hat = noisy_count(budget, data.n, rho_each, note="ctgan: record count")
+        counts = []
+        names = {c.name for c in cats}
+        for col, s, w in head.blocks:
+            if col in names:
+                noisy, _ = discrete_gaussian(budget, data.x[:, s:s + w].sum(axis=0).round(), 1.0, rho_each,
+                                             note=f"ctgan: one-way marginal of {col}")
+                counts.append(noisy)
+        return n_hat, counts
+
+    @staticmethod
+    def _rows_by_category(x: np.ndarray, cond: _Conditions) -> list[list[np.ndarray]]:
+        return [[np.flatnonzero(x[:, s + k] > 0.5) for k in range(w)] for _, s, w in cond.blocks]
+
+    @staticmethod
+    def _conditioned_batch(cond, rows_of, B, rng, dev, x_all):
+        """Training-by-sampling (non-private): conditions by log-frequency, real rows that hold them."""
+        torch = torch_module()
+        if not cond.dim:
+            idx = rng.integers(x_all.shape[0], size=B)
+            return torch.zeros(B, 0, device=dev), x_all[torch.as_tensor(idx, device=dev)]
+        blk, cat, c_np = cond.draw(B, rng, log=True)
+        idx = np.empty(B, dtype=np.int64)
+        for i, (b, k) in enumerate(zip(blk, cat)):
+            pool = rows_of[b][k]
+            idx[i] = pool[rng.integers(pool.size)] if pool.size else rng.integers(x_all.shape[0])
+        return torch.as_tensor(c_np, device=dev), x_all[torch.as_tensor(idx, device=dev)]
+
+    def _penalty(self, torch, D, real, fake):
+        """WGAN-GP's gradient penalty (weight 10) on PacGAN groups of interpolates."""
+        pac = int(self.pac)
+        alpha = torch.rand(real.shape[0] // pac, 1, 1, device=real.device).repeat(1, pac, real.shape[1])
+        alpha = alpha.reshape(-1, real.shape[1])
+        mix = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+        grad = torch.autograd.grad(D(mix).sum(), mix, create_graph=True)[0]
+        return 10.0 * ((grad.reshape(-1, pac * real.shape[1]).norm(2, dim=1) - 1) ** 2).mean()
+
+    @staticmethod
+    def _cond_loss(torch, out, cond, blk, cat, dev):
+        """Cross-entropy between the generated block a condition names and its category."""
+        cols = torch.as_tensor(np.array([cond.blocks[b][1] for b in blk]), device=dev)
+        width = max(w for _, _, w in cond.blocks)
+        ar = torch.arange(width, device=dev)
+        idx = cols[:, None] + ar[None, :]
+        valid = ar[None, :] < torch.as_tensor(np.array([cond.blocks[b][2] for b in blk]), device=dev)[:, None]
+        logits = out.gather(1, idx.clamp(max=out.shape[1] - 1)).masked_fill(~valid, float("-inf"))
+        return torch.nn.functional.cross_entropy(logits, torch.as_tensor(cat, device=dev))
+
+    def _set_fitted(self, table: FeatureTable, G, cond: _Conditions, total: float) -> None:
+        self._fitted(table)
+        self._gen = G.cpu().eval()
+        self._cond = cond
+        self.total_ = float(total)
+
+    # ------------------------------------------------------------------ sample
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` feature rows from the generator, conditioned on categories drawn by frequency from the
+        (noisy) one-way marginals, one category per block drawn from the generated softmax."""
+        self._require_fit()
+        n = self._check_n(n)
+        torch = torch_module()
+        head = Head(self.domain_, "cpu")
+        gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+        out = []
+        with torch.no_grad():
+            for lo in range(0, n, 8192):
+                m = min(8192, n - lo)
+                c = (torch.as_tensor(self._cond.draw(m, rng, log=False)[2]) if self._cond.dim
+                     else torch.zeros(m, 0))
+                z = torch.randn(m, int(self.embedding_dim), generator=gen)
+                out.append(head.finish(head.activate(self._gen(torch.cat([z, c], dim=1))), rng))
+        return np.concatenate(out) if out else np.zeros((0, self.domain_.dim), dtype=np.float32)
+
+    # ------------------------------------------------------------------ state
+    def _get_state(self) -> dict:
+        """The generator's weights, the (noisy) category frequencies and the DP count."""
+        return {"total": self.total_, "frequencies": [f.tolist() for f in self._cond.freq],
+                "weights": state_dict_to_json(self._gen)}
+
+    def _set_state(self, state: dict, table) -> None:
+        head = Head(table, "cpu")
+        cond = _Conditions(table, head, [np.asarray(f, dtype=float) for f in state["frequencies"]])
+        if len(cond.freq) != len(cond.blocks) or any(f.size != w for f, (_, _, w) in zip(cond.freq, cond.blocks)):
+            raise ConfigError("ctgan.set_state: the saved frequencies do not fit the feature layout")
+        G, _ = self._build(table, cond.dim, private=False)
+        load_json_state(G, state["weights"], "ctgan")
+        self._set_fitted(table, G, cond, float(state["total"]))

@@ -1,0 +1,142 @@
+"""What the record models that fit continuous features share (``tvae``, ``ctgan``, ``pategan``): the
+output head of a feature layout, its per-record losses, and saved weights.  A helper of those model
+files, not a module.
+
+A :class:`~synthzoo.core.features.FeatureTable`'s layout says how each slice is produced: ``tanh``
+scalars, ``softmax`` one-hot blocks, ``sigmoid`` flags.  Everything here is vectorised over the
+layout: the softmax blocks are gathered into one padded tensor, so a head costs a few tensor
+operations however many columns the table has.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import ConfigError
+from ..core.features import FeatureTable
+
+
+def torch_module():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a declared dependency
+        raise ConfigError("record models need PyTorch: pip install torch") from None
+    return torch
+
+
+class Head:
+    """Index tensors of one layout: the tanh columns, the sigmoid columns and the softmax blocks
+    (padded to the widest block, padding masked)."""
+
+    def __init__(self, table: FeatureTable, device):
+        torch = torch_module()
+        segs = table.layout
+        self.dim = table.dim
+        self.tanh = torch.as_tensor([s.start for s in segs if s.activation == "tanh"], dtype=torch.long, device=device)
+        self.sigm = torch.as_tensor([s.start for s in segs if s.activation == "sigmoid"], dtype=torch.long,
+                                    device=device)
+        soft = [s for s in segs if s.activation == "softmax"]
+        self.n_soft = len(soft)
+        self.width = max([s.width for s in soft], default=1)
+        idx = np.zeros((len(soft), self.width), dtype=np.int64)
+        mask = np.zeros((len(soft), self.width), dtype=bool)
+        for i, s in enumerate(soft):
+            idx[i, :s.width] = np.arange(s.start, s.stop)
+            mask[i, :s.width] = True
+        self.soft_idx = torch.as_tensor(idx, device=device)
+        self.soft_mask = torch.as_tensor(mask, device=device)
+        #: for each softmax block, its columns and its position in the layout (CTGAN's conditions)
+        self.blocks = [(s.column, s.start, s.width) for s in soft]
+
+    def _gather_soft(self, z):
+        torch = torch_module()
+        g = z[:, self.soft_idx]                                  # (n, blocks, width)
+        return g.masked_fill(~self.soft_mask, float("-inf")) if self.n_soft else g
+
+    def _scatter_soft(self, out, p):
+        if self.n_soft:
+            flat_idx = self.soft_idx[self.soft_mask]
+            out[:, flat_idx] = p[:, self.soft_mask]
+        return out
+
+    def activate(self, logits, tau: float | None = None, generator=None, hard: bool = False):
+        """Outputs on the layout: tanh scalars, sigmoid flags, softmax blocks (Gumbel-softmax with
+        temperature ``tau`` when given, as CTGAN's generator; ``hard`` straight-through one-hot)."""
+        torch = torch_module()
+        out = torch.zeros_like(logits)
+        if self.tanh.numel():
+            out[:, self.tanh] = torch.tanh(logits[:, self.tanh])
+        if self.sigm.numel():
+            out[:, self.sigm] = torch.sigmoid(logits[:, self.sigm])
+        if self.n_soft:
+            z = self._gather_soft(logits)
+            if tau is not None:
+                u = torch.rand(z.shape, generator=generator).to(z.device).clamp_(1e-10, 1 - 1e-10)
+                z = (z - torch.log(-torch.log(u))) / tau
+            p = torch.softmax(z, dim=2)
+            if hard:
+                h = torch.zeros_like(p).scatter_(2, p.argmax(dim=2, keepdim=True), 1.0)
+                p = h - p.detach() + p
+            out = self._scatter_soft(out, p)
+        return out
+
+    def recon_loss(self, logits, x, log_sigma):
+        """TVAE's per-record reconstruction loss: Gaussian on the tanh scalars (learned ``sigma`` per
+        scalar), cross-entropy on the softmax blocks, binary cross-entropy on the flags."""
+        torch = torch_module()
+        loss = logits.new_zeros(logits.shape[0])
+        if self.tanh.numel():
+            sig = torch.exp(log_sigma)
+            diff = x[:, self.tanh] - torch.tanh(logits[:, self.tanh])
+            loss = loss + ((diff ** 2) / (2 * sig ** 2) + log_sigma).sum(dim=1)
+        if self.sigm.numel():
+            loss = loss + torch.nn.functional.binary_cross_entropy_with_logits(
+                logits[:, self.sigm], x[:, self.sigm], reduction="none").sum(dim=1)
+        if self.n_soft:
+            logp = torch.log_softmax(self._gather_soft(logits), dim=2)
+            target = x[:, self.soft_idx] * self.soft_mask
+            loss = loss - (target * logp.masked_fill(~self.soft_mask, 0.0)).sum(dim=(1, 2))
+        return loss
+
+    def finish(self, out, rng: np.random.Generator, sigma=None) -> np.ndarray:
+        """Model outputs to feature rows: softmax blocks drawn (one category each), flags drawn, tanh
+        scalars kept (with Gaussian noise of ``sigma`` when given, as TVAE samples)."""
+        x = out.detach().cpu().double().numpy()
+        res = np.zeros_like(x)
+        t = self.tanh.cpu().numpy()
+        if t.size:
+            v = x[:, t]
+            if sigma is not None:
+                v = v + rng.normal(size=v.shape) * np.asarray(sigma)[None, :]
+            res[:, t] = np.clip(v, -1.0, 1.0)
+        f = self.sigm.cpu().numpy()
+        if f.size:
+            res[:, f] = (rng.random((x.shape[0], f.size)) < x[:, f]).astype(float)
+        for column, start, width in self.blocks:
+            p = np.clip(x[:, start:start + width], 0.0, None) + 1e-12
+            cdf = np.cumsum(p, axis=1)
+            k = np.minimum((cdf < rng.random(x.shape[0])[:, None] * cdf[:, -1:]).sum(axis=1), width - 1)
+            res[np.arange(x.shape[0]), start + k] = 1.0
+        return res.astype(np.float32)
+
+
+def state_dict_to_json(module) -> dict:
+    """A module's weights as JSON arrays (no pickle)."""
+    return {k: {"shape": list(v.shape), "values": v.detach().cpu().reshape(-1).tolist()}
+            for k, v in module.state_dict().items()}
+
+
+def load_json_state(module, saved: dict, who: str) -> None:
+    """Load :func:`state_dict_to_json`'s output into ``module``, checking names, shapes and values."""
+    torch = torch_module()
+    want = module.state_dict()
+    if not isinstance(saved, dict) or set(saved) != set(want):
+        raise ConfigError(f"{who}.set_state: the saved weights do not match the network")
+    new = {}
+    for k, ref in want.items():
+        w = saved[k]
+        t = torch.tensor(w["values"], dtype=ref.dtype).reshape(w["shape"])
+        if tuple(t.shape) != tuple(ref.shape) or (t.is_floating_point() and not bool(torch.isfinite(t).all())):
+            raise ConfigError(f"{who}.set_state: saved weight {k!r} has the wrong shape or non-finite values")
+        new[k] = t
+    module.load_state_dict(new)
