@@ -131,6 +131,17 @@ PRESETS: dict[str, dict] = {
         "budget_split": {"preprocess": 0.1, "model": 0.9},
         "paper": _TVAE_PAPER + "; DP-SGD on encoder and decoder",
     },
+    # Jordon, Yoon, van der Schaar, "PATE-GAN" (ICLR 2019), with the data-independent bound of
+    # synthzoo/models/pategan.py: 50 teachers, 300 rounds of 5 teacher and 5 student steps on
+    # batches of 64, Adam 1e-4; scaled public features (min-max on the schema's bounds).
+    "pate-gan": {
+        "preprocess": ["features"],
+        "select": None,
+        "model": {"name": "pategan", "n_teachers": 50, "iterations": 300, "batch_size": 64},
+        "budget_split": {"preprocess": 0.0, "model": 1.0},
+        "paper": "Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
+                 "Guarantees, ICLR 2019",
+    },
 }
 
 

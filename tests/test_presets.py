@@ -24,6 +24,7 @@ FAST = {
     "dp-ctgan": {"model": {"name": "ctgan", "epochs": 3, "generator_dim": [32], "discriminator_dim": [32]}},
     "tvae": {"model": {"name": "tvae", "epochs": 3, "compress_dims": [32], "decompress_dims": [32]}},
     "dp-tvae": {"model": {"name": "tvae", "epochs": 3, "compress_dims": [32], "decompress_dims": [32]}},
+    "pate-gan": {"model": {"name": "pategan", "n_teachers": 5, "iterations": 5, "hidden": [32]}},
 }
 
 

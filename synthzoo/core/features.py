@@ -24,6 +24,7 @@ Column encoders:
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,6 +154,7 @@ class ModeNormalised:
         """Fit up to ``n_modes`` modes to a noisy histogram (negative counts clipped): a variational
         Bayesian Gaussian mixture as CTGAN's (weight concentration 0.001), on points drawn within the
         bins in proportion to the noisy counts -- post-processing of the histogram only."""
+        from sklearn.exceptions import ConvergenceWarning
         from sklearn.mixture import BayesianGaussianMixture
 
         counts = np.clip(np.asarray(noisy_counts, dtype=float), 0.0, None)
@@ -167,7 +169,9 @@ class ModeNormalised:
         gm = BayesianGaussianMixture(n_components=k, weight_concentration_prior_type="dirichlet_process",
                                      weight_concentration_prior=0.001, max_iter=100, n_init=1,
                                      random_state=int(rng.integers(2 ** 31)))
-        gm.fit(((pts - lo) / scale).reshape(-1, 1))
+        with warnings.catch_warnings():  # a mixture that stops at max_iter is still a fine set of modes
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            gm.fit(((pts - lo) / scale).reshape(-1, 1))
         keep = gm.weights_ > 0.005
         if not keep.any():
             keep = gm.weights_ == gm.weights_.max()

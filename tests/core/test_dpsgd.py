@@ -1,0 +1,81 @@
+"""The one DP-SGD mechanism: calibrated by the ledger's accountant and charged before the first
+step, Poisson batches and noise from the secret source, per-record clipping exact, a public
+normaliser, noise-only steps on empty batches."""
+
+import copy
+import math
+
+import dp_accounting as dpa
+import numpy as np
+import pytest
+import torch
+
+from synthzoo.core.privacy.dpsgd import DPSGD, calibrate_noise_multiplier, dpsgd_event
+from synthzoo.core.privacy.ledger import PrivacyLedger
+
+
+def _budget(eps=1.0, noise_seed=None):
+    led = PrivacyLedger(eps, 1e-5, noise_seed=noise_seed)
+    return led, led.stage("model", 1.0)
+
+
+def test_sigma_is_the_smallest_that_meets_the_stage_budget():
+    led, budget = _budget(1.0)
+    q, steps = 0.02, 1500
+    sigma = calibrate_noise_multiplier(budget, q, steps)
+    target = led.epsilon_if([dpa.ZCDpEvent(budget.remaining)])
+    assert led.epsilon_if([dpsgd_event(q, sigma, steps)]) <= target * (1 + 1e-9)
+    assert led.epsilon_if([dpsgd_event(q, 0.98 * sigma, steps)]) > target
+
+
+def test_charged_before_the_first_step_and_never_past_the_request():
+    led, budget = _budget(1.0)
+    sgd = DPSGD(budget, n_hat=5000, batch_size=100, steps=300, note="t")
+    assert [c.mechanism for c in led.charges] == ["dp_sgd"]  # nothing trained yet
+    assert led.spent().epsilon <= 1.0 * (1 + 1e-9) and led.spent().epsilon > 0.99
+    assert sgd.q == pytest.approx(100 / 5000)
+
+
+def test_poisson_batches_from_the_secret_source():
+    _, budget = _budget(1.0, noise_seed=4)
+    sgd = DPSGD(budget, n_hat=2000, batch_size=100, steps=400)
+    sizes = np.array([len(i) for i in sgd.batches(2000, np.random.default_rng(0))])
+    assert len(sizes) == 400 and abs(sizes.mean() - 100) < 3 and sizes.std() > 5  # binomial, not fixed
+    _, b2 = _budget(1.0, noise_seed=4)
+    again = DPSGD(b2, n_hat=2000, batch_size=100, steps=400)
+    assert [len(i) for i in again.batches(2000, np.random.default_rng(99))] == sizes.tolist()  # not the user rng
+
+
+def test_two_pass_ghost_clipping_is_the_sum_of_clipped_per_record_gradients():
+    torch.manual_seed(0)
+    _, budget = _budget(1.0)
+    sgd = DPSGD(budget, n_hat=1000, batch_size=50, steps=10, max_grad_norm=0.5)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    ref_net = copy.deepcopy(net)
+    x, y = torch.randn(7, 5), torch.randn(7, 1)
+    ref = [torch.zeros_like(p) for p in ref_net.parameters()]
+    for i in range(7):
+        gs = torch.autograd.grad(((ref_net(x[i:i + 1]) - y[i:i + 1]) ** 2).sum(), list(ref_net.parameters()))
+        scale = min(1.0, 0.5 / (float(torch.sqrt(sum((g ** 2).sum() for g in gs))) + 1e-6))
+        for r, g in zip(ref, gs):
+            r += scale * g
+    sgd.sigma = 0.0  # the clipping alone
+    wrapped, params = sgd.wrap(net), list(net.parameters())
+    sgd.backward(wrapped, params, ((wrapped(x) - y) ** 2).squeeze(1))
+    for p, r in zip(params, ref):
+        torch.testing.assert_close(p.grad * 50, r, atol=1e-5, rtol=1e-5)
+
+
+def test_noise_scale_and_public_normaliser_and_empty_batches():
+    _, budget = _budget(1.0)
+    sgd = DPSGD(budget, n_hat=1000, batch_size=40, steps=50, max_grad_norm=2.0)
+    p = torch.nn.Parameter(torch.zeros(20000))
+    sgd.backward(None, [p], None)  # an empty Poisson batch: the step is noise only
+    assert float(p.grad.std()) == pytest.approx(sgd.sigma * 2.0 / 40, rel=0.03)
+
+
+def test_non_private_run_uses_whole_shuffled_batches_and_no_noise():
+    led = PrivacyLedger(None)
+    sgd = DPSGD(led.stage("m", 1.0), n_hat=1000, batch_size=64, steps=40)
+    batches = list(sgd.batches(1000, np.random.default_rng(0)))
+    assert all(len(b) == 64 for b in batches) and math.isinf(led.spent().epsilon) and sgd.sigma == 0

@@ -1,0 +1,97 @@
+"""The record models on continuous features (tvae, ctgan, pategan): private fits charge what they
+must before training and stay within the request; each DP design's invariants hold."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthzoo as sz
+from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
+from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.datasets import make_demo
+from synthzoo.models import CTGAN, PATEGAN, TVAE
+from synthzoo.models.ctgan import _Conditions
+from synthzoo.models.torch_features import Head
+
+QUICK = {"tvae": dict(TVAE._test_params), "ctgan": dict(CTGAN._test_params), "pategan": dict(PATEGAN._test_params)}
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return make_demo(n=800, seed=0)
+
+
+def _features(df, schema):
+    table = FeatureTable(schema, {c.name: OneHot(c) if c.kind == "categorical" else ScaledNumber(c) for c in schema})
+    return FeatureData(table.transform(df, np.random.default_rng(0)), table)
+
+
+@pytest.mark.parametrize("name", ["tvae", "ctgan", "pategan"])
+def test_private_fit_charges_everything_before_training_and_within_the_request(name, demo):
+    df, schema = demo
+    s = sz.Synthesizer(preprocess=["mode_features"], model={"name": name, **QUICK[name]}, epsilon=1.0, schema=schema,
+                       seed=0).fit(df)
+    mech = [c.mechanism for c in s.ledger_.charges]
+    assert mech[0] == "mode_histogram" and "discrete_gaussian" in mech
+    assert ("dp_sgd" in mech) != (name == "pategan") and ("pate_votes" in mech) == (name == "pategan")
+    assert s.privacy_spent().epsilon <= 1.0 * (1 + 1e-9) and s.privacy_spent().epsilon > 0.99
+    assert math.isfinite(s.n_estimate_) and len(s.sample()) == round(s.n_estimate_)
+
+
+def test_dp_ctgan_conditions_a_real_row_on_its_own_category(demo):
+    df, schema = demo
+    data = _features(df, schema)
+    head = Head(data.table, "cpu")
+    cond = _Conditions(data.table, head, [np.ones(w) for col, s, w in head.blocks
+                                          if schema[col].kind == "categorical"])
+    rng = np.random.default_rng(0)
+    blk = rng.integers(len(cond.blocks), size=200)
+    cats = cond.of_rows(data.x[:200], blk)
+    for i in range(200):  # the condition reads row i alone: its category in the chosen column
+        col, start, width = cond.blocks[blk[i]]
+        assert data.x[i, start + cats[i]] == 1.0
+
+
+def test_pategan_teachers_see_disjoint_parts_and_every_step_runs(demo):
+    df, schema = demo
+    data = _features(df, schema)
+    led = PrivacyLedger(2.0, 1e-5)
+    m = PATEGAN(**QUICK["pategan"]).fit_records(data, led.stage("m", 1.0), np.random.default_rng(0))
+    parts = np.concatenate(m.parts_)
+    assert sorted(parts.tolist()) == list(range(data.n))  # disjoint and complete
+    assert m.steps_run_ == m.iterations  # no noise level ends training early (Ganev et al.)
+    votes = [c for c in led.charges if c.mechanism == "pate_votes"][0]
+    assert votes.rho == pytest.approx(m.queries / m.sigma_ ** 2)  # 1/sigma^2 per label, data-independent
+    # the parts come from the secret source: the user's generator does not decide them
+    m2 = PATEGAN(**QUICK["pategan"]).fit_records(data, PrivacyLedger(2.0, 1e-5).stage("m", 1.0),
+                                                 np.random.default_rng(0))
+    assert any(not np.array_equal(a, b) for a, b in zip(m.parts_, m2.parts_))
+
+
+def test_pategan_noisy_labels_follow_the_votes_when_the_noise_is_small():
+    m = PATEGAN(n_teachers=10)
+    led = PrivacyLedger(1.0, 1e-5)
+    m.sigma_ = 1e-3
+    labels = m._noisy_labels(np.array([0, 2, 8, 10]), 10, led.stage("m", 1.0))
+    assert labels.tolist() == [0.0, 0.0, 1.0, 1.0]
+
+
+def test_record_models_refuse_codes_and_selectors(demo):
+    df, schema = demo
+    with pytest.raises(sz.ConfigError, match="fits features"):
+        sz.Synthesizer(preprocess=["uniform"], model="tvae", epsilon=1.0, schema=schema)
+    with pytest.raises(sz.ConfigError, match="no selector"):
+        sz.Synthesizer(preprocess=["features"], select="mst", model="ctgan", epsilon=1.0, schema=schema)
+    with pytest.raises(sz.ConfigError, match="batch_size"):
+        CTGAN(batch_size=505, pac=10)
+
+
+def test_non_private_tvae_learns_more_than_independent_columns(demo):
+    from synthzoo.metrics import independent_sample, tvd_2way
+
+    df, schema = make_demo(n=3000, seed=1)
+    s = sz.make("tvae", epsilon=None, schema=schema, seed=0, model={"name": "tvae", "epochs": 150}).fit(df)
+    fake = s.sample(3000)
+    assert tvd_2way(df, fake, schema) < tvd_2way(df, independent_sample(df, seed=0), schema) + 0.02
