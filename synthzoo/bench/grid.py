@@ -61,6 +61,12 @@ def grid_config(selector: str, model: str, base: str = "privsyn", preprocess=Non
     if preprocess is not None:
         cfg["preprocess"] = list(preprocess)
         cfg["budget_split"] = None  # the preset's preprocessing share may have no spender left
+    else:
+        from ..core.base import REGISTRY
+
+        cls = REGISTRY["model"].get(model)
+        if cls is not None and cls.get_tags()["input"] == "features":
+            cfg["preprocess"] = ["mode_features"]  # a model of continuous features: CTGAN's encoding
     return cfg
 
 

@@ -1,0 +1,162 @@
+"""Record models side by side with their peer libraries, on adult (80/20 split, seed 0).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --epochs 50
+    OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --methods dp-ctgan,snsynth-dpctgan --epsilon 1
+
+Ours (`ctgan`, `tvae`, `dp-ctgan`, `dp-tvae`, `pate-gan`) run in a worker process each
+(synthzoo.isolation: CPU seconds and peak memory of the fit); the peers run in the benchmark's own
+environment, never a project dependency.  Create it once:
+
+    python3 -m venv .bench-venv
+    .bench-venv/bin/pip install torch==2.13.0        # the CPU build on disk; an open range pulls CUDA
+    .bench-venv/bin/pip install ctgan smartnoise-synth
+
+(`--venv` points elsewhere).  Every synthetic table has as many rows as the training split and is
+scored by the project's metrics against the held-out 20 %: 2-way TVD (10 quantile bins),
+Wasserstein fidelity (Du & Li; 2,000-row transport), 3-way query error, and the macro F1 of
+LightGBM trained on it; HALF (half of the training rows) and INDEPENDENT (columns resampled alone)
+are the reference rows.  ``--risk`` adds DCR, identical-match share and DOMIAS against the training
+rows.  Thread settings and the machine are printed with the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_k, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = {"sdv-ctgan", "sdv-tvae", "snsynth-dpctgan", "snsynth-pategan"}
+OURS = {"ctgan", "tvae", "dp-ctgan", "dp-tvae", "pate-gan"}
+
+
+def fit_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epochs, n: int) -> dict:
+    """In a worker: fit one of our presets and sample ``n`` rows (module-level for the worker)."""
+    import warnings
+
+    import synthzoo as sz
+
+    warnings.simplefilter("ignore")
+    over = {}
+    cfg = sz.presets.preset_config(preset)
+    if epochs is not None and cfg["model"]["name"] in ("ctgan", "tvae"):
+        over["model"] = {**cfg["model"], "epochs": int(epochs)}
+    synth = sz.make(preset, epsilon=epsilon, schema=sz.Schema.from_dict(schema_dict), seed=0, **over)
+    t0 = time.perf_counter()
+    synth.fit(train)
+    t1 = time.perf_counter()
+    fake = synth.sample(n)
+    return {"fake": fake, "fit_wall_s": t1 - t0, "sample_wall_s": time.perf_counter() - t1,
+            "spent": list(synth.privacy_spent())}
+
+
+def run_peer(method, train, schema, epsilon, epochs, venv: Path) -> tuple[pd.DataFrame | None, dict]:
+    py = venv / "bin" / "python"
+    if not py.exists():
+        return None, {"status": f"no benchmark environment at {venv} (see this file's docstring)"}
+    discrete = [c.name for c in schema if c.kind == "categorical"]
+    with tempfile.TemporaryDirectory() as d:
+        tr, out = Path(d) / "train.csv", Path(d) / "fake.csv"
+        train.to_csv(tr, index=False)
+        cmd = [str(py), str(ROOT / "benchmarks/peers/run_peer.py"), method, str(tr), str(out),
+               "--epochs", str(epochs), "--discrete", json.dumps(discrete)]
+        if epsilon is not None:
+            cmd += ["--epsilon", str(epsilon)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, {"status": "error: " + (r.stderr.strip().splitlines() or ["?"])[-1][:200]}
+        info = json.loads(r.stdout.strip().splitlines()[-1])
+        fake = pd.read_csv(out)
+    return fake, {"status": "ok", "fit_cpu_s": info["fit_cpu_s"], "fit_wall_s": info["fit_wall_s"]}
+
+
+def score(train, test, fake, schema, risk: bool) -> dict:
+    import warnings
+
+    from synthzoo.metrics import ml_scores, query_error_3way, tvd_2way, wasserstein_fidelity
+
+    warnings.simplefilter("ignore")
+    fake = schema.validate(fake.reindex(columns=train.columns), out_of_bounds="clip")
+    out = {"tvd_2way": tvd_2way(test, fake, schema), "wasserstein": wasserstein_fidelity(test, fake, schema),
+           "query_3way": query_error_3way(test, fake, schema)}
+    ml = ml_scores(train, fake, test, schema, evaluators=("gbm",))
+    out["ml_f1"] = float(dict(zip(ml["score"], ml["synthetic"])).get("f1", np.nan))
+    if risk:
+        from synthzoo.metrics import dcr_risk, domias_auc, identical_match_share
+
+        out["dcr_risk"] = dcr_risk(train, fake, test, schema)
+        out["identical_match"] = identical_match_share(train, fake, schema)
+        out["domias_auc"] = domias_auc(train, fake, test, schema)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--methods", default="ctgan,sdv-ctgan,tvae,sdv-tvae")
+    p.add_argument("--epsilon", default="1", help="comma-separated epsilons for the DP methods")
+    p.add_argument("--epochs", type=int, default=50, help="epochs for ctgan/tvae (ours and sdv's alike)")
+    p.add_argument("--venv", default=str(ROOT / ".bench-venv"))
+    p.add_argument("--risk", action="store_true")
+    p.add_argument("--no-references", action="store_true")
+    p.add_argument("--out", help="CSV of the table")
+    a = p.parse_args(argv)
+    import synthzoo as sz
+    from synthzoo._threads import thread_settings
+    from synthzoo.isolation import run_isolated
+    from synthzoo.metrics import half_split, independent_sample
+
+    df, schema = sz.datasets.load_shared("adult")
+    train, test = sz.datasets.train_test_split(df, test_size=0.2, seed=0)
+    print(f"# adult: {len(train):,} train / {len(test):,} test rows; {thread_settings()}; "
+          f"python {sys.version.split()[0]}", flush=True)
+    rows = []
+    if not a.no_references:
+        h, _ = half_split(train, 0)
+        for label, fake in (("HALF", h), ("INDEPENDENT", independent_sample(train, seed=0))):
+            rows.append({"method": label, "epsilon": "-", **score(train, test, fake, schema, a.risk)})
+            print(rows[-1], flush=True)
+    epsilons = [float(e) for e in a.epsilon.split(",") if e]
+    for m in [x for x in a.methods.split(",") if x]:
+        private = m.startswith(("dp-", "snsynth", "pate"))
+        for eps in (epsilons if private else [None]):
+            row = {"method": m, "epsilon": "-" if eps is None else eps}
+            if m in OURS:
+                r = run_isolated(f"{__name__}:fit_ours" if __name__ != "__main__" else "bench_deep:fit_ours",
+                                 (m, train, schema.to_dict(), eps, a.epochs, len(train)))
+                if r.status != "ok":
+                    row["status"] = f"{r.status}: {r.reason}"
+                    fake = None
+                else:
+                    fake = r.value["fake"]
+                    row.update(status="ok", fit_cpu_s=r.cpu_s, fit_wall_s=r.value["fit_wall_s"],
+                               peak_rss_mb=r.peak_rss_mb, eps_spent=r.value["spent"][0])
+            elif m in PEERS:
+                fake, info = run_peer(m, train, schema, eps, a.epochs, Path(a.venv))
+                row.update(info)
+            else:
+                raise SystemExit(f"unknown method {m!r}; ours: {sorted(OURS)}, peers: {sorted(PEERS)}")
+            if fake is not None:
+                row.update(score(train, test, fake, schema, a.risk))
+            rows.append(row)
+            print(row, flush=True)
+    res = pd.DataFrame(rows)
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(res.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    if a.out:
+        res.to_csv(a.out, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Run one peer library's synthesizer in the benchmark's own environment (never a project
+dependency): read a training CSV, fit, sample, write the synthetic CSV, print one JSON line.
+
+    .bench-venv/bin/python benchmarks/peers/run_peer.py METHOD TRAIN.csv OUT.csv --epochs 50 [--epsilon 1]
+
+METHOD: sdv-ctgan, sdv-tvae (the `ctgan` package of sdv-dev), snsynth-dpctgan, snsynth-pategan
+(`smartnoise-synth`).  The categorical columns come from a JSON list (--discrete).
+"""
+
+import argparse
+import json
+import os
+import time
+
+for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_k, "1")
+
+import pandas as pd  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("method")
+    p.add_argument("train")
+    p.add_argument("out")
+    p.add_argument("--epochs", type=int, default=50)
+    p.add_argument("--epsilon", type=float, default=None)
+    p.add_argument("--discrete", required=True, help="JSON list of categorical columns")
+    p.add_argument("--n", type=int, default=None)
+    a = p.parse_args()
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    df = pd.read_csv(a.train)
+    discrete = json.loads(a.discrete)
+    n = a.n or len(df)
+    t0 = time.process_time(), time.perf_counter()
+    if a.method in ("sdv-ctgan", "sdv-tvae"):
+        from ctgan import CTGAN, TVAE
+
+        model = (CTGAN if a.method == "sdv-ctgan" else TVAE)(epochs=a.epochs)
+        model.fit(df, discrete_columns=discrete)
+    else:
+        from snsynth import Synthesizer
+
+        name = "dpctgan" if a.method == "snsynth-dpctgan" else "pategan"
+        kw = {"epochs": a.epochs} if name == "dpctgan" else {}
+        model = Synthesizer.create(name, epsilon=a.epsilon, **kw)
+        cont = [c for c in df.columns if c not in discrete]
+        model.fit(df, categorical_columns=discrete, continuous_columns=cont, preprocessor_eps=0.1 * a.epsilon,
+                  nullable=True)
+    t1 = time.process_time(), time.perf_counter()
+    fake = model.sample(n)
+    fake.to_csv(a.out, index=False)
+    print(json.dumps({"method": a.method, "fit_cpu_s": t1[0] - t0[0], "fit_wall_s": t1[1] - t0[1],
+                      "sample_wall_s": time.perf_counter() - t1[1]}))
+
+
+if __name__ == "__main__":
+    main()
