@@ -151,9 +151,11 @@ class ModeNormalised:
     @classmethod
     def from_histogram(cls, column: Column, edges: np.ndarray, noisy_counts: np.ndarray, n_modes: int,
                        rng: np.random.Generator) -> "ModeNormalised":
-        """Fit up to ``n_modes`` modes to a noisy histogram (negative counts clipped): a variational
-        Bayesian Gaussian mixture as CTGAN's (weight concentration 0.001), on points drawn within the
-        bins in proportion to the noisy counts -- post-processing of the histogram only."""
+        """Fit up to ``n_modes`` modes to a noisy histogram over ``edges`` (any increasing edges;
+        negative counts clipped): a variational Bayesian Gaussian mixture as CTGAN's (weight
+        concentration 0.001), on points drawn within the bins in proportion to the noisy counts
+        (admissible integers for an integer column, whose bins are ``[a, b)`` of integers) --
+        post-processing of the histogram only."""
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.mixture import BayesianGaussianMixture
 
@@ -163,7 +165,11 @@ class ModeNormalised:
             return cls(column, [(lo + hi) / 2], [max((hi - lo) / 4, 1e-9)], [1.0])
         m = 4000
         bins = rng.choice(counts.size, size=m, p=counts / counts.sum())
-        pts = edges[bins] + rng.random(m) * (edges[bins + 1] - edges[bins])
+        width = edges[bins + 1] - edges[bins]
+        if column.integer:  # an admissible integer of the bin [a, b), a and b integers
+            pts = edges[bins] + np.floor(rng.random(m) * np.maximum(width, 1.0))
+        else:
+            pts = edges[bins] + rng.random(m) * width
         k = int(max(1, min(n_modes, np.count_nonzero(counts))))
         scale = hi - lo
         gm = BayesianGaussianMixture(n_components=k, weight_concentration_prior_type="dirichlet_process",
@@ -175,9 +181,13 @@ class ModeNormalised:
         keep = gm.weights_ > 0.005
         if not keep.any():
             keep = gm.weights_ == gm.weights_.max()
-        means = lo + gm.means_.ravel()[keep] * scale
-        stds = np.sqrt(gm.covariances_.ravel()[keep]) * scale
-        return cls(column, means, stds, gm.weights_[keep])
+        # the modes' means and scales from the points they take (an M-step without the Wishart prior,
+        # which would give a point mass a scale of a thousandth of the range)
+        resp = gm.predict_proba(((pts - lo) / scale).reshape(-1, 1))[:, keep]
+        mass = np.maximum(resp.sum(axis=0), 1e-12)
+        means = (resp * pts[:, None]).sum(axis=0) / mass
+        stds = np.sqrt((resp * (pts[:, None] - means[None, :]) ** 2).sum(axis=0) / mass)
+        return cls(column, means, np.maximum(stds, 1e-6 * scale), gm.weights_[keep])
 
     @property
     def n_modes(self) -> int:

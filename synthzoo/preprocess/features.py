@@ -4,8 +4,8 @@
   bounds, categories one-hot, a flag for missing values.  Reads no data, spends no budget.
 * ``"mode_features"`` -- :class:`ModeFeatures`: CTGAN's mode-specific normalisation (Xu et al.,
   NeurIPS 2019) for numbers, one-hot categories.  The modes of each numeric column are fitted to a
-  histogram on the public bounds released with the discrete Gaussian mechanism and charged to the
-  ledger -- every reference implementation fits its Gaussian mixture on the raw column for free.
+  histogram over PrivTree bins on the public bounds, both released through the ledger -- every
+  reference implementation fits its Gaussian mixture on the raw column for free.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import pandas as pd
 from ..core.base import Preprocessor, register
 from ..core.errors import BudgetExceededError
 from ..core.features import ModeNormalised, OneHot, ScaledNumber
-from ..core.params import Integral, Interval
+from ..core.params import Integral, Interval, Real
 from ..core.privacy.ledger import Budget
-from ..core.privacy.mechanisms import discrete_gaussian
+from ..core.privacy.mechanisms import charge_pure_dp, discrete_gaussian, epsilon_for_rho
+from ..core.privacy.privtree import privtree_edges
 from ..core.schema import Column, numeric_values
 
 _ALL = ("categorical", "numerical", "datetime")
@@ -44,32 +45,31 @@ class Features(Preprocessor):
         return {c.name: OneHot(c) if c.kind == "categorical" else ScaledNumber(c) for c in columns}
 
 
-def histogram_edges(col: Column, bins: int) -> np.ndarray:
-    """Equal-width bins on the public bounds (one per admissible integer when there are fewer)."""
-    lo, hi = col.lower, col.upper
-    if col.integer:
-        k = int(math.floor(hi) - math.ceil(lo) + 1)
-        if k <= bins:
-            return np.arange(math.ceil(lo), math.floor(hi) + 2, dtype=float) - 0.5
-    return np.linspace(lo, hi, int(bins) + 1) if hi > lo else np.array([lo - 0.5, hi + 0.5])
-
-
 @register("preprocess", "mode_features")
 class ModeFeatures(Preprocessor):
-    """CTGAN's mode-specific normalisation with modes fitted to DP histograms; categories one-hot.
+    """CTGAN's mode-specific normalisation with modes fitted to DP statistics; categories one-hot.
 
-    Budget: the module's rho is split evenly over the numeric columns; each gets one discrete
-    Gaussian histogram (L2 sensitivity 1: a record falls in one bin; missing values in none) on
-    ``bins`` equal-width bins over its public bounds, charged as ``"mode_histogram"``.  The
-    variational Gaussian mixture (at most ``n_modes`` modes, CTGAN's weight concentration 0.001) is
-    fitted to that noisy histogram only.
+    Per numeric column, two releases share the column's even part of the module's budget:
+
+    1. PrivTree (Zhang et al., SIGMOD 2016) on the public bounds, ``tree_share`` of it (pure DP,
+       charged as ``"privtree"``): adaptive bins, fine where the data are dense -- a point mass such
+       as adult's capital-gain = 0 ends in a bin of its own, which equal-width bins on [0, 99999]
+       smear over a thousand values;
+    2. a discrete Gaussian histogram over those bins (L2 sensitivity 1: a record falls in one bin,
+       missing values in none), the rest, charged as ``"mode_histogram"``.
+
+    The variational Gaussian mixture (at most ``n_modes`` modes, CTGAN's weight concentration 0.001)
+    is fitted to that noisy histogram only, on points drawn within its bins (admissible integers for
+    integer columns).
 
     Parameters
     ----------
     n_modes : int, default 10
         Most modes per column (CTGAN's default).
-    bins : int, default 100
-        Histogram bins per numeric column.
+    tree_share : float, default 0.5
+        Share of each column's budget for the PrivTree bins.
+    max_depth : int, default 20
+        PrivTree's depth cap (resolution ``range / 2^max_depth``).
 
     Examples
     --------
@@ -77,31 +77,41 @@ class ModeFeatures(Preprocessor):
     """
 
     _tags = {"kinds": _ALL, "output": "features", "spends_budget": True}
-    _parameter_constraints = {"n_modes": [Interval(Integral, 1, None)], "bins": [Interval(Integral, 2, None)]}
-    paper = "Xu et al., Modeling Tabular Data using Conditional GAN, NeurIPS 2019 (mode-specific normalisation)"
+    _parameter_constraints = {"n_modes": [Interval(Integral, 1, None)],
+                              "tree_share": [Interval(Real, 0, 1, closed="neither")],
+                              "max_depth": [Interval(Integral, 1, 40)]}
+    paper = ("Xu et al., Modeling Tabular Data using Conditional GAN, NeurIPS 2019 (mode-specific normalisation); "
+             "Zhang, Xiao & Xie, PrivTree, SIGMOD 2016")
 
-    def __init__(self, n_modes: int = 10, bins: int = 100):
+    def __init__(self, n_modes: int = 10, tree_share: float = 0.5, max_depth: int = 20):
         self.n_modes = n_modes
-        self.bins = bins
+        self.tree_share = tree_share
+        self.max_depth = max_depth
 
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
-        """``{name: encoder}``: modes from a noisy histogram per numeric column, one-hot categories."""
+        """``{name: encoder}``: modes from a noisy PrivTree histogram per numeric column, one-hot
+        categories."""
         self.check_columns(df, columns)
         numeric = [c for c in columns if c.is_numeric]
         if numeric and budget.private and not budget.remaining > 0:
             raise BudgetExceededError(f"mode_features: budget {budget.name!r} has no rho left for {len(numeric)} "
                                       "numeric column(s); give preprocessing a share of the budget")
-        rho = budget.remaining / len(numeric) if (numeric and budget.private) else math.inf
+        rho = budget.remaining * (1 - 1e-12) / len(numeric) if (numeric and budget.private) else math.inf
         out = {}
         for c in columns:
             if c.kind == "categorical":
                 out[c.name] = OneHot(c)
                 continue
-            edges = histogram_edges(c, int(self.bins))
             v = numeric_values(df[c.name], c)
             v = v[~np.isnan(v)]
+            lo, hi = (float(math.ceil(c.lower)), float(math.floor(c.upper)) + 1.0) if c.integer else (c.lower, c.upper)
+            eps = epsilon_for_rho(float(self.tree_share) * rho, bounded_range=False) if budget.private else None
+            charge_pure_dp(budget, eps if eps is not None else math.inf, "privtree", note=c.name)
+            edges = privtree_edges(v, lo, hi, c.integer, eps, budget.noise, theta=0.0,
+                                   max_depth=int(self.max_depth))
             idx = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, edges.size - 2)
             counts = np.bincount(idx, minlength=edges.size - 1).astype(float)
-            noisy, _ = discrete_gaussian(budget, counts, 1.0, rho, mechanism="mode_histogram", note=c.name)
+            noisy, _ = discrete_gaussian(budget, counts, 1.0, (1 - float(self.tree_share)) * rho,
+                                         mechanism="mode_histogram", note=c.name)
             out[c.name] = ModeNormalised.from_histogram(c, edges, noisy, int(self.n_modes), rng)
         return out

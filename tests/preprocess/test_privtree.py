@@ -11,7 +11,7 @@ from helpers import numeric_frame, preprocess_budget
 from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.core.schema import Column, numeric_values
 from synthzoo.preprocess import PrivTree
-from synthzoo.preprocess.privtree import biased_noisy_counts, privtree_edges, privtree_params
+from synthzoo.core.privacy.privtree import biased_noisy_counts, privtree_edges, privtree_params
 
 
 # -- privtree ---------------------------------------------------------------------------------
