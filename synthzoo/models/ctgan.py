@@ -44,7 +44,7 @@ from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import discrete_gaussian, noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, state_dict_to_json, torch_module
+from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -207,14 +207,6 @@ class CTGAN(Model):
                 "batch_size": ("cat", [500, 1000]), "generator_lr": ("log", 1e-4, 1e-3),
                 "discriminator_lr": ("log", 1e-4, 1e-3)}
 
-    def _device(self):
-        torch = torch_module()
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("ctgan parameter device='cuda': no CUDA device is available")
-        return torch.device(self.device)
-
     def _build(self, table: FeatureTable, cond_dim: int, private: bool):
         torch = torch_module()
         return _networks(torch, table.dim, cond_dim, int(self.embedding_dim), list(self.generator_dim),
@@ -226,7 +218,7 @@ class CTGAN(Model):
         if not isinstance(data, FeatureData):
             raise ConfigError(f"ctgan fits continuous features (FeatureData), got {type(data).__name__}")
         torch = torch_module()
-        dev = self._device()
+        dev = resolve_device(self.device, "ctgan")
         torch.manual_seed(int(rng.integers(2 ** 62)))  # initialisation and Gumbel draws: the user's seed
         gen_t = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
         table, private = data.table, budget.private
@@ -376,19 +368,13 @@ class CTGAN(Model):
         """``n`` feature rows from the generator, conditioned on categories drawn by frequency from the
         (noisy) one-way marginals, one category per block drawn from the generated softmax."""
         self._require_fit()
-        n = self._check_n(n)
         torch = torch_module()
-        head = Head(self.domain_, "cpu")
-        gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
-        out = []
-        with torch.no_grad():
-            for lo in range(0, n, 8192):
-                m = min(8192, n - lo)
-                c = (torch.as_tensor(self._cond.draw(m, rng, log=False)[2]) if self._cond.dim
-                     else torch.zeros(m, 0))
-                z = torch.randn(m, int(self.embedding_dim), generator=gen)
-                out.append(head.finish(head.activate(self._gen(torch.cat([z, c], dim=1))), rng))
-        return np.concatenate(out) if out else np.zeros((0, self.domain_.dim), dtype=np.float32)
+
+        def decode(m, gen):
+            c = torch.as_tensor(self._cond.draw(m, rng, log=False)[2]) if self._cond.dim else torch.zeros(m, 0)
+            return self._gen(torch.cat([torch.randn(m, int(self.embedding_dim), generator=gen), c], dim=1))
+
+        return sample_rows(self.domain_, self._check_n(n), rng, decode)
 
     # ------------------------------------------------------------------ state
     def _get_state(self) -> dict:

@@ -40,7 +40,7 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, state_dict_to_json, torch_module
+from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -119,14 +119,6 @@ class PATEGAN(Model):
         """Labels the student receives in a run: what the privacy cost counts."""
         return int(self.iterations) * int(self.student_steps) * int(self.batch_size)
 
-    def _device(self):
-        torch = torch_module()
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("pategan parameter device='cuda': no CUDA device is available")
-        return torch.device(self.device)
-
     def _generator(self, table: FeatureTable):
         torch = torch_module()
         return _mlp(torch, [int(self.noise_dim), *self.hidden], table.dim)
@@ -136,7 +128,7 @@ class PATEGAN(Model):
         if not isinstance(data, FeatureData):
             raise ConfigError(f"pategan fits continuous features (FeatureData), got {type(data).__name__}")
         torch = torch_module()
-        dev = self._device()
+        dev = resolve_device(self.device, "pategan")
         torch.manual_seed(int(rng.integers(2 ** 62)))
         gen_t = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
         table, k, B = data.table, int(self.n_teachers), int(self.batch_size)
@@ -216,16 +208,9 @@ class PATEGAN(Model):
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` feature rows from the generator (categories and flags drawn from its outputs)."""
         self._require_fit()
-        n = self._check_n(n)
         torch = torch_module()
-        head = Head(self.domain_, "cpu")
-        gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
-        out = []
-        with torch.no_grad():
-            for lo in range(0, n, 8192):
-                z = torch.randn(min(8192, n - lo), int(self.noise_dim), generator=gen)
-                out.append(head.finish(head.activate(self._gen(z)), rng))
-        return np.concatenate(out) if out else np.zeros((0, self.domain_.dim), dtype=np.float32)
+        return sample_rows(self.domain_, self._check_n(n), rng,
+                           lambda m, gen: self._gen(torch.randn(m, int(self.noise_dim), generator=gen)))
 
     def _get_state(self) -> dict:
         return {"total": self.total_, "weights": state_dict_to_json(self._gen)}

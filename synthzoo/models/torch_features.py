@@ -49,7 +49,6 @@ class Head:
         self.blocks = [(s.column, s.start, s.width) for s in soft]
 
     def _gather_soft(self, z):
-        torch = torch_module()
         g = z[:, self.soft_idx]                                  # (n, blocks, width)
         return g.masked_fill(~self.soft_mask, float("-inf")) if self.n_soft else g
 
@@ -118,6 +117,30 @@ class Head:
             k = np.minimum((cdf < rng.random(x.shape[0])[:, None] * cdf[:, -1:]).sum(axis=1), width - 1)
             res[np.arange(x.shape[0]), start + k] = 1.0
         return res.astype(np.float32)
+
+
+def resolve_device(spec: str, who: str):
+    """``"auto"`` (CUDA when available, else the CPU), ``"cpu"`` or ``"cuda"`` as a torch device."""
+    torch = torch_module()
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if spec == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{who} parameter device='cuda': no CUDA device is available")
+    return torch.device(spec)
+
+
+def sample_rows(table: FeatureTable, n: int, rng: np.random.Generator, decode, sigma=None) -> np.ndarray:
+    """``n`` feature rows, 8,192 at a time: ``decode(m, generator)`` gives a batch's raw outputs (a
+    torch generator seeded from ``rng`` draws its noise), the head activates them and draws the
+    categories and flags (and adds ``sigma`` noise to the scalars, TVAE's sampling)."""
+    torch = torch_module()
+    head = Head(table, "cpu")
+    gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+    out = []
+    with torch.no_grad():
+        for lo in range(0, n, 8192):
+            out.append(head.finish(head.activate(decode(min(8192, n - lo), gen)), rng, sigma))
+    return np.concatenate(out) if out else np.zeros((0, table.dim), dtype=np.float32)
 
 
 def state_dict_to_json(module) -> dict:

@@ -32,7 +32,7 @@ from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, state_dict_to_json, torch_module
+from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): TVAE")
@@ -149,14 +149,6 @@ class TVAE(Model):
                 "batch_size": ("cat", [250, 500, 1000]), "lr": ("log", 1e-4, 5e-3)}
 
     # ------------------------------------------------------------------ fit
-    def _device(self):
-        torch = torch_module()
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError("tvae parameter device='cuda': no CUDA device is available")
-        return torch.device(self.device)
-
     def _build(self, table: FeatureTable):
         torch = torch_module()
         n_scalars = sum(s.activation == "tanh" for s in table.layout)
@@ -168,7 +160,7 @@ class TVAE(Model):
         if not isinstance(data, FeatureData):
             raise ConfigError(f"tvae fits continuous features (FeatureData), got {type(data).__name__}")
         torch = torch_module()
-        dev = self._device()
+        dev = resolve_device(self.device, "tvae")
         gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
         torch.manual_seed(int(rng.integers(2 ** 62)))  # layer initialisation: the user's seed, data-independent
         net = self._build(data.table).to(dev)
@@ -207,18 +199,13 @@ class TVAE(Model):
         """``n`` feature rows: latents from the prior, decoded, categories and flags drawn, the learned
         noise added to the scalars."""
         self._require_fit()
-        n = self._check_n(n)
         torch = torch_module()
-        head = Head(self.domain_, "cpu")
-        gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
         net = self._net
+        n_scalars = sum(s.activation == "tanh" for s in self.domain_.layout)
         with torch.no_grad():
-            sigma = torch.exp(net.log_sigma.bias.clamp(math.log(0.01), 0.0))[:int(head.tanh.numel())].numpy()
-            out = []
-            for lo in range(0, n, 8192):
-                z = torch.randn(min(8192, n - lo), int(self.embedding_dim), generator=gen)
-                out.append(head.finish(head.activate(net.decode(z)), rng, sigma))
-        return np.concatenate(out) if out else np.zeros((0, self.domain_.dim), dtype=np.float32)
+            sigma = torch.exp(net.log_sigma.bias.clamp(math.log(0.01), 0.0))[:n_scalars].numpy()
+        return sample_rows(self.domain_, self._check_n(n), rng,
+                           lambda m, gen: net.decode(torch.randn(m, int(self.embedding_dim), generator=gen)), sigma)
 
     # ------------------------------------------------------------------ state
     def _get_state(self) -> dict:
