@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 
+from .core.base import REGISTRY
 from .core.errors import ConfigError
 from .pipeline import Synthesizer
 
@@ -16,6 +17,10 @@ from .pipeline import Synthesizer
 #: columns, DP rare-category merge) with a tenth of the budget, the rest to selection and measurement.
 #: A preset below lists what it changes: its selector, its model (and a record model's split).
 BASE = {"preprocess": ["privtree", "rare_merge"], "budget_split": {"preprocess": 0.1, "select": 0.9}}
+#: The recipe of a model that fits continuous features: CTGAN's mode-specific normalisation (modes from
+#: DP histograms over PrivTree bins) with a tenth of the budget, the rest to the model.
+FEATURE_BASE = {"preprocess": [{"name": "mode_features", "n_modes": 10}], "select": None,
+                "budget_split": {"preprocess": 0.1, "model": 0.9}}
 
 _CTGAN_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (CTGAN), NeurIPS 2019"
 _TVAE_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (TVAE), NeurIPS 2019"
@@ -99,36 +104,24 @@ PRESETS: dict[str, dict] = {
     # generator and critic 256-256, Adam 2e-4 (betas 0.5, 0.9), batches of 500, 300 epochs, pac 10.
     # epsilon=None trains the paper's CTGAN; a number trains DP-CTGAN with the same settings.
     "ctgan": {
-        "preprocess": [{"name": "mode_features", "n_modes": 10}],
-        "select": None,
         "model": {"name": "ctgan", "epochs": 300, "batch_size": 500},
-        "budget_split": {"preprocess": 0.1, "model": 0.9},
         "paper": _CTGAN_PAPER,
     },
     # DP-CTGAN (synthzoo/models/ctgan.py): settings for training under DP-SGD on a CPU -- larger
     # batches (a smaller sampling rate's noise is spread over more rows) and fewer epochs.
     "dp-ctgan": {
-        "preprocess": [{"name": "mode_features", "n_modes": 10}],
-        "select": None,
         "model": {"name": "ctgan", "epochs": 20, "batch_size": 1000, "max_grad_norm": 1.0},
-        "budget_split": {"preprocess": 0.1, "model": 0.9},
         "paper": _CTGAN_PAPER + "; DP-SGD on the critic",
     },
     # TVAE from the same paper: latent 128, 128-128 encoder and decoder, Adam 1e-3, weight decay
     # 1e-5, batches of 500, 300 epochs, loss factor 2.
     "tvae": {
-        "preprocess": [{"name": "mode_features", "n_modes": 10}],
-        "select": None,
         "model": {"name": "tvae", "epochs": 300, "batch_size": 500},
-        "budget_split": {"preprocess": 0.1, "model": 0.9},
         "paper": _TVAE_PAPER,
     },
     # DP-TVAE: DP-SGD on encoder and decoder, batches of 1000, 30 epochs.
     "dp-tvae": {
-        "preprocess": [{"name": "mode_features", "n_modes": 10}],
-        "select": None,
         "model": {"name": "tvae", "epochs": 30, "batch_size": 1000, "max_grad_norm": 1.0},
-        "budget_split": {"preprocess": 0.1, "model": 0.9},
         "paper": _TVAE_PAPER + "; DP-SGD on encoder and decoder",
     },
     # Jordon, Yoon, van der Schaar, "PATE-GAN" (ICLR 2019), with the data-independent bound of
@@ -146,10 +139,14 @@ PRESETS: dict[str, dict] = {
 
 
 def preset_config(name: str) -> dict:
-    """The full configuration of preset ``name``: :data:`BASE` with the preset's changes."""
+    """The full configuration of preset ``name``: :data:`BASE` (or :data:`FEATURE_BASE` for a model of
+    continuous features) with the preset's changes."""
     if not isinstance(name, str) or name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; available: {sorted(PRESETS)}")
-    cfg = {**copy.deepcopy(BASE), **copy.deepcopy(PRESETS[name])}
+    preset = PRESETS[name]
+    model = preset["model"] if isinstance(preset["model"], str) else preset["model"]["name"]
+    base = FEATURE_BASE if REGISTRY["model"][model].get_tags()["input"] == "features" else BASE
+    cfg = {**copy.deepcopy(base), **copy.deepcopy(preset)}
     cfg.pop("paper", None)
     return cfg
 
