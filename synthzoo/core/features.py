@@ -152,13 +152,9 @@ class ModeNormalised:
     def from_histogram(cls, column: Column, edges: np.ndarray, noisy_counts: np.ndarray, n_modes: int,
                        rng: np.random.Generator) -> "ModeNormalised":
         """Fit up to ``n_modes`` modes to a noisy histogram over ``edges`` (any increasing edges;
-        negative counts clipped): a variational Bayesian Gaussian mixture as CTGAN's (weight
-        concentration 0.001), on points drawn within the bins in proportion to the noisy counts
-        (admissible integers for an integer column, whose bins are ``[a, b)`` of integers) --
+        negative counts clipped), on 4,000 points drawn within the bins in proportion to the noisy
+        counts (admissible integers for an integer column, whose bins are ``[a, b)`` of integers) --
         post-processing of the histogram only."""
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.mixture import BayesianGaussianMixture
-
         counts = np.clip(np.asarray(noisy_counts, dtype=float), 0.0, None)
         lo, hi = float(edges[0]), float(edges[-1])
         if counts.sum() <= 0 or hi <= lo:
@@ -170,7 +166,26 @@ class ModeNormalised:
             pts = edges[bins] + np.floor(rng.random(m) * np.maximum(width, 1.0))
         else:
             pts = edges[bins] + rng.random(m) * width
-        k = int(max(1, min(n_modes, np.count_nonzero(counts))))
+        return cls.from_values(column, pts, min(n_modes, int(np.count_nonzero(counts))), rng, (lo, hi))
+
+    @classmethod
+    def from_values(cls, column: Column, values: np.ndarray, n_modes: int, rng: np.random.Generator,
+                    span: tuple[float, float] | None = None) -> "ModeNormalised":
+        """CTGAN's modes of ``values`` (NaN dropped, at most 20,000 drawn): a variational Bayesian
+        Gaussian mixture (Dirichlet process, weight concentration 0.001) whose modes above 0.5 %
+        weight are kept, each with the mean and scale of the points it takes.  A private run calls
+        it on points drawn from a DP histogram only; a non-private one on the column (the paper)."""
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.mixture import BayesianGaussianMixture
+
+        pts = np.asarray(values, dtype=float)
+        pts = pts[~np.isnan(pts)]
+        lo, hi = span if span is not None else (column.lower, column.upper)
+        if pts.size == 0 or hi <= lo:
+            return cls(column, [(lo + hi) / 2], [max((hi - lo) / 4, 1e-9)], [1.0])
+        if pts.size > 20_000:
+            pts = pts[rng.choice(pts.size, 20_000, replace=False)]
+        k = int(max(1, min(n_modes, np.unique(pts).size)))
         scale = hi - lo
         gm = BayesianGaussianMixture(n_components=k, weight_concentration_prior_type="dirichlet_process",
                                      weight_concentration_prior=0.001, max_iter=100, n_init=1,

@@ -60,7 +60,7 @@ class ModeFeatures(Preprocessor):
 
     The variational Gaussian mixture (at most ``n_modes`` modes, CTGAN's weight concentration 0.001)
     is fitted to that noisy histogram only, on points drawn within its bins (admissible integers for
-    integer columns).
+    integer columns).  A non-private run (``epsilon=None``) fits it on the column, as the paper does.
 
     Parameters
     ----------
@@ -104,6 +104,10 @@ class ModeFeatures(Preprocessor):
                 continue
             v = numeric_values(df[c.name], c)
             v = v[~np.isnan(v)]
+            if not budget.private:  # the paper's CTGAN: modes of the column itself (recorded as non-private)
+                budget.charge("mode_fit", None, math.inf, note=c.name)
+                out[c.name] = ModeNormalised.from_values(c, v, int(self.n_modes), rng)
+                continue
             lo, hi = (float(math.ceil(c.lower)), float(math.floor(c.upper)) + 1.0) if c.integer else (c.lower, c.upper)
             eps = epsilon_for_rho(float(self.tree_share) * rho, bounded_range=False) if budget.private else None
             charge_pure_dp(budget, eps if eps is not None else math.inf, "privtree", note=c.name)
