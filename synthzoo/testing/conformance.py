@@ -24,7 +24,7 @@ import inspect
 import json
 import math
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -265,7 +265,7 @@ def check_bad_input_refused_before_budget(cls) -> None:
 
 def check_non_private_run(cls) -> None:
     """``epsilon=None`` fits, and the report says the release has no DP guarantee."""
-    df, schema = _demo()
+    _, schema = _demo()
     s = _fitted(cls, None)
     assert math.isinf(s.privacy_spent().epsilon) and "NO differential privacy" in s.privacy_report()
     schema.validate(s.sample(100))
@@ -296,7 +296,7 @@ def check_module(cls: type, checks=None) -> list[str]:
     for name in names:
         try:
             CHECKS[name](cls)
-        except Exception as e:  # noqa: BLE001 - every failure becomes a named ConformanceError
+        except Exception as e:
             raise ConformanceError(f"{cls.role} module {cls.name!r} ({cls.__name__}) fails check {name!r}: "
                                    f"{type(e).__name__}: {e}") from e
     return names
