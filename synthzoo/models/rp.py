@@ -44,7 +44,7 @@ def _torch():
     try:
         import torch
     except ImportError:  # pragma: no cover - depends on the installation
-        raise ConfigError("model 'rp' needs PyTorch: pip install 'synthzoo[deep]' (or torch==2.13.0)") from None
+        raise ConfigError("model 'rp' needs PyTorch: pip install torch==2.13.0") from None
     return torch
 
 
