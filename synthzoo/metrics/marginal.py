@@ -14,8 +14,11 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from ..core.errors import ConfigError
 from ..core.schema import Schema
 from ._common import check_frame, check_positive_int, discretise_pair, prepare, resolve_schema, views
+
+QUERY_SOURCES = ("real", "schema")
 
 
 def _pair_tvd(rc: np.ndarray, sc: np.ndarray, sizes: np.ndarray, i: int, j: int) -> float:
@@ -123,6 +126,45 @@ def _draw_queries(r, schema: Schema, n_queries: int, seed: int) -> list:
     return queries
 
 
+def make_schema_queries_3way(schema: Schema, n_queries: int = 1000, seed: int = 0,
+                             missing_share: float = 0.1) -> list:
+    """Draw random 3-way queries from the public schema alone (no row is read).
+
+    Same form as :func:`make_queries_3way`: three distinct random columns; a categorical column
+    gets a point query on a category drawn uniformly from the schema's list (missing included
+    when the schema allows it); a numeric or datetime column gets ``("missing",)`` with
+    probability ``missing_share`` when the schema allows missing values, else a range between two
+    points drawn uniformly on the public bounds.  Because the queries do not depend on the data,
+    adding or removing one real record moves each answered fraction by at most one record's
+    share: what a differentially private score needs (the tuner's ``"accounted"`` mode).
+    """
+    schema = resolve_schema(schema, None)
+    n_queries = check_positive_int(n_queries, "n_queries")
+    if not (0.0 <= float(missing_share) <= 1.0):
+        raise ConfigError(f"missing_share must lie in [0, 1], got {missing_share!r}")
+    return _draw_schema_queries(schema, n_queries, seed, float(missing_share))
+
+
+def _draw_schema_queries(schema: Schema, n_queries: int, seed: int, missing_share: float = 0.1) -> list:
+    rng = np.random.default_rng(seed)
+    k = min(3, len(schema.names))
+    queries = []
+    for _ in range(n_queries):
+        q = []
+        for ci in rng.choice(len(schema.names), size=k, replace=False):
+            col = schema.columns[ci]
+            if col.kind == "categorical":
+                # codes as in ``views``: 0..k-1 the schema's categories, k missing
+                q.append((col.name, ("point", int(rng.integers(len(col.categories) + int(col.missing))))))
+            elif col.missing and rng.random() < missing_share:
+                q.append((col.name, ("missing",)))
+            else:
+                a, b = rng.uniform(col.lower, col.upper, size=2)
+                q.append((col.name, ("range", float(min(a, b)), float(max(a, b)))))
+        queries.append(q)
+    return queries
+
+
 def _answer(v, queries: list) -> np.ndarray:
     out = np.empty(len(queries))
     for qi, q in enumerate(queries):
@@ -140,17 +182,21 @@ def _answer(v, queries: list) -> np.ndarray:
 
 
 def query_answers_3way(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, n_queries: int = 1000,
-                       seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The answered fractions (real, synthetic) of the seeded random 3-way queries."""
+                       seed: int = 0, queries: str = "real") -> tuple[np.ndarray, np.ndarray]:
+    """The answered fractions (real, synthetic) of the seeded random 3-way queries, drawn from
+    the real rows (``queries="real"``, :func:`make_queries_3way`) or from the public schema
+    (``queries="schema"``, :func:`make_schema_queries_3way`)."""
     schema = resolve_schema(schema, real)
     n_queries = check_positive_int(n_queries, "n_queries")
+    if queries not in QUERY_SOURCES:
+        raise ConfigError(f"queries must be one of {QUERY_SOURCES}, got {queries!r}")
     r, s = prepare(real, synthetic, schema)
-    queries = _draw_queries(r, schema, n_queries, seed)
-    return _answer(r, queries), _answer(s, queries)
+    qs = _draw_queries(r, schema, n_queries, seed) if queries == "real" else _draw_schema_queries(schema, n_queries, seed)
+    return _answer(r, qs), _answer(s, qs)
 
 
 def query_error_3way(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, n_queries: int = 1000,
-                     seed: int = 0) -> float:
+                     seed: int = 0, queries: str = "real") -> float:
     """Mean absolute error of random 3-way counting queries, as fractions of rows (lower is better).
 
     The utility measure of Du & Li and Chen et al.: each query picks 3 distinct random columns;
@@ -159,6 +205,10 @@ def query_error_3way(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema
     a category).  The error is |fraction of real rows answering - fraction of synthetic rows
     answering|, averaged over ``n_queries`` queries drawn with ``seed`` (the same queries for
     both tables, and for every synthetic table scored with the same seed).
+
+    ``queries="schema"`` draws the queries from the public schema instead of the real rows (see
+    :func:`make_schema_queries_3way`): the error then moves by at most ``1 / len(real)`` when one
+    real record is added, removed or replaced, which the tuner's private score relies on.
     """
-    a, b = query_answers_3way(real, synthetic, schema, n_queries, seed)
+    a, b = query_answers_3way(real, synthetic, schema, n_queries, seed, queries)
     return float(np.mean(np.abs(a - b)))
