@@ -180,6 +180,12 @@ def cmd_tune(a) -> int:
     train = pd.read_csv(a.data)
     if a.val:
         val = pd.read_csv(a.val)
+    elif a.privacy == "accounted":
+        # no seeded split (one added record would move hundreds of others): every run splits the records
+        # itself, each with an independent secret draw, and nothing about the split is printed or stored
+        val = None
+        print(f"no --val: each run scores on about 20% of the records of {a.data}, chosen record by record "
+              "with secret randomness", file=sys.stderr)
     elif a.privacy != "public":
         train, val = train_test_split(train, test_size=0.2, seed=a.seed)
         print(f"no --val: holding out 20% of {a.data} ({len(val):,} rows) for validation", file=sys.stderr)
@@ -197,7 +203,8 @@ def cmd_tune(a) -> int:
                    study_name=a.study_name, weights=_floats(a.weights) if a.weights else None,
                    multi_objective=a.multi_objective, choose_modules=not a.fixed_modules, choices=choices or None,
                    seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout, stopping=a.stopping,
-                   models_dir=a.models_dir, isolate=not a.in_process, verbose=True)
+                   models_dir=a.models_dir, isolate=not a.in_process, verbose=True, score_rows=a.score_rows,
+                   noise_seed=a.noise_seed)
     print(res.summary())
     if a.out:
         res.save(a.out)
@@ -275,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("tune", help="tune a preset with Optuna (fidelity + MLA + query error), privacy stated")
     t.add_argument("data", help="private training CSV")
-    t.add_argument("--val", help="validation CSV (default: 20%% of DATA held out)")
+    t.add_argument("--val", help="validation CSV (default: 20%% of DATA held out; accounted: each run draws "
+                                 "its own 20%% record by record with secret randomness)")
     t.add_argument("--public", help="public/proxy CSV for --privacy public")
     t.add_argument("--schema", required=True, help="public schema JSON")
     t.add_argument("--synth", default="privsyn", help="preset name")
@@ -296,8 +304,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run trials in this process (debugging; --timeout cannot stop a long native call)")
     t.add_argument("--stopping", default="geometric", choices=["geometric", "poisson"])
     t.add_argument("--models-dir", help="accounted mode: also save each trial's synthesizer here")
+    t.add_argument("--score-rows", type=int, default=1000,
+                   help="accounted mode: the public number of validation rows each run is scored on (a fixed-size "
+                        "sample of the validation records, padded when there are fewer); default 1000")
+    t.add_argument("--noise-seed", type=int, default=None,
+                   help="TEST ONLY: replayable DP noise, stopping coins and score noise; private only while this "
+                        "seed stays secret (default: OS entropy, never stored)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--sampler-seed", type=int, help="TPE seed (give each worker its own)")
+    t.add_argument("--sampler-seed", type=int, help="TPE seed (give each worker its own; not used in accounted "
+                                                    "mode, whose random search is seeded secretly)")
     t.add_argument("--out", help="write the tuning metadata JSON (and the best synthesizer as .model.json)")
     t.set_defaults(func=cmd_tune)
 

@@ -10,24 +10,25 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from conftest import process_alive
 
 optuna = pytest.importorskip("optuna")
 
-import synthzoo as sz  # noqa: E402
-from synthzoo.cli import main as cli_main  # noqa: E402
-from synthzoo.core.errors import ConfigError  # noqa: E402
-from synthzoo.datasets import make_demo, train_test_split  # noqa: E402
-from tuning import NON_PRIVATE_WARNING, suggest_config, tune  # noqa: E402
-from tuning.space import MODULE_CHOICES  # noqa: E402
-from tuning.tuner import WORKER_INIT_ENV  # noqa: E402
+import synthzoo as sz
+from synthzoo.cli import main as cli_main
+from synthzoo.core.errors import ConfigError
+from synthzoo.datasets import make_demo, train_test_split
+from tuning import NON_PRIVATE_WARNING, suggest_config, tune
+from tuning.space import MODULE_CHOICES
+from tuning.tuner import WORKER_INIT_ENV
 
-FAST = dict(choices={"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
-            space={"model.gum.iterations": ("int", 5, 10)}, weights=(0, 0, 1))
+FAST = {"choices": {"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
+            "space": {"model.gum.iterations": ("int", 5, 10)}, "weights": (0, 0, 1)}
 
 
 def misbehave_in_fit():
-    """Trial-process hook (``SYNTHZOO_TUNING_WORKER_INIT=test_tuning:misbehave_in_fit``; monkeypatching
+    """Trial-process hook (``SYNTHZOO_WORKER_INIT=test_tuning:misbehave_in_fit``; monkeypatching
     in the test would not reach the trial's process).  ``SYNTHZOO_TEST_FIT_MODE``:
 
     * ``hang``: fit number ``SYNTHZOO_TEST_FIT_CALL`` of the process blocks as a long native call
@@ -102,7 +103,7 @@ def test_non_private_result_warns_in_summary_metadata_and_storage(demo, tmp_path
 
 
 def test_public_mode_reads_the_private_table_once(demo, tmp_path, monkeypatch, misbehave):
-    train, val, schema = demo
+    train, _val, _schema = demo
     public, _ = train_test_split(make_demo(n=500, seed=7)[0], test_size=0.1, seed=1)
     public_fit, _ = train_test_split(public, test_size=0.2, seed=0)  # the tuner's split of the public table
     seen = []
@@ -134,10 +135,25 @@ def test_resume_counts_finished_trials(demo, tmp_path):
 
 
 def test_same_seed_same_trials(demo, tmp_path):
-    a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"))
-    b = _tune(demo, tmp_path, storage=str(tmp_path / "b.db"))
+    # the DP noise is secret by default; the test-only noise_seed opt-in makes it replay
+    a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"), noise_seed=11)
+    b = _tune(demo, tmp_path, storage=str(tmp_path / "b.db"), noise_seed=11)
     assert [t.params for t in a.study.trials] == [t.params for t in b.study.trials]
     assert [t.value for t in a.study.trials] == [t.value for t in b.study.trials]
+    assert "replayable noise (test only)" in a.summary() and a.metadata["replayable_noise"].startswith("replayable")
+    assert all(r.synthesizer.replayable_noise for r in (a, b))
+    stored = optuna.load_study(study_name=a.study.study_name, storage=f"sqlite:///{tmp_path / 'a.db'}")
+    assert "noise_seed" not in stored.user_attrs["synthzoo"]  # the seed itself is never stored
+    assert 11 not in stored.user_attrs["synthzoo"].values()
+
+
+def test_without_noise_seed_the_noise_is_secret(demo, tmp_path):
+    # same seed, same parameters, but fresh noise: the trials' values differ
+    a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"), n_trials=1)
+    b = _tune(demo, tmp_path, storage=str(tmp_path / "b.db"), n_trials=1)
+    assert a.study.trials[0].params == b.study.trials[0].params
+    assert a.study.trials[0].value != b.study.trials[0].value
+    assert "replayable" not in a.summary() and "replayable_noise" not in a.metadata
 
 
 @pytest.mark.parametrize("isolate", [True, False])
@@ -176,12 +192,12 @@ def test_an_error_in_the_trial_process_is_raised_with_its_type(demo, tmp_path):
     # a ConfigError raised by make() in the trial process (a parameter value the model refuses)
     with pytest.raises(ConfigError, match="iterations=-3") as info:
         _tune(demo, tmp_path, n_trials=1, space={"model.gum.iterations": ("int", -3, -3)}, start_from_defaults=False)
-    assert "raised in the trial process" in str(info.value.__cause__)
+    assert "raised in the worker process" in str(info.value.__cause__)
 
 
 def test_in_process_and_trial_process_give_the_same_trials(demo, tmp_path):
-    a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"), isolate=False)
-    b = _tune(demo, tmp_path, storage=str(tmp_path / "b.db"))
+    a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"), isolate=False, noise_seed=5)
+    b = _tune(demo, tmp_path, storage=str(tmp_path / "b.db"), noise_seed=5)
     assert [t.params for t in a.study.trials] == [t.params for t in b.study.trials]
     assert [t.value for t in a.study.trials] == [t.value for t in b.study.trials]
     # the returned synthesizer is the best trial's, loaded from its state, not refitted
@@ -208,13 +224,13 @@ def test_module_choice_is_part_of_the_space():
 
 
 @pytest.mark.parametrize("kw,match", [
-    (dict(privacy="secret"), "privacy must be one of"),
-    (dict(privacy="public"), "needs public="),
-    (dict(n_trials=0), "n_trials"),
-    (dict(weights=(1, -1, 0)), "weights"),
-    (dict(choices={"select_model": ["aim+gum"]}), "choices"),
-    (dict(schema=None), "schema"),
-    (dict(privacy="accounted", epsilon=None), "finite epsilon"),
+    ({"privacy": "secret"}, "privacy must be one of"),
+    ({"privacy": "public"}, "needs public="),
+    ({"n_trials": 0}, "n_trials"),
+    ({"weights": (1, -1, 0)}, "weights"),
+    ({"choices": {"select_model": ["aim+gum"]}}, "choices"),
+    ({"schema": None}, "schema"),
+    ({"privacy": "accounted", "epsilon": None}, "finite epsilon"),
 ])
 def test_bad_input_is_refused(demo, tmp_path, kw, match):
     with pytest.raises(ConfigError, match=match):
@@ -252,8 +268,9 @@ def _dashboard_get(app, path: str, query: str = ""):
 @pytest.mark.parametrize("privacy", ["non-private", "accounted"])
 def test_storage_is_readable_by_optuna_dashboard(demo, tmp_path, privacy):
     dashboard = pytest.importorskip("optuna_dashboard", reason="optuna-dashboard (the 'tune' extra) is not installed")
-    # accounted, stopping_seed=0: 3 runs (the geometric draw), and the storage keeps trial synthesizers
-    res = _tune(demo, tmp_path, study_name="dash", privacy=privacy, n_trials=3, stopping_seed=0)
+    # accounted: replayable stopping coins (test only), and the storage keeps run synthesizers
+    res = _tune(demo, tmp_path, study_name="dash", privacy=privacy, n_trials=3, noise_seed=0,
+                **({"score_rows": 100} if privacy == "accounted" else {}))
     app = dashboard.wsgi(f"sqlite:///{tmp_path / 'study.db'}")
 
     status, payload, _ = _dashboard_get(app, "/api/studies")
@@ -268,15 +285,19 @@ def test_storage_is_readable_by_optuna_dashboard(demo, tmp_path, privacy):
     assert status.startswith("200")
     trials = detail["trials"]
     assert [t["number"] for t in trials] == [t.number for t in res.study.trials]
-    assert len(trials) == res.metadata["finished_trials"] == 3
-    assert all(t["state"] == "Complete" for t in trials)
-    for shown, trial in zip(trials, res.study.trials):
+    ran = [t for t in res.study.trials if privacy != "accounted" or t.user_attrs.get("run")]
+    shown_runs = [t for t in trials if t["number"] in {r.number for r in ran}]
+    assert len(shown_runs) == len(ran) >= 1 and (privacy == "accounted" or len(ran) == 3)
+    assert all(t["state"] == "Complete" for t in shown_runs)
+    for shown, trial in zip(shown_runs, ran):
         user = {a["key"]: a["value"] for a in shown["user_attrs"]}
-        assert {"config", "worker", "fit_seconds", "query"} <= set(user)
+        assert {"config", "worker", "fit_seconds"} <= set(user)
         assert json.dumps(trial.user_attrs["config"]).startswith(user["config"])
         assert {p["name"] for p in shown["params"]} == set(trial.params)
-    assert detail["best_trials"][0]["number"] == res.metadata["best_trial"]
-    if privacy == "accounted":  # exact terms are not released; the stored synthesizers are not listed
-        assert all({a["key"]: a["value"] for a in t["user_attrs"]}["query"] == "null" for t in trials)
+        # accounted: exact terms are never written, not even as null; non-private: they are shown
+        assert ("query" in user) == (privacy != "accounted")
+    assert detail["best_trials"][0]["number"] == res.best_trial
+    if privacy == "accounted":  # the stored synthesizers are not listed
+        assert "best_trial" not in res.metadata and "finished_trials" not in res.metadata
         assert any("synthzoo:model_state" in t.system_attrs for t in res.study.trials)
         assert b"model_state" not in raw

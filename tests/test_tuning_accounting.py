@@ -1,4 +1,5 @@
-"""The 'accounted' tuning mode charges exactly the closed form of Papernot & Steinke (ICLR 2022)."""
+"""The 'accounted' tuning mode charges exactly the closed form of Papernot & Steinke (ICLR 2022), runs
+random search, counts every started run, and stops by secret coins with the law's hazard."""
 
 import math
 import warnings
@@ -6,15 +7,16 @@ import warnings
 import numpy as np
 import pytest
 
-pytest.importorskip("optuna")
+optuna = pytest.importorskip("optuna")
 
-from synthzoo.core.privacy.ledger import _ORDERS, PrivacyLedger  # noqa: E402
-from synthzoo.datasets import make_demo, train_test_split  # noqa: E402
-from tuning import per_trial_rho, stopping_event, tune, tuning_epsilon  # noqa: E402
-from tuning.accounting import draw_runs  # noqa: E402
+from synthzoo.core.privacy.ledger import _ORDERS, PrivacyLedger
+from synthzoo.datasets import make_demo, train_test_split
+from tuning import per_trial_rho, stop_coin, stop_hazard, stopping_event, tune, tuning_epsilon
+from tuning.accounting import coin_source
+from tuning.storage import STOPPED_ATTR
 
-FAST = dict(choices={"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
-            space={"model.gum.iterations": ("int", 5, 10)})
+FAST = {"choices": {"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
+            "space": {"model.gum.iterations": ("int", 5, 10)}}
 
 
 def closed_form_epsilon(rho: float, mean: float, delta: float) -> float:
@@ -52,56 +54,86 @@ def test_ledger_charge_of_the_event_reports_the_closed_form():
     assert ledger.spent().epsilon == pytest.approx(closed_form_epsilon(rho, 20, 1e-5), rel=1e-9)
 
 
-def test_geometric_runs_have_the_requested_mean():
-    rng = np.random.default_rng(0)
-    draws = [draw_runs(8.0, 1.0, rng) for _ in range(4000)]
-    assert min(draws) >= 1 and abs(np.mean(draws) - 8.0) < 0.4
+def _coin_runs(src, mean, shape):
+    """K as the tuner draws it: a coin before each run, stopping with the law's hazard."""
+    k = 0
+    while not stop_coin(src, k, mean, shape):
+        k += 1
+    return k
+
+
+def test_stopping_coins_give_the_geometric_and_poisson_laws():
+    src = coin_source(noise_seed=0)
+    geo = np.array([_coin_runs(src, 8.0, 1.0) for _ in range(4000)])
+    assert geo.min() >= 1 and abs(geo.mean() - 8.0) < 0.4  # geometric: P(K=k) = (1/8)(7/8)^(k-1), k >= 1
+    assert abs(np.mean(geo == 1) - 1 / 8) < 0.02 and abs(np.mean(geo == 2) - (1 / 8) * (7 / 8)) < 0.02
+    poi = np.array([_coin_runs(src, 3.0, math.inf) for _ in range(4000)])
+    assert abs(poi.mean() - 3.0) < 0.15 and abs(poi.var() - 3.0) < 0.35  # Poisson: mean = variance
+    assert abs(np.mean(poi == 0) - math.exp(-3.0)) < 0.015  # K = 0 is possible
+    # the hazard is P(K=k) / P(K>=k)
+    assert stop_hazard(0, 5.0, 1.0) == 0.0 and stop_hazard(4, 5.0, 1.0) == pytest.approx(0.2)
+    p = [math.exp(-3.0) * 3.0 ** k / math.factorial(k) for k in range(30)]
+    for k in (0, 1, 4, 9):
+        assert stop_hazard(k, 3.0, math.inf) == pytest.approx(p[k] / (1 - sum(p[:k])), rel=1e-9)
+
+
+def _demo():
+    df, schema = make_demo(n=600, seed=0)
+    train, val = train_test_split(df, test_size=0.3, seed=0)
+    return train, val, schema
+
+
+def _runs(study):
+    return [t for t in study.trials if t.user_attrs.get("run")]
 
 
 def test_accounted_tune_releases_best_trial_with_the_tuning_in_its_ledger(tmp_path):
-    df, schema = make_demo(n=600, seed=0)
-    train, val = train_test_split(df, test_size=0.3, seed=0)
+    train, val, schema = _demo()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = tune("privsyn", train, val, epsilon=1.0, delta=1e-5, schema=schema, n_trials=3, privacy="accounted",
-                   storage=str(tmp_path / "s.db"), stopping_seed=3, **FAST)
+                   storage=str(tmp_path / "s.db"), noise_seed=3, score_rows=150, **FAST)
     meta = res.metadata
-    runs = meta["runs"]
-    assert runs == draw_runs(3.0, 1.0, np.random.default_rng(3))
-    assert meta["finished_trials"] == runs
+    # nothing in the metadata says how many runs there were, or how large the validation set is
+    assert not {"runs", "finished_trials", "best_trial", "score_sensitivity"} & set(meta)
+    assert meta["mean_runs"] == 3 and meta["released"] is True and "random search" in meta["search"]
+    runs = _runs(res.study)
+    assert len(runs) >= 1 and all(t.state.name == "COMPLETE" for t in runs)
+    assert isinstance(res.study.sampler, optuna.samplers.RandomSampler)
     spent = res.synthesizer.privacy_spent()
     assert spent.epsilon == pytest.approx(closed_form_epsilon(meta["per_trial_rho"], 3, 1e-5), rel=1e-9)
     assert spent.epsilon <= 1.0 * (1 + 1e-9)
     rows = res.synthesizer.privacy_breakdown()
     assert list(rows["module"]) == ["tuning"]
-    assert "covers every trial" in res.summary()
+    assert "covers every trial" in res.summary() and "trials finished" not in res.summary()
+    assert "replayable noise (test only)" in res.summary() and res.synthesizer.replayable_noise
     # each trial really ran at the per-trial budget: its fit's epsilon alone is far below the request
     assert meta["per_trial_rho"] < PrivacyLedger(1.0, 1e-5).total_rho / 2
     assert len(res.synthesizer.sample(50)) == 50
+    # no default configuration was enqueued: every run is a draw from the prior
+    assert all("fixed_params" not in t.system_attrs for t in res.study.trials)
 
 
 def test_accounted_best_trial_is_released_from_the_storage_by_another_process(tmp_path):
     """The best trial may have run in another worker (or before a resume): its synthesizer is in the
     storage, not refitted (a further private fit would not be covered)."""
-    import optuna
-
     from tuning.tuner import STATE_ATTR
 
-    df, schema = make_demo(n=600, seed=0)
-    train, val = train_test_split(df, test_size=0.3, seed=0)
+    train, val, schema = _demo()
     args = dict(epsilon=1.0, delta=1e-5, schema=schema, n_trials=3, privacy="accounted", storage=str(tmp_path / "s.db"),
-                study_name="acc", stopping_seed=0, **FAST)
+                study_name="acc", score_rows=150, **FAST)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         first = tune("privsyn", train, val, **args)
-        again = tune("privsyn", train, val, **args)  # every run is done: no trial runs in this call
-    assert first.metadata["runs"] == 3 and len(again.study.trials) == 3
-    best = again.metadata["best_trial"]
-    assert best == first.metadata["best_trial"]
+        again = tune("privsyn", train, val, **args)  # the study is stopped: no trial runs in this call
+    assert len(again.study.trials) == len(first.study.trials)
+    assert again.study._storage.get_study_system_attrs(again.study._study_id)[STOPPED_ATTR] is True
+    best = again.best_trial
+    assert best == first.best_trial
     assert again.synthesizer.sample(40, seed=1).equals(first.synthesizer.sample(40, seed=1))
     assert again.synthesizer.privacy_spent() == first.synthesizer.privacy_spent()
     assert list(again.synthesizer.privacy_breakdown()["module"]) == ["tuning"]
-    # stored: exactly the trials that beat every trial finished before them (the best among them)
-    complete = again.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    # stored: exactly the runs that beat every run finished before them (the best among them)
+    complete = [t for t in again.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)) if t.user_attrs.get("run")]
     records = [t.number for i, t in enumerate(complete) if all(t.value <= u.value for u in complete[:i])]
     assert [t.number for t in complete if STATE_ATTR in t.system_attrs] == records and best in records

@@ -16,11 +16,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from conftest import process_alive
 
 optuna = pytest.importorskip("optuna")
 
-from tuning.tuner import _pg_driver  # noqa: E402
+from tuning.tuner import _pg_driver
 
 N = 6
 WORKER = textwrap.dedent("""
@@ -37,7 +38,7 @@ WORKER = textwrap.dedent("""
     train, val = train_test_split(df, test_size=0.3, seed=0)
     if int(hang_at) > 0:  # simulate a worker that dies mid-trial: the n-th fit of its trial process never
         # returns (the fits run in that process, so the hook patches them there; see test_tuning.py)
-        os.environ.update({"SYNTHZOO_TUNING_WORKER_INIT": "test_tuning:misbehave_in_fit",
+        os.environ.update({"SYNTHZOO_WORKER_INIT": "test_tuning:misbehave_in_fit",
                            "SYNTHZOO_TEST_FIT_MODE": "hang", "SYNTHZOO_TEST_FIT_CALL": hang_at,
                            "SYNTHZOO_TEST_SYNC": sync})
     Path(sync, f"ready-{seed}").touch()  # start together, so both workers really share the study
@@ -50,7 +51,7 @@ WORKER = textwrap.dedent("""
                    choices={"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
                    space={"model.gum.iterations": ("int", 5, 10)}, **json.loads(extra))
     fake = res.synthesizer.sample(30, seed=1)
-    print("RESULT " + json.dumps({"best_trial": res.metadata["best_trial"], "runs": res.metadata.get("runs"),
+    print("RESULT " + json.dumps({"best_trial": res.best_trial,
                                   "sample": int(pd.util.hash_pandas_object(fake).sum()),
                                   "epsilon": res.synthesizer.privacy_spent().epsilon}))
 """)
@@ -109,14 +110,15 @@ def _finished(study):
 
 
 def test_two_workers_finish_n_trials_none_lost_or_duplicated(pg_url, study_name, tmp_path):
-    procs = [_worker(pg_url, study_name, N, seed, tmp_path, n_workers=2) for seed in (1, 2)]
+    # noise_seed (test only): the worker that refits the other's best trial replays that trial's noise
+    procs = [_worker(pg_url, study_name, N, seed, tmp_path, n_workers=2, noise_seed=0) for seed in (1, 2)]
     results = []
     for p in procs:
         out, _ = p.communicate(timeout=240)
         assert p.returncode == 0, out
         results.append(_result(out))
     # each worker waits for the other's last trials and selects from all N: the same best synthesizer
-    # (loaded by the worker that ran it, refitted with the same seed by the other)
+    # (loaded by the worker that ran it, refitted with the same seed and noise seed by the other)
     assert results[0] == results[1]
     study = optuna.load_study(study_name=study_name, storage=pg_url)
     finished = _finished(study)
@@ -160,22 +162,28 @@ def test_killed_worker_leaves_the_study_resumable(shared, tmp_path):
     assert len(retried) == 1 and retried[0].params == failed[0].params  # and re-run with its parameters
 
 
-def test_two_accounted_workers_agree_on_the_runs_and_release_the_same_best_trial(pg_url, study_name, tmp_path):
-    """Random stopping with two workers: they start together and draw different numbers of runs (their
-    stopping seeds give 3 and 5); the study finishes exactly the number in the storage, and both release
-    the one best trial's synthesizer — one of them from the storage, as the best ran in the other."""
-    procs = [_worker(pg_url, study_name, 3, seed, tmp_path, n_workers=2, privacy="accounted", stopping_seed=stop)
-             for seed, stop in ((1, 0), (2, 5))]
+def test_two_accounted_workers_share_the_stopping_and_release_the_same_best_trial(pg_url, study_name, tmp_path):
+    """Random stopping with two workers: they start together and flip their own secret stopping coins, one
+    trial at a time in trial-number order; the study holds no number of runs, only the stopped flag, every
+    run finishes, no run starts after the coin that stopped, and both workers release the one best run's
+    synthesizer -- one of them from the storage, as the best ran in the other."""
+    procs = [_worker(pg_url, study_name, 3, seed, tmp_path, n_workers=2, privacy="accounted", score_rows=100)
+             for seed in (1, 2)]
     results = []
     for p in procs:
         out, _ = p.communicate(timeout=240)
         assert p.returncode == 0, out
         results.append(_result(out))
     study = optuna.load_study(study_name=study_name, storage=pg_url)
-    runs = study.user_attrs["synthzoo"]["runs"]
-    assert runs in (3, 5) and [r["runs"] for r in results] == [runs, runs]
-    finished = _finished(study)
-    assert len(finished) == runs and len({t.number for t in finished}) == runs
-    best = min((t for t in finished if t.state == optuna.trial.TrialState.COMPLETE), key=lambda t: t.value)
+    meta = study.user_attrs["synthzoo"]
+    assert not {"runs", "finished_trials", "best_trial"} & set(meta)
+    assert study._storage.get_study_system_attrs(study._study_id)["synthzoo:stopped"] is True
+    runs = [t for t in study.trials if t.user_attrs.get("run")]
+    surplus = [t for t in study.trials if t.user_attrs.get("surplus")]
+    assert runs and all(t.state == optuna.trial.TrialState.COMPLETE for t in runs)
+    assert len(runs) + len(surplus) == len(study.trials)
+    assert max(t.number for t in runs) < min(t.number for t in surplus)  # nothing ran after the stop
+    assert all("config" not in t.user_attrs for t in surplus)
+    best = min(runs, key=lambda t: t.value)
     assert [r["best_trial"] for r in results] == [best.number, best.number]
     assert results[0]["sample"] == results[1]["sample"] and results[0]["epsilon"] == results[1]["epsilon"] <= 1.0

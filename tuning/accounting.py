@@ -7,7 +7,16 @@ If one run is rho-zCDP (RDP epsilon(lambda) = rho * lambda), the whole selection
 bound of their Theorem 2 (negative binomial, shape eta) or Theorem 6 (Poisson), which
 ``dp_accounting``'s ``RepeatAndSelectDpEvent`` implements.  This module finds the per-trial
 rho for which the *total* (epsilon, delta) meets the user's request, by bisection through that
-accountant, and draws K.
+accountant.
+
+K is never drawn as a number.  Before each run the tuner flips a secret coin that stops with the
+law's hazard ``P(K = k) / P(K >= k)``, ``k`` the runs started so far (:func:`stop_hazard`):
+geometric (K >= 1): no coin before the first run, then ``1 / mean`` before every further one
+(memoryless); Poisson: ``exp(-mean)`` before the first run (K = 0 is possible), then the Poisson
+hazard.  The product of the coins' continue-probabilities is exactly the law of K, so the
+stopping time has the law the theorem needs, while nothing stores K: a study holds only a
+"stopped" flag, set by the coin that says stop.  The coins come from a
+:class:`~synthzoo.core.privacy.noise.NoiseSource` (OS entropy).
 """
 
 from __future__ import annotations
@@ -16,9 +25,11 @@ import math
 
 import dp_accounting as dpa
 import numpy as np
+from scipy import stats
 
 from synthzoo.core.errors import ConfigError
 from synthzoo.core.privacy.ledger import epsilon_of
+from synthzoo.core.privacy.noise import NoiseSource
 
 SHAPES = {"geometric": 1.0, "poisson": math.inf}
 
@@ -54,10 +65,37 @@ def per_trial_rho(epsilon: float, delta: float, mean: float, shape: float = 1.0)
     return lo
 
 
-def draw_runs(mean: float, shape: float, rng: np.random.Generator) -> int:
-    """K, the number of runs: geometric (shape 1, K >= 1) or Poisson (shape inf, K >= 0)."""
+def stop_hazard(started: int, mean: float, shape: float) -> float:
+    """Probability that the coin flipped after ``started`` runs stops the study:
+    ``P(K = started) / P(K >= started)`` for K geometric (shape 1, K >= 1) or Poisson (shape inf)."""
+    started = int(started)
+    if started < 0:
+        raise ValueError(f"started must be >= 0, got {started}")
     if shape == 1.0:
-        return int(rng.geometric(1.0 / mean))
+        return 0.0 if started == 0 else 1.0 / float(mean)
     if math.isinf(shape):
-        return int(rng.poisson(mean))
+        if started == 0:
+            return math.exp(-float(mean))
+        # log P(K = k) - log P(K >= k), stable far in the tail
+        return float(min(1.0, math.exp(stats.poisson.logpmf(started, mean) - stats.poisson.logsf(started - 1, mean))))
     raise ConfigError(f"stopping shape must be 1 (geometric) or inf (Poisson), got {shape}")
+
+
+def stop_coin(noise: NoiseSource, started: int, mean: float, shape: float) -> bool:
+    """One secret stopping coin (True: stop before run number ``started + 1``)."""
+    h = stop_hazard(started, mean, shape)
+    return bool(h > 0 and noise.uniform() < h)
+
+
+def derived_seed(noise_seed: int, *labels: int) -> int:
+    """A test-only replayable seed for one use (``labels``) of the tuner's ``noise_seed``."""
+    state = np.random.SeedSequence([int(noise_seed), *map(int, labels)]).generate_state(2, np.uint64)
+    return int(state[0]) << 64 | int(state[1])
+
+
+COINS, TUNER, TRIAL = 1, 2, 3  # labels of derived_seed's uses
+
+
+def coin_source(noise_seed: int | None = None) -> NoiseSource:
+    """The stopping coins' source: OS entropy, or (test only) replayable from ``noise_seed``."""
+    return NoiseSource() if noise_seed is None else NoiseSource(derived_seed(noise_seed, COINS))
