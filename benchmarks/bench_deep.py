@@ -16,7 +16,8 @@ scored by the project's metrics against the held-out 20 %: 2-way TVD (10 quantil
 Wasserstein fidelity (Du & Li; 1,000-row transport), 3-way query error, and the macro F1 of
 LightGBM trained on it; HALF (half of the training rows) and INDEPENDENT (columns resampled alone)
 are the reference rows.  ``--risk`` adds DCR, identical-match share and DOMIAS against the training
-rows.  Thread settings and the machine are printed with the table.
+rows; ``--mds K`` the membership disclosure score of our methods (K shadow fits each).  Thread
+settings and the machine are printed with the table.
 """
 
 from __future__ import annotations
@@ -33,12 +34,36 @@ from pathlib import Path
 for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_k, "1")
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = {"sdv-ctgan", "sdv-tvae", "snsynth-dpctgan", "snsynth-pategan"}
 OURS = {"ctgan", "tvae", "dp-ctgan", "dp-tvae", "pate-gan"}
+
+
+def make_ours(preset: str, schema, epsilon, epochs, seed: int):
+    import synthzoo as sz
+
+    over = {}
+    cfg = sz.presets.preset_config(preset)
+    if epochs is not None and cfg["model"]["name"] in ("ctgan", "tvae"):
+        over["model"] = {**cfg["model"], "epochs": int(epochs)}
+    return sz.make(preset, epsilon=epsilon, schema=schema, seed=seed, **over)
+
+
+def mds_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epochs, n_shadow: int) -> float:
+    """In a worker: the membership disclosure score of one of our presets (Du & Li's shadow models on
+    halves of the training rows; DS scored on 2,000 records)."""
+    import warnings
+
+    import synthzoo as sz
+    from synthzoo.metrics import membership_disclosure_score
+
+    warnings.simplefilter("ignore")
+    schema = sz.Schema.from_dict(schema_dict)
+    return membership_disclosure_score(train, schema, lambda s: make_ours(preset, schema, epsilon, epochs, s),
+                                       n_shadow=n_shadow, max_records=2000)
 
 
 def fit_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epochs, n: int) -> dict:
@@ -48,11 +73,7 @@ def fit_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epoch
     import synthzoo as sz
 
     warnings.simplefilter("ignore")
-    over = {}
-    cfg = sz.presets.preset_config(preset)
-    if epochs is not None and cfg["model"]["name"] in ("ctgan", "tvae"):
-        over["model"] = {**cfg["model"], "epochs": int(epochs)}
-    synth = sz.make(preset, epsilon=epsilon, schema=sz.Schema.from_dict(schema_dict), seed=0, **over)
+    synth = make_ours(preset, sz.Schema.from_dict(schema_dict), epsilon, epochs, seed=0)
     t0 = time.perf_counter()
     synth.fit(train)
     t1 = time.perf_counter()
@@ -73,7 +94,7 @@ def run_peer(method, train, schema, epsilon, epochs, venv: Path) -> tuple[pd.Dat
                "--epochs", str(epochs), "--discrete", json.dumps(discrete)]
         if epsilon is not None:
             cmd += ["--epsilon", str(epsilon)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if r.returncode != 0:
             return None, {"status": "error: " + (r.stderr.strip().splitlines() or ["?"])[-1][:200]}
         info = json.loads(r.stdout.strip().splitlines()[-1])
@@ -112,6 +133,8 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=50, help="epochs for ctgan/tvae (ours and sdv's alike)")
     p.add_argument("--venv", default=str(ROOT / ".bench-venv"))
     p.add_argument("--risk", action="store_true")
+    p.add_argument("--mds", type=int, default=0, metavar="K",
+                   help="also the membership disclosure score of our methods with K shadow models (K fits each)")
     p.add_argument("--no-references", action="store_true")
     p.add_argument("--out", help="CSV of the table")
     a = p.parse_args(argv)
@@ -152,6 +175,10 @@ def main(argv=None) -> int:
                 raise SystemExit(f"unknown method {m!r}; ours: {sorted(OURS)}, peers: {sorted(PEERS)}")
             if fake is not None:
                 row.update(score(train, test, fake, schema, a.risk))
+            if a.mds and m in OURS:
+                r = run_isolated(f"{__name__}:mds_ours" if __name__ != "__main__" else "bench_deep:mds_ours",
+                                 (m, train, schema.to_dict(), eps, a.epochs, a.mds))
+                row["mds"] = r.value if r.status == "ok" else f"{r.status}: {r.reason}"
             rows.append(row)
             print(row, flush=True)
     res = pd.DataFrame(rows)
