@@ -47,8 +47,14 @@ import optuna  # noqa: E402
 import synthzoo as sz  # noqa: E402
 from synthzoo.core.privacy.noise import NoiseSource  # noqa: E402
 from synthzoo.datasets import load_shared, train_test_split  # noqa: E402
-from tuning import score_sensitivity, score_terms, split_records, tune  # noqa: E402
-from tuning import objective  # noqa: E402
+from synthzoo.testing import adversarial_records  # noqa: E402
+from tuning import (  # noqa: E402
+    objective,
+    score_sensitivity,
+    score_terms,
+    split_records,
+    tune,
+)
 
 W = (1 / 3, 1 / 3, 1 / 3)
 
@@ -71,22 +77,7 @@ def _adversaries(df: pd.DataFrame, schema, val: pd.DataFrame, rng) -> dict:
              ("missing", "missing"), ("upper", "new")]
     out = {}
     for numeric, category in kinds:
-        rows = []
-        for _ in range(400):
-            row = {}
-            for col in schema.columns:
-                if col.kind == "categorical":
-                    row[col.name] = {"random": col.categories[rng.integers(len(col.categories))],
-                                     "last": col.categories[-1], "new": f"new-{rng.integers(10 ** 6)}",
-                                     "missing": None}[category]
-                else:
-                    far = 3e9 if col.kind == "datetime" else 1e12 * (col.upper - col.lower + 1)
-                    v = {"lower": col.lower, "upper": col.upper, "missing": np.nan, "out": col.upper + far}[numeric]
-                    if numeric in ("lower", "upper") and category == "random" and rng.random() < 0.3:
-                        v = col.lower if v != col.lower else col.upper
-                    row[col.name] = pd.Timestamp(v, unit="s") if col.kind == "datetime" and not pd.isna(v) else v
-            rows.append(row)
-        cands = pd.DataFrame(rows, columns=schema.names)
+        cands = adversarial_records(schema, numeric, category, 400, int(rng.integers(2 ** 31)))
         h = objective._sketch_hash(objective._content_matrix(objective.canonical_frame(cands, schema), schema))
         out[f"add {numeric}/{category}"] = cands.iloc[[int(np.argmin(h))]]
     h = objective._sketch_hash(objective._content_matrix(objective.canonical_frame(val, schema), schema))

@@ -21,6 +21,7 @@ from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.datasets import make_demo, train_test_split
 from synthzoo.metrics import query_error_3way, wasserstein_fidelity
 from synthzoo.metrics.marginal import make_queries_3way, make_schema_queries_3way, query_answers_3way
+from synthzoo.testing import adversarial_records
 from tuning import (
     NOTHING_RELEASED,
     canonical_frame,
@@ -49,36 +50,12 @@ def _sketch_hash(row: pd.DataFrame, schema) -> int:
     return int(objective._sketch_hash(objective._content_matrix(canonical_frame(row, schema), schema))[0])
 
 
-def _variants(schema, numeric: str, category: str, n: int, seed: int) -> pd.DataFrame:
-    """``n`` adversarial records: numeric values all at the lower or upper bound, far outside them
-    (``"out"``) or missing (also where the schema allows none); categories random, the last one, a
-    new one, or missing.  Random categories vary the hash, so the one with the smallest hash can be
-    picked: it enters the validation sample however many records there are."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for _ in range(n):
-        row = {}
-        for col in schema.columns:
-            if col.kind == "categorical":
-                row[col.name] = {"random": col.categories[rng.integers(len(col.categories))],
-                                 "last": col.categories[-1], "new": f"never-seen-{rng.integers(10 ** 6)}",
-                                 "missing": None}[category]
-            else:
-                far = 3e9 if col.kind == "datetime" else 1e12 * (col.upper - col.lower + 1)  # ~95 years / huge
-                v = {"lower": col.lower, "upper": col.upper, "missing": np.nan, "out": col.upper + far}[numeric]
-                if numeric != "missing" and category == "random" and rng.random() < 0.3:
-                    v = col.lower if v != col.lower else col.upper  # mix the two extremes
-                row[col.name] = pd.Timestamp(v, unit="s") if col.kind == "datetime" and not np.isnan(v) else v
-        rows.append(row)
-    return pd.DataFrame(rows, columns=schema.names)
-
-
 def _adversaries(schema, seed=0) -> dict:
     """The adversarial records, each the smallest-hash one of its kind."""
     out = {}
     for numeric, category in [("lower", "random"), ("upper", "random"), ("upper", "last"), ("out", "random"),
                               ("missing", "random"), ("missing", "missing"), ("upper", "new"), ("lower", "new")]:
-        cands = _variants(schema, numeric, category, 400, seed)
+        cands = adversarial_records(schema, numeric, category, 400, seed)
         hashes = objective._sketch_hash(objective._content_matrix(canonical_frame(cands, schema), schema))
         out[f"{numeric}/{category}"] = cands.iloc[[int(np.argmin(hashes))]].reset_index(drop=True)
     return out
@@ -96,7 +73,7 @@ def test_score_sensitivity_holds_for_adversarial_neighbours(data, n_val):
     m = 200
     val = df.iloc[:n_val].reset_index(drop=True)
     realistic, _ = make_demo(n=m, seed=5)
-    extreme = _variants(schema, "lower", "random", m, seed=9)  # synthetic mass far from the upper records
+    extreme = adversarial_records(schema, "lower", "random", m, seed=9)  # synthetic mass far from the upper records
     sketch = validation_sketch(val, schema, m)
     # the hash order puts a duplicate of a sampled record, and the first sampled record, in play
     first = val.iloc[[int(np.argmin(objective._sketch_hash(objective._content_matrix(canonical_frame(val, schema),

@@ -5,6 +5,7 @@
   from runs on neighbouring inputs (:func:`audit_statistic`, :func:`audit_events`), broken variants
   to prove an audit can see (:class:`ScaledNoiseSource`, :func:`audit_replayed`), and the audits of
   synthzoo's own mechanisms (:data:`AUDITS`, :func:`run_audits`).
+* :func:`adversarial_records` -- records at the extremes of a schema, for sensitivity tests.
 """
 
 from .audit import (
@@ -25,8 +26,9 @@ from .audit import (
                     run_pair,
 )
 from .conformance import CHECKS, ConformanceError, check_module, partner_config
+from .neighbours import adversarial_records
 
 __all__ = ["AUDITS", "CHECKS", "NOT_DETECTABLE", "AuditResult", "AuditRow", "ConformanceError", "ScaledNoiseSource",
-           "audit_events", "audit_replayed", "audit_statistic", "check_module", "clopper_pearson",
+           "adversarial_records", "audit_events", "audit_replayed", "audit_statistic", "check_module", "clopper_pearson",
            "distinguishing_seed", "epsilon_lower_bound", "format_table", "partner_config", "run_audit", "run_audits",
            "run_pair"]
