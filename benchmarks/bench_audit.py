@@ -2,7 +2,7 @@
 path on neighbouring inputs, with the Clopper-Pearson lower bound on epsilon next to the claim --
 for the real mechanism (must stay at or below the claim) and for deliberately broken variants
 (noise halved / quartered, noise replayed from a known seed, partition selection's threshold
-without its "+1"; must exceed it).  See synthzoo/testing/audit.py for the design of each audit.
+without its "+1"; must exceed it).  See synthzoo/testing/mechanisms.py for the design of each audit.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_audit.py                    # thorough sizes, 99 % confidence
     OMP_NUM_THREADS=1 python benchmarks/bench_audit.py --fast             # the test suite's sizes, 95 %
@@ -30,7 +30,7 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from synthzoo._threads import thread_settings
-from synthzoo.testing.audit import AUDITS, NOT_DETECTABLE, REAL, format_table, run_audit
+from synthzoo.testing.mechanisms import AUDITS, NOT_DETECTABLE, REAL, format_table, run_audit
 
 
 def main(argv=None) -> int:

@@ -27,10 +27,6 @@ import pytest
 
 from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.testing.audit import (
-    AUDITS,
-    NOT_DETECTABLE,
-    REAL,
-    SELECTION_DELTA,
     AuditResult,
     ScaledNoiseSource,
     audit_events,
@@ -38,10 +34,9 @@ from synthzoo.testing.audit import (
     clopper_pearson,
     distinguishing_seed,
     epsilon_lower_bound,
-    format_table,
-    run_audit,
     run_pair,
 )
+from synthzoo.testing.mechanisms import AUDITS, NOT_DETECTABLE, REAL, SELECTION_DELTA, format_table, run_audit
 
 FAST = [(name, v) for name, (_, sizes) in AUDITS.items() for v in sizes
         if name != "mst_e2e" and (name, v) not in NOT_DETECTABLE]
@@ -165,5 +160,6 @@ def test_distinguishing_seed_needs_outputs_that_differ():
 def test_docstring_examples():
     import doctest
 
-    from synthzoo.testing import audit
-    assert doctest.testmod(audit, optionflags=doctest.ELLIPSIS).failed == 0
+    from synthzoo.testing import audit, mechanisms
+    for module in (audit, mechanisms):
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
