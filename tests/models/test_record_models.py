@@ -4,12 +4,10 @@ must before training and stay within the request; each DP design's invariants ho
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import synthzoo as sz
 from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
-from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.datasets import make_demo
 from synthzoo.models import CTGAN, PATEGAN, TVAE
 from synthzoo.models.ctgan import _Conditions
@@ -52,30 +50,6 @@ def test_dp_ctgan_conditions_a_real_row_on_its_own_category(demo):
     for i in range(200):  # the condition reads row i alone: its category in the chosen column
         col, start, width = cond.blocks[blk[i]]
         assert data.x[i, start + cats[i]] == 1.0
-
-
-def test_pategan_teachers_see_disjoint_parts_and_every_step_runs(demo):
-    df, schema = demo
-    data = _features(df, schema)
-    led = PrivacyLedger(2.0, 1e-5)
-    m = PATEGAN(**QUICK["pategan"]).fit_records(data, led.stage("m", 1.0), np.random.default_rng(0))
-    parts = np.concatenate(m.parts_)
-    assert sorted(parts.tolist()) == list(range(data.n))  # disjoint and complete
-    assert m.steps_run_ == m.iterations  # no noise level ends training early (Ganev et al.)
-    votes = [c for c in led.charges if c.mechanism == "pate_votes"][0]
-    assert votes.rho == pytest.approx(m.queries / m.sigma_ ** 2)  # 1/sigma^2 per label, data-independent
-    # the parts come from the secret source: the user's generator does not decide them
-    m2 = PATEGAN(**QUICK["pategan"]).fit_records(data, PrivacyLedger(2.0, 1e-5).stage("m", 1.0),
-                                                 np.random.default_rng(0))
-    assert any(not np.array_equal(a, b) for a, b in zip(m.parts_, m2.parts_))
-
-
-def test_pategan_noisy_labels_follow_the_votes_when_the_noise_is_small():
-    m = PATEGAN(n_teachers=10)
-    led = PrivacyLedger(1.0, 1e-5)
-    m.sigma_ = 1e-3
-    labels = m._noisy_labels(np.array([0, 2, 8, 10]), 10, led.stage("m", 1.0))
-    assert labels.tolist() == [0.0, 0.0, 1.0, 1.0]
 
 
 def test_record_models_refuse_codes_and_selectors(demo):
