@@ -137,3 +137,18 @@ def test_grid_config_gives_a_record_model_the_selector_share():
     cfg = grid_config("none", "dpmerf")
     assert cfg["select"] is None and cfg["budget_split"] == {"preprocess": 0.1, "model": 0.9}
     assert grid_config("aim", "pgm")["budget_split"] == {"preprocess": 0.1, "select": 0.9}
+
+
+def test_grid_runs_record_models_without_a_selector(demo_csv):
+    """`--select none --model ctgan,tvae,pategan`: the record models in the ablation grid (tiny
+    training runs), each on CTGAN's encoding, within the request."""
+    from synthzoo.models import CTGAN, PATEGAN, TVAE
+
+    csv, sch = demo_csv
+    models = [{"name": n, **cls._test_params} for n, cls in (("ctgan", CTGAN), ("tvae", TVAE), ("pategan", PATEGAN))]
+    res = bench.grid(csv, schema=sch, selectors=["none"], models=models, epsilons=[1.0], seeds=[0], isolate=False,
+                     ml=False, references=False, log=lambda _: None)
+    assert res["model"].tolist() == ["ctgan", "tvae", "pategan"]
+    assert res["status"].tolist() == ["ok"] * 3, res["reason"].tolist()
+    assert res["budget_ok"].all() and (res["eps_spent"] > 0.99).all()
+    assert res["tvd_2way"].between(0, 1).all()

@@ -47,7 +47,8 @@ def fit_sample(train: pd.DataFrame, schema_dict: dict, config: dict, epsilon: fl
 
 def grid_config(selector: str, model: str, base: str = "privsyn", preprocess=None) -> dict:
     """Synthesizer arguments of one grid cell: the preset ``base``'s preprocessing and budget split
-    with ``selector`` (``"none"`` for record models) and ``model`` put in."""
+    with ``selector`` (``"none"`` for record models) and ``model`` (a name, or ``{"name": ...,
+    **params}``) put in."""
     from ..presets import preset_config
 
     cfg = preset_config(base)
@@ -64,10 +65,14 @@ def grid_config(selector: str, model: str, base: str = "privsyn", preprocess=Non
     else:
         from ..core.base import REGISTRY
 
-        cls = REGISTRY["model"].get(model)
+        cls = REGISTRY["model"].get(_name(model))
         if cls is not None and cls.get_tags()["input"] == "features":
             cfg["preprocess"] = ["mode_features"]  # a model of continuous features: CTGAN's encoding
     return cfg
+
+
+def _name(module) -> str:
+    return module.get("name", "?") if isinstance(module, dict) else str(module)
 
 
 def _load(data: str, schema, root) -> tuple[str, pd.DataFrame, object]:
@@ -118,8 +123,9 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     """Ablation grid: every selector x model cell on each dataset, epsilon and seed.
 
     The framework is the one of Chen et al., "Benchmarking Differentially Private Tabular Data
-    Synthesis": a cell is the preset ``base``'s preprocessing with one selector and one model.
-    ``data`` is a shared dataset name, a list of them, or a CSV path (with ``schema``: a
+    Synthesis": a cell is the preset ``base``'s preprocessing with one selector and one model
+    (``selectors`` may hold ``"none"`` for record models; ``models`` names, or ``{"name": ...,
+    **params}`` for a model with its own parameters, e.g. a short training run).  ``data`` is a shared dataset name, a list of them, or a CSV path (with ``schema``: a
     :class:`Schema` or a JSON path).  Each cell fits on an 80 % split (seed 0), samples as many
     rows, and is scored on the held-out 20 %: 2-way TVD (numeric columns in 10 quantile bins),
     mean error of 1,000 random 3-way queries and, when the schema names a target, the macro F1
@@ -168,7 +174,8 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
                 for eps in epsilons:
                     for seed in seeds:
                         done += 1
-                        row = {**common, "kind": "cell", "selector": sel, "model": mod, "epsilon": eps, "seed": seed,
+                        row = {**common, "kind": "cell", "selector": sel, "model": _name(mod), "epsilon": eps,
+                               "seed": seed,
                                "status": "ok", "reason": ""}
                         try:  # construction checks names and combination before any data is read
                             Synthesizer(epsilon=eps, delta=delta, schema=sch, seed=seed, **cfg)
