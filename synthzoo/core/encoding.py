@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .domain import Domain
-from .schema import Column, Schema, category_key, numeric_values
+from .schema import Column, Schema, category_key, numeric_values, per_column
 
 
 class CategoricalEncoder:
@@ -158,11 +158,8 @@ class TableEncoder:
     """One encoder per schema column: a frame <-> an (n, d) code matrix over a :class:`Domain`."""
 
     def __init__(self, schema: Schema, encoders: dict):
-        missing = [c for c in schema.names if c not in encoders]
-        if missing:
-            raise ValueError(f"no encoder for column(s) {missing}")
         self.schema = schema
-        self.encoders = {c: encoders[c] for c in schema.names}
+        self.encoders = per_column(schema, encoders)
         self.domain = Domain(schema.names, [self.encoders[c].size for c in schema.names])
 
     def transform(self, df: pd.DataFrame) -> np.ndarray:

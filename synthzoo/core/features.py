@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
-from .schema import Column, Schema, category_key, numeric_values
+from .schema import Column, Schema, category_key, numeric_values, per_column
 
 
 @dataclass(frozen=True)
@@ -276,11 +276,8 @@ class FeatureTable:
     """
 
     def __init__(self, schema: Schema, encoders: dict):
-        missing = [c for c in schema.names if c not in encoders]
-        if missing:
-            raise ConfigError(f"no feature encoder for column(s) {missing}")
         self.schema = schema
-        self.encoders = {c: encoders[c] for c in schema.names}
+        self.encoders = per_column(schema, encoders, "feature encoder")
         self.layout: list[Segment] = []
         self.columns: dict[str, slice] = {}
         pos = 0

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from .errors import SchemaError
+from .errors import ConfigError, SchemaError
 
 KINDS = ("categorical", "numerical", "datetime")
 #: Output dtypes a categorical column may declare with its ``"dtype"`` key.
@@ -418,3 +418,12 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
 def _integral(s: pd.Series) -> bool:
     v = s.dropna().to_numpy(dtype=float)
     return bool(np.all(np.mod(v, 1) == 0))
+
+
+def per_column(schema: Schema, encoders: dict, what: str = "encoder") -> dict:
+    """``encoders`` in the schema's column order; every column must have one (ConfigError names
+    the columns without)."""
+    missing = [c for c in schema.names if c not in encoders]
+    if missing:
+        raise ConfigError(f"no {what} for column(s) {missing}")
+    return {c: encoders[c] for c in schema.names}
