@@ -110,3 +110,12 @@ def correlated_table(n=3000, seed=0):
     e = np.where(rng.random(n) < 0.8, a, rng.integers(0, 4, n))
     dom = Domain(list("abcde"), [4, 5, 7, 3, 4])
     return EncodedData(np.stack([a, b, c, d, e], axis=1), dom)
+
+
+def schema_features(df: pd.DataFrame, schema):
+    """``df`` as continuous features on the public schema alone (one-hot categories, numbers scaled
+    on the bounds): what the record models fit."""
+    from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
+
+    table = FeatureTable(schema, {c.name: OneHot(c) if c.kind == "categorical" else ScaledNumber(c) for c in schema})
+    return FeatureData(table.transform(df, np.random.default_rng(0)), table)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import synthzoo as sz
-from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
+from helpers import schema_features
 from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.datasets import make_demo
 from synthzoo.models import PATEGAN
@@ -22,15 +22,10 @@ def demo():
     return make_demo(n=800, seed=0)
 
 
-def _features(df, schema):
-    table = FeatureTable(schema, {c.name: OneHot(c) if c.kind == "categorical" else ScaledNumber(c) for c in schema})
-    return FeatureData(table.transform(df, np.random.default_rng(0)), table)
-
-
 def test_teachers_see_disjoint_parts_and_every_step_runs(demo):
     """Violations "the first partition fed to every teacher" and "training stops early"."""
     df, schema = demo
-    data = _features(df, schema)
+    data = schema_features(df, schema)
     led = PrivacyLedger(2.0, 1e-5)
     m = PATEGAN(**QUICK).fit_records(data, led.stage("m", 1.0), np.random.default_rng(0))
     parts = np.concatenate(m.parts_)
@@ -96,7 +91,7 @@ def test_encoding_comes_from_the_schema_not_the_rows(demo):
 def test_a_tiny_budget_still_runs_every_step_with_finite_weights(demo):
     """Violation "NaN at lambda = 1 silently ending training": no noise level stops a run early."""
     df, schema = demo
-    data = _features(df, schema)
+    data = schema_features(df, schema)
     m = PATEGAN(**QUICK).fit_records(data, PrivacyLedger(1e-3, 1e-5).stage("m", 1.0), np.random.default_rng(0))
     assert m.sigma_ > 100 and m.steps_run_ == m.iterations
     assert all(np.isfinite(p.detach().numpy()).all() for p in m._gen.parameters())

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import synthzoo as sz
-from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
+from helpers import schema_features
 from synthzoo.datasets import make_demo
 from synthzoo.models import CTGAN, PATEGAN, TVAE
 from synthzoo.models.ctgan import _Conditions
@@ -19,11 +19,6 @@ QUICK = {"tvae": dict(TVAE._test_params), "ctgan": dict(CTGAN._test_params), "pa
 @pytest.fixture(scope="module")
 def demo():
     return make_demo(n=800, seed=0)
-
-
-def _features(df, schema):
-    table = FeatureTable(schema, {c.name: OneHot(c) if c.kind == "categorical" else ScaledNumber(c) for c in schema})
-    return FeatureData(table.transform(df, np.random.default_rng(0)), table)
 
 
 @pytest.mark.parametrize("name", ["tvae", "ctgan", "pategan"])
@@ -40,7 +35,7 @@ def test_private_fit_charges_everything_before_training_and_within_the_request(n
 
 def test_dp_ctgan_conditions_a_real_row_on_its_own_category(demo):
     df, schema = demo
-    data = _features(df, schema)
+    data = schema_features(df, schema)
     head = Head(data.table, "cpu")
     cond = _Conditions(data.table, head, [np.ones(w) for col, s, w in head.blocks
                                           if schema[col].kind == "categorical"])
