@@ -25,6 +25,8 @@ FAST = {
     "tvae": {"model": {"name": "tvae", "epochs": 3, "compress_dims": [32], "decompress_dims": [32]}},
     "dp-tvae": {"model": {"name": "tvae", "epochs": 3, "compress_dims": [32], "decompress_dims": [32]}},
     "pate-gan": {"model": {"name": "pategan", "n_teachers": 5, "iterations": 5, "hidden": [32]}},
+    "tabddpm": {"model": {"name": "tabddpm", "steps": 20, "epochs": 3, "hidden": [32]}},
+    "dp-tabddpm": {"model": {"name": "tabddpm", "steps": 20, "epochs": 3, "hidden": [32], "batch_size": 500}},
 }
 
 
