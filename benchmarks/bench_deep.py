@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --epochs 50
     OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --methods dp-ctgan,snsynth-dpctgan --epsilon 1
 
-Ours (`ctgan`, `tvae`, `dp-ctgan`, `dp-tvae`, `pate-gan`) run in a worker process each
+Ours (`ctgan`, `tvae`, `dp-ctgan`, `dp-tvae`, `pate-gan`, `tabddpm`, `dp-tabddpm`) run in a worker process each
 (synthzoo.isolation: CPU seconds and peak memory of the fit); the peers run in the benchmark's own
 environment, never a project dependency.  Create it once:
 
@@ -39,7 +39,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = {"sdv-ctgan", "sdv-tvae", "snsynth-dpctgan", "snsynth-pategan"}
-OURS = {"ctgan", "tvae", "dp-ctgan", "dp-tvae", "pate-gan"}
+OURS = {"ctgan", "tvae", "dp-ctgan", "dp-tvae", "pate-gan", "tabddpm", "dp-tabddpm"}
 
 
 def make_ours(preset: str, schema, epsilon, epochs, seed: int):
@@ -47,7 +47,7 @@ def make_ours(preset: str, schema, epsilon, epochs, seed: int):
 
     over = {}
     cfg = sz.presets.preset_config(preset)
-    if epochs is not None and cfg["model"]["name"] in ("ctgan", "tvae"):
+    if epochs and cfg["model"]["name"] in ("ctgan", "tvae", "tabddpm"):
         over["model"] = {**cfg["model"], "epochs": int(epochs)}
     return sz.make(preset, epsilon=epsilon, schema=schema, seed=seed, **over)
 
@@ -130,7 +130,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--methods", default="ctgan,sdv-ctgan,tvae,sdv-tvae")
     p.add_argument("--epsilon", default="1", help="comma-separated epsilons for the DP methods")
-    p.add_argument("--epochs", type=int, default=50, help="epochs for ctgan/tvae (ours and sdv's alike)")
+    p.add_argument("--epochs", type=int, default=50,
+                   help="epochs for ctgan/tvae/tabddpm (ours and sdv's alike); 0 keeps each preset's own")
     p.add_argument("--venv", default=str(ROOT / ".bench-venv"))
     p.add_argument("--risk", action="store_true")
     p.add_argument("--mds", type=int, default=0, metavar="K",

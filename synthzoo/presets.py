@@ -125,9 +125,10 @@ PRESETS: dict[str, dict] = {
         "model": {"name": "tvae", "epochs": 30, "batch_size": 1000, "max_grad_norm": 1.0},
         "paper": _TVAE_PAPER + "; DP-SGD on encoder and decoder",
     },
-    # Kotelnikov et al., "TabDDPM" (ICML 2023): 1,000 diffusion steps, cosine schedule, MLP denoiser,
-    # AdamW 1e-3; scaled for a CPU: three hidden layers of 256, batches of 1,024, 100 epochs (the paper:
-    # 30,000 steps of 4,096 rows). CTGAN's mode-specific features stand in for its quantile transform.
+    # Kotelnikov et al., "TabDDPM" (ICML 2023): cosine schedule, MLP denoiser, AdamW; scaled for a CPU
+    # (synthzoo/models/tabddpm.py says how): 200 diffusion steps (paper 1,000), three hidden layers of
+    # 256, batches of 512, 100 epochs (paper 30,000 steps of 4,096 rows). CTGAN's mode-specific
+    # features, fitted to a DP histogram, stand in for its quantile transform of the raw column.
     "tabddpm": {
         "model": {"name": "tabddpm"},
         "paper": _TABDDPM_PAPER,
