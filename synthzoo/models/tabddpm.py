@@ -36,11 +36,9 @@ from ..core.base import Model, register
 from ..core.errors import ConfigError
 from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
-from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
-from ..core.privacy.mechanisms import noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
+from .torch_features import Head, OneNetwork, dpsgd_run, resolve_device, sample_rows, torch_module
 
 _PAPER = ("Kotelnikov, Baranchuk, Rubachev, Babenko, TabDDPM: Modelling Tabular Data with Diffusion Models "
           "(ICML 2023)")
@@ -187,7 +185,7 @@ class _Diffusion:
 
 
 @register("model", "tabddpm")
-class TabDDPM(Model):
+class TabDDPM(OneNetwork, Model):
     """TabDDPM and DP-TabDDPM (Kotelnikov et al., ICML 2023): Gaussian and multinomial diffusion on
     continuous features with one MLP denoiser, trained by DP-SGD when the run is private.
 
@@ -267,14 +265,7 @@ class TabDDPM(Model):
         net = self._build(data.table).to(dev)
         head = Head(data.table, dev)
         diff = _Diffusion(torch, head, int(self.steps), dev)
-        if budget.private:
-            n_hat = noisy_count(budget, data.n, float(self.count_share) * budget.remaining,
-                                note="tabddpm: record count")
-        else:
-            n_hat = float(data.n)
-            budget.charge("record_count", None, math.inf, note="tabddpm: record count (non-private)")
-        n_steps = max(1, math.ceil(int(self.epochs) * max(n_hat, 1.0) / int(self.batch_size)))
-        sgd = DPSGD(budget, n_hat, int(self.batch_size), n_steps, float(self.max_grad_norm), note="tabddpm")
+        n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tabddpm")
         wrapped = sgd.wrap(net)
         params = list(net.parameters())
         opt = torch.optim.AdamW(params, lr=float(self.lr), weight_decay=float(self.weight_decay))
@@ -297,23 +288,9 @@ class TabDDPM(Model):
         self._set_fitted(data.table, net, n_hat)
         return self
 
-    def _set_fitted(self, table: FeatureTable, net, total: float) -> None:
-        self._fitted(table)
-        self._net = net.cpu().eval()
-        self.total_ = float(total)
-
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` feature rows from the reverse chain (8,192 rows at a time)."""
         self._require_fit()
         torch = torch_module()
         diff = _Diffusion(torch, Head(self.domain_, "cpu"), int(self.steps), "cpu")
         return sample_rows(self.domain_, self._check_n(n), rng, lambda m, gen: diff.sample(self._net, m, gen))
-
-    def _get_state(self) -> dict:
-        """The denoiser's weights (a function of the DP training and public randomness) and the DP count."""
-        return {"total": self.total_, "weights": state_dict_to_json(self._net)}
-
-    def _set_state(self, state: dict, table) -> None:
-        net = self._build(table)
-        load_json_state(net, state["weights"], "tabddpm")
-        self._set_fitted(table, net, float(state["total"]))

@@ -1,6 +1,7 @@
-"""What the record models that fit continuous features share (``tvae``, ``ctgan``, ``pategan``): the
-output head of a feature layout, its per-record losses, and saved weights.  A helper of those model
-files, not a module.
+"""What the record models that fit continuous features share (``tvae``, ``ctgan``, ``pategan``,
+``tabddpm``): the output head of a feature layout, its per-record losses, saved weights, and the
+opening of a DP-SGD run (:func:`dpsgd_run`) with the state of a one-network model
+(:class:`OneNetwork`).  A helper of those model files, not a module.
 
 A :class:`~synthzoo.core.features.FeatureTable`'s layout says how each slice is produced: ``tanh``
 scalars, ``softmax`` one-hot blocks, ``sigmoid`` flags.  Everything here is vectorised over the
@@ -163,3 +164,41 @@ def load_json_state(module, saved: dict, who: str) -> None:
             raise ConfigError(f"{who}.set_state: saved weight {k!r} has the wrong shape or non-finite values")
         new[k] = t
     module.load_state_dict(new)
+
+
+def dpsgd_run(model, data, budget, who: str):
+    """The opening every DP-SGD record model shares: the record count (a discrete Gaussian count of
+    ``model.count_share`` of the budget when private), the fixed number of steps
+    ``ceil(epochs * n_hat / batch_size)`` and the :class:`~synthzoo.core.privacy.dpsgd.DPSGD` run,
+    charged before any step.  Returns ``(n_hat, steps, sgd)``."""
+    import math
+
+    from ..core.privacy.dpsgd import DPSGD
+    from ..core.privacy.mechanisms import noisy_count
+
+    if budget.private:
+        n_hat = noisy_count(budget, data.n, float(model.count_share) * budget.remaining, note=f"{who}: record count")
+    else:
+        n_hat = float(data.n)
+        budget.charge("record_count", None, math.inf, note=f"{who}: record count (non-private)")
+    steps = max(1, math.ceil(int(model.epochs) * max(n_hat, 1.0) / int(model.batch_size)))
+    return n_hat, steps, DPSGD(budget, n_hat, int(model.batch_size), steps, float(model.max_grad_norm), note=who)
+
+
+class OneNetwork:
+    """State of a record model that is one network (``_build(table)``) plus its DP record count:
+    ``_net`` and ``total_`` after the fit, saved as JSON weights."""
+
+    def _set_fitted(self, table: FeatureTable, net, total: float) -> None:
+        self._fitted(table)
+        self._net = net.cpu().eval()
+        self.total_ = float(total)
+
+    def _get_state(self) -> dict:
+        """The network's weights (a function of the DP training and public randomness) and the DP count."""
+        return {"total": self.total_, "weights": state_dict_to_json(self._net)}
+
+    def _set_state(self, state: dict, table) -> None:
+        net = self._build(table)
+        load_json_state(net, state["weights"], self.name)
+        self._set_fitted(table, net, float(state["total"]))

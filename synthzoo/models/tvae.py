@@ -28,11 +28,9 @@ from ..core.base import Model, register
 from ..core.errors import ConfigError
 from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
-from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
-from ..core.privacy.mechanisms import noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
+from .torch_features import Head, OneNetwork, dpsgd_run, resolve_device, sample_rows, torch_module
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): TVAE")
@@ -76,7 +74,7 @@ def _network(torch, dim: int, n_scalars: int, emb: int, enc: list, dec: list):
 
 
 @register("model", "tvae")
-class TVAE(Model):
+class TVAE(OneNetwork, Model):
     """TVAE and DP-TVAE (Xu et al., NeurIPS 2019): a variational autoencoder on continuous features,
     trained by DP-SGD when the run is private.
 
@@ -165,20 +163,14 @@ class TVAE(Model):
         torch.manual_seed(int(rng.integers(2 ** 62)))  # layer initialisation: the user's seed, data-independent
         net = self._build(data.table).to(dev)
         head = Head(data.table, dev)
-        if budget.private:
-            n_hat = noisy_count(budget, data.n, float(self.count_share) * budget.remaining, note="tvae: record count")
-        else:
-            n_hat = float(data.n)
-            budget.charge("record_count", None, math.inf, note="tvae: record count (non-private)")
-        steps = max(1, math.ceil(int(self.epochs) * max(n_hat, 1.0) / int(self.batch_size)))
-        sgd = DPSGD(budget, n_hat, int(self.batch_size), steps, float(self.max_grad_norm), note="tvae")
+        n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tvae")
         wrapped = sgd.wrap(net)
         params = list(net.parameters())
         opt = torch.optim.Adam(params, lr=float(self.lr), weight_decay=float(self.l2scale))
         x_all = torch.as_tensor(data.x, device=dev)
         emb = int(self.embedding_dim)
         factor = float(self.loss_factor)
-        for idx in progress_bar(sgd.batches(data.n, rng), total=steps, desc="tvae", enabled=self.progress):
+        for idx in progress_bar(sgd.batches(data.n, rng), total=n_steps, desc="tvae", enabled=self.progress):
             x = x_all[torch.as_tensor(idx, dtype=torch.long, device=dev)]
             loss = None
             if len(idx):
@@ -188,11 +180,6 @@ class TVAE(Model):
             opt.step()
         self._set_fitted(data.table, net, n_hat)
         return self
-
-    def _set_fitted(self, table: FeatureTable, net, total: float) -> None:
-        self._fitted(table)
-        self._net = net.cpu().eval()
-        self.total_ = float(total)
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -206,13 +193,3 @@ class TVAE(Model):
             sigma = torch.exp(net.log_sigma.bias.clamp(math.log(0.01), 0.0))[:n_scalars].numpy()
         return sample_rows(self.domain_, self._check_n(n), rng,
                            lambda m, gen: net.decode(torch.randn(m, int(self.embedding_dim), generator=gen)), sigma)
-
-    # ------------------------------------------------------------------ state
-    def _get_state(self) -> dict:
-        """The networks' weights (functions of the DP training and public randomness) and the DP count."""
-        return {"total": self.total_, "weights": state_dict_to_json(self._net)}
-
-    def _set_state(self, state: dict, table) -> None:
-        net = self._build(table)
-        load_json_state(net, state["weights"], "tvae")
-        self._set_fitted(table, net, float(state["total"]))
