@@ -33,12 +33,11 @@ import math
 import numpy as np
 
 from ..core.base import Model, register
-from ..core.errors import ConfigError
 from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import Head, OneNetwork, dpsgd_run, resolve_device, sample_rows, torch_module
+from .torch_features import Head, OneNetwork, dpsgd_run, sample_rows, torch_module
 
 _PAPER = ("Kotelnikov, Baranchuk, Rubachev, Babenko, TabDDPM: Modelling Tabular Data with Diffusion Models "
           "(ICML 2023)")
@@ -256,14 +255,7 @@ class TabDDPM(OneNetwork, Model):
 
     def fit_records(self, data: FeatureData, budget: Budget, rng: np.random.Generator) -> "TabDDPM":
         """Train the denoiser on the feature rows, by DP-SGD charged to ``budget`` when private."""
-        if not isinstance(data, FeatureData):
-            raise ConfigError(f"tabddpm fits continuous features (FeatureData), got {type(data).__name__}")
-        torch = torch_module()
-        dev = resolve_device(self.device, "tabddpm")
-        gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
-        torch.manual_seed(int(rng.integers(2 ** 62)))  # initialisation: the user's seed, data-independent
-        net = self._build(data.table).to(dev)
-        head = Head(data.table, dev)
+        torch, dev, gen, net, head = self._start(data, rng)
         diff = _Diffusion(torch, head, int(self.steps), dev)
         n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tabddpm")
         wrapped = sgd.wrap(net)

@@ -189,6 +189,21 @@ class OneNetwork:
     """State of a record model that is one network (``_build(table)``) plus its DP record count:
     ``_net`` and ``total_`` after the fit, saved as JSON weights."""
 
+    def _start(self, data, rng: np.random.Generator):
+        """The opening of a fit: the input checked, the device, a torch generator for the training's
+        own randomness and the network initialised, both from the user's seed (data-independent; the
+        DP noise and batches come from the ledger), and the layout's head.
+        Returns ``(torch, device, generator, net, head)``."""
+        from ..core.features import FeatureData
+
+        if not isinstance(data, FeatureData):
+            raise ConfigError(f"{self.name} fits continuous features (FeatureData), got {type(data).__name__}")
+        torch = torch_module()
+        dev = resolve_device(self.device, self.name)
+        gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
+        torch.manual_seed(int(rng.integers(2 ** 62)))
+        return torch, dev, gen, self._build(data.table).to(dev), Head(data.table, dev)
+
     def _set_fitted(self, table: FeatureTable, net, total: float) -> None:
         self._fitted(table)
         self._net = net.cpu().eval()
