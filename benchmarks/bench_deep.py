@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --epochs 50
     OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --methods dp-ctgan,snsynth-dpctgan --epsilon 1
 
-Ours (`ctgan`, `tvae`, `dp-ctgan`, `dp-tvae`, `pate-gan`, `tabddpm`, `dp-tabddpm`) run in a worker process each
+Ours (any preset: `ctgan`, `dp-ctgan`, `tabddpm`, `aim`, `privsyn`, ...) run in a worker process each
 (synthzoo.isolation: CPU seconds and peak memory of the fit); the peers run in the benchmark's own
 environment, never a project dependency.  Create it once:
 
@@ -39,7 +39,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = {"sdv-ctgan", "sdv-tvae", "snsynth-dpctgan", "snsynth-pategan"}
-OURS = {"ctgan", "tvae", "dp-ctgan", "dp-tvae", "pate-gan", "tabddpm", "dp-tabddpm"}
+#: Our presets named after a non-private method run once, without privacy; every other preset of ours
+#: (``sz.available_presets()``: dp-*, pate-gan, the marginal presets, ...) runs at each ``--epsilon``.
+NON_PRIVATE = {"ctgan", "tvae", "tabddpm", "tldm", "realtabformer"}
 
 
 def make_ours(preset: str, schema, epsilon, epochs, seed: int):
@@ -47,8 +49,9 @@ def make_ours(preset: str, schema, epsilon, epochs, seed: int):
 
     over = {}
     cfg = sz.presets.preset_config(preset)
-    if epochs and cfg["model"]["name"] in ("ctgan", "tvae", "tabddpm"):
-        over["model"] = {**cfg["model"], "epochs": int(epochs)}
+    model = cfg["model"] if isinstance(cfg["model"], dict) else {"name": cfg["model"]}
+    if epochs and "epochs" in sz.core.base.REGISTRY["model"][model["name"]]().get_params():
+        over["model"] = {**model, "epochs": int(epochs)}
     return sz.make(preset, epsilon=epsilon, schema=schema, seed=seed, **over)
 
 
@@ -131,7 +134,7 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default="ctgan,sdv-ctgan,tvae,sdv-tvae")
     p.add_argument("--epsilon", default="1", help="comma-separated epsilons for the DP methods")
     p.add_argument("--epochs", type=int, default=50,
-                   help="epochs for ctgan/tvae/tabddpm (ours and sdv's alike); 0 keeps each preset's own")
+                   help="epochs for every model that has them (ours and the peers' alike); 0 keeps each preset's own")
     p.add_argument("--venv", default=str(ROOT / ".bench-venv"))
     p.add_argument("--risk", action="store_true")
     p.add_argument("--mds", type=int, default=0, metavar="K",
@@ -155,11 +158,12 @@ def main(argv=None) -> int:
             rows.append({"method": label, "epsilon": "-", **score(train, test, fake, schema, a.risk)})
             print(rows[-1], flush=True)
     epsilons = [float(e) for e in a.epsilon.split(",") if e]
+    ours = set(sz.available_presets())
     for m in [x for x in a.methods.split(",") if x]:
-        private = m.startswith(("dp-", "snsynth", "pate"))
+        private = m not in NON_PRIVATE and not m.startswith(("sdv-", "rtf-"))
         for eps in (epsilons if private else [None]):
             row = {"method": m, "epsilon": "-" if eps is None else eps}
-            if m in OURS:
+            if m in ours:
                 r = run_isolated(f"{__name__}:fit_ours" if __name__ != "__main__" else "bench_deep:fit_ours",
                                  (m, train, schema.to_dict(), eps, a.epochs, len(train)))
                 if r.status != "ok":
@@ -173,10 +177,10 @@ def main(argv=None) -> int:
                 fake, info = run_peer(m, train, schema, eps, a.epochs, Path(a.venv))
                 row.update(info)
             else:
-                raise SystemExit(f"unknown method {m!r}; ours: {sorted(OURS)}, peers: {sorted(PEERS)}")
+                raise SystemExit(f"unknown method {m!r}; ours: {sorted(ours)}, peers: {sorted(PEERS)}")
             if fake is not None:
                 row.update(score(train, test, fake, schema, a.risk))
-            if a.mds and m in OURS:
+            if a.mds and m in ours:
                 r = run_isolated(f"{__name__}:mds_ours" if __name__ != "__main__" else "bench_deep:mds_ours",
                                  (m, train, schema.to_dict(), eps, a.epochs, a.mds))
                 row["mds"] = r.value if r.status == "ok" else f"{r.status}: {r.reason}"
