@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-PEERS = {"sdv-ctgan", "sdv-tvae", "snsynth-dpctgan", "snsynth-pategan"}
+PEERS = {"sdv-ctgan", "sdv-tvae", "snsynth-dpctgan", "snsynth-pategan", "rtf-realtabformer"}
 #: Our presets named after a non-private method run once, without privacy; every other preset of ours
 #: (``sz.available_presets()``: dp-*, pate-gan, the marginal presets, ...) runs at each ``--epsilon``.
 NON_PRIVATE = {"ctgan", "tvae", "tabddpm", "tldm", "realtabformer"}
