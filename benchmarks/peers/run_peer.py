@@ -13,7 +13,10 @@ gradient-accumulation steps), learning rate 1e-3, a fixed number of epochs (``n_
 early stopping), sampled 1,024 rows a batch.  It needs its own environment (its pins differ):
 
     python3 -m venv /work/venvs/rtf && /work/venvs/rtf/bin/pip install torch==2.13.0
-    /work/venvs/rtf/bin/pip install realtabformer lightgbm
+    /work/venvs/rtf/bin/pip install realtabformer lightgbm "transformers>=4.46,<5" "pandas<3" "datasets<4.5"
+
+(realtabformer 0.2.4 passes ``overwrite_output_dir``, which transformers 5 removed, and fails on
+pandas 3's string columns; datasets 5 needs a huggingface-hub that transformers 4 refuses.)
 """
 
 import argparse
