@@ -25,6 +25,7 @@ from .core.base import Preprocessor, create
 from .core.domain import EncodedData
 from .core.encoding import CategoricalEncoder, TableEncoder
 from .core.features import FeatureData, FeatureTable
+from .core.tokens import TokenData, TokenTable
 from .core.errors import ConfigError, NotFittedError, SchemaError
 from .core.measurements import estimate_total
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
@@ -34,6 +35,7 @@ from .core.schema import Schema
 FORMAT = "synthzoo-model"
 DEFAULT_NUMERIC = {"name": "uniform"}  # numeric columns no preprocessor claims are binned on public bounds
 DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled numbers, one-hot categories
+DEFAULT_TOKENS = {"name": "tokens"}  # a model that fits token rows: category tokens, digits of numbers
 
 
 class Synthesizer:
@@ -146,7 +148,7 @@ class Synthesizer:
         wrong = [n for n, out in makes.items() if out != m["input"]]
         if wrong:
             raise ConfigError(f"model {self.model.name!r} fits {m['input']}, but preprocessor(s) {wrong} make "
-                              f"{makes[wrong[0]]}; use {'features or mode_features' if m['input'] == 'features' else 'uniform, privtree or rare_merge'}")
+                              f"{makes[wrong[0]]}; use {_MAKERS.get(m['input'], 'uniform, privtree or rare_merge')}")
         if m["fits"] == "measurements" and s is None:
             raise ConfigError(f"model {self.model.name!r} fits noisy measurements: give a selector, e.g. select='indif'")
         if m["fits"] == "records" and s is not None:
@@ -210,6 +212,9 @@ class Synthesizer:
         if isinstance(self.encoder_, FeatureTable):
             data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)
             shape = f"{data.x.shape[1]} features"
+        elif isinstance(self.encoder_, TokenTable):
+            data = TokenData(self.encoder_.transform(df), self.encoder_)
+            shape = f"{data.x.shape[1]} tokens per row, vocabulary {self.encoder_.vocab_size}"
         else:
             data = EncodedData(self.encoder_.transform(df), self.encoder_.domain)
             shape = f"domain of {len(data.domain)} columns, {data.domain.size():.3g} cells"
@@ -263,11 +268,13 @@ class Synthesizer:
         encoders: dict = {}
         spenders = self._spenders()
         mods: list[Preprocessor] = list(self.preprocess)
-        features = self.model.get_tags()["input"] == "features"
-        if features and not mods:
-            mods.append(create("preprocess", dict(DEFAULT_FEATURES)))
+        wants = self.model.get_tags()["input"]
+        features, tokens = wants == "features", wants == "tokens"
+        default = DEFAULT_FEATURES if features else DEFAULT_TOKENS if tokens else DEFAULT_NUMERIC
+        if (features or tokens) and not mods:
+            mods.append(create("preprocess", dict(default)))
         elif not any(set(p.kinds) & {"numerical", "datetime"} for p in mods) and any(c.is_numeric for c in schema):
-            mods.append(create("preprocess", dict(DEFAULT_FEATURES if features else DEFAULT_NUMERIC)))
+            mods.append(create("preprocess", dict(default)))
         empty = PrivacyLedger(None).stage("none", 0.0)
         for p in mods:
             cols = [c for c in schema.columns if c.kind in p.kinds]
@@ -280,9 +287,11 @@ class Synthesizer:
             encoders.update(p.fit(df, cols, budget, rng))
         for c in schema.columns:
             if c.name not in encoders:
-                if c.kind != "categorical" or features:
+                if c.kind != "categorical" or features or tokens:
                     raise ConfigError(f"column {c.name!r}: no preprocessor encodes {c.kind} columns")
                 encoders[c.name] = CategoricalEncoder(c)
+        if tokens:
+            return TokenTable(schema, encoders)
         return FeatureTable(schema, encoders) if features else TableEncoder(schema, encoders)
 
     # -- sample ---------------------------------------------------------------------------
@@ -366,7 +375,8 @@ class Synthesizer:
         self._check_fitted()
         doc = {"format": FORMAT, "version": __version__, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                "config": self.config(), "schema": self.schema_.to_dict(), "columns": self.columns_,
-               "encoding": "features" if isinstance(self.encoder_, FeatureTable) else "codes",
+               "encoding": ("features" if isinstance(self.encoder_, FeatureTable)
+                            else "tokens" if isinstance(self.encoder_, TokenTable) else "codes"),
                "encoder": self.encoder_.to_state(), "model_state": self.model.get_state(),
                "n_estimate": getattr(self, "n_estimate_", None),
                "privacy": self.account_.account()}
@@ -396,6 +406,9 @@ class Synthesizer:
         if doc.get("encoding", "codes") == "features":
             self.encoder_ = FeatureTable.from_state(schema, doc["encoder"])
             self.model.set_state(doc["model_state"], self.encoder_)
+        elif doc.get("encoding") == "tokens":
+            self.encoder_ = TokenTable.from_state(schema, doc["encoder"])
+            self.model.set_state(doc["model_state"], self.encoder_)
         else:
             self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
             self.model.set_state(doc["model_state"], self.encoder_.domain)
@@ -419,6 +432,10 @@ class Synthesizer:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")
         return cls.from_json(doc)
+
+
+#: Which preprocessors make a model's input, for the error that names them.
+_MAKERS = {"features": "features or mode_features", "tokens": "tokens"}
 
 
 def _json_default(o):

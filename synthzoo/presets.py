@@ -25,6 +25,8 @@ FEATURE_BASE = {"preprocess": [{"name": "mode_features", "n_modes": 10}], "selec
 _CTGAN_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (CTGAN), NeurIPS 2019"
 _TVAE_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (TVAE), NeurIPS 2019"
 _TABDDPM_PAPER = "Kotelnikov et al., TabDDPM: Modelling Tabular Data with Diffusion Models, ICML 2023"
+_RTF_PAPER = ("Solatorio & Dupriez, REaLTabFormer: Generating Realistic Relational and Tabular Data using "
+              "Transformers, 2023")
 
 PRESETS: dict[str, dict] = {
     # Zhang et al., "PrivSyn: Differentially Private Data Synthesis" (USENIX Security 2021), with the
@@ -148,6 +150,29 @@ PRESETS: dict[str, dict] = {
         "budget_split": {"preprocess": 0.0, "model": 1.0},
         "paper": "Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
                  "Guarantees, ICLR 2019",
+    },
+    # Solatorio & Dupriez, "REaLTabFormer" (2023): a GPT-2 trained from scratch on rows as column-wise
+    # token sequences, numbers as digits. Its vocabulary comes from the schema here (`tokens`, base-100
+    # digits: two decimal digits a token, half the positions of REaLTabFormer's); sized for a CPU
+    # (synthzoo/models/transformer.py: 2 layers of width 128 against the paper's 6 of 768; `size="paper"`
+    # builds that), 20 epochs at a fixed count (no DCR early stopping). epsilon=None trains it as
+    # published; a number trains it by DP-SGD.
+    "realtabformer": {
+        "preprocess": [{"name": "tokens", "base": 100}],
+        "select": None,
+        "model": {"name": "transformer", "epochs": 20, "batch_size": 512, "lr": 1e-3, "dropout": 0.1},
+        "budget_split": {"preprocess": 0.0, "model": 1.0},
+        "paper": _RTF_PAPER,
+    },
+    # DP transformer: the same network and tokens under DP-SGD (dropout off: the clipped, noised
+    # gradient regularises), larger batches and fewer epochs for DP-SGD on a CPU.
+    "dp-transformer": {
+        "preprocess": [{"name": "tokens", "base": 100}],
+        "select": None,
+        "model": {"name": "transformer", "epochs": 10, "batch_size": 1024, "lr": 2e-3, "dropout": 0.0,
+                  "max_grad_norm": 1.0},
+        "budget_split": {"preprocess": 0.0, "model": 1.0},
+        "paper": _RTF_PAPER + "; DP-SGD on the whole network",
     },
 }
 

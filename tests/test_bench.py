@@ -152,3 +152,18 @@ def test_grid_runs_record_models_without_a_selector(demo_csv):
     assert res["status"].tolist() == ["ok"] * 3, res["reason"].tolist()
     assert res["budget_ok"].all() and (res["eps_spent"] > 0.99).all()
     assert res["tvd_2way"].between(0, 1).all()
+
+
+def test_grid_runs_the_transformer_on_tokens(demo_csv):
+    """`--select none --model transformer`: the token model gets the tokens preprocessor and the whole
+    budget (tiny training run)."""
+    from synthzoo.bench import grid_config
+    from synthzoo.models import Transformer
+
+    cfg = grid_config("none", "transformer")
+    assert cfg["preprocess"] == ["tokens"] and cfg["budget_split"] is None and cfg["select"] is None
+    csv, sch = demo_csv
+    res = bench.grid(csv, schema=sch, selectors=["none"], models=[{"name": "transformer", **Transformer._test_params}],
+                     epsilons=[1.0], seeds=[0], isolate=False, ml=False, references=False, log=lambda _: None)
+    assert res["status"].tolist() == ["ok"], res["reason"].tolist()
+    assert res["budget_ok"].all() and (res["eps_spent"] > 0.99).all()

@@ -68,6 +68,9 @@ def grid_config(selector: str, model: str, base: str = "privsyn", preprocess=Non
         cls = REGISTRY["model"].get(_name(model))
         if cls is not None and cls.get_tags()["input"] == "features":
             cfg["preprocess"] = ["mode_features"]  # a model of continuous features: CTGAN's encoding
+        elif cls is not None and cls.get_tags()["input"] == "tokens":
+            cfg["preprocess"] = ["tokens"]  # a token model: digits on public bounds, spends nothing
+            cfg["budget_split"] = None
     return cfg
 
 

@@ -37,9 +37,9 @@ from .schema import Column
 
 #: Tags every module has, with their defaults.  ``spends_budget``: it charges the ledger itself;
 #: ``kinds``: column kinds a preprocessor encodes; ``output``: what a preprocessor's encoders make,
-#: integer ``"codes"`` (a Domain) or continuous ``"features"`` (a FeatureTable); ``adaptive``: a
-#: selector that asks the model between rounds; ``fits``: "measurements" or "records"; ``input``:
-#: what a record model fits, "codes" or "features"; ``answers_marginals``: a model whose ``project``
+#: integer ``"codes"`` (a Domain), continuous ``"features"`` (a FeatureTable) or ``"tokens"`` (a
+#: TokenTable); ``adaptive``: a selector that asks the model between rounds; ``fits``: "measurements"
+#: or "records"; ``input``: what a record model fits, "codes", "features" or "tokens"; ``answers_marginals``: a model whose ``project``
 #: estimates marginals (what adaptive selectors need).
 DEFAULT_TAGS: dict[str, Any] = {"spends_budget": False, "kinds": (), "adaptive": False, "fits": None,
                                 "answers_marginals": False, "output": "codes", "input": "codes"}

@@ -43,6 +43,8 @@ CANARY = {"age": 89, "income": 398765.4321, "avg_order_value": 1987.6543, "purch
 
 #: A quick record model to exercise feature preprocessors with.
 TVAE_QUICK = {"embedding_dim": 8, "compress_dims": (16,), "decompress_dims": (16,), "epochs": 2, "batch_size": 200}
+#: A quick record model to exercise token preprocessors with.
+TRANSFORMER_QUICK = {"n_layer": 1, "n_embd": 16, "n_head": 2, "epochs": 2, "batch_size": 200}
 
 
 class ConformanceError(AssertionError):
@@ -56,11 +58,13 @@ def partner_config(cls: type) -> dict:
     if cls.role == "preprocess":
         if cls.get_tags()["output"] == "features":
             return {"preprocess": [spec], "select": None, "model": {"name": "tvae", **TVAE_QUICK}}
+        if cls.get_tags()["output"] == "tokens":
+            return {"preprocess": [spec], "select": None, "model": {"name": "transformer", **TRANSFORMER_QUICK}}
         return {"preprocess": [spec], "select": "indif", "model": "gum"}
     if cls.role == "select":
         return {"preprocess": ["uniform"], "select": spec, "model": "gum"}
     tags = cls.get_tags()
-    pre = ["features"] if tags["input"] == "features" else ["uniform"]
+    pre = {"features": ["features"], "tokens": ["tokens"]}.get(tags["input"], ["uniform"])
     # MST measures d-1 pairs: a small junction tree, so a non-private run stays quick for any model
     return {"preprocess": pre, "select": "mst" if tags["fits"] == "measurements" else None, "model": spec}
 
@@ -87,7 +91,7 @@ def check_tags(cls) -> None:
     assert not unknown, f"unknown tags {sorted(unknown)}"
     assert isinstance(tags["spends_budget"], bool) and isinstance(tags["adaptive"], bool)
     assert isinstance(tags["answers_marginals"], bool)
-    assert tags["output"] in ("codes", "features") and tags["input"] in ("codes", "features")
+    assert tags["output"] in ("codes", "features", "tokens") and tags["input"] in ("codes", "features", "tokens")
     if cls.role == "preprocess":
         assert tags["kinds"] and set(tags["kinds"]) <= {"categorical", "numerical", "datetime"}, tags["kinds"]
     if cls.role == "model":

@@ -144,3 +144,15 @@ def test_gumbel_top_k_charges_k_selections():
     out = M.gumbel_top_k(led.stage("x", 1.0), np.arange(10.0), 3, 1.0, 0.2)
     assert len(set(out.tolist())) == 3
     assert led.charges[0].rho == pytest.approx(3 * 0.2 ** 2 / 8)
+
+
+def test_non_private_account_is_json():
+    """A non-private run's account (what a model file carries) holds no dp_accounting event objects."""
+    import json
+
+    from synthzoo.core.privacy.ledger import PrivacyLedger
+
+    led = PrivacyLedger(None)
+    led.charge("m", "dp_sgd", None, float("inf"))
+    doc = json.loads(json.dumps(led.account()))
+    assert doc["breakdown"][0]["module"] == "m" and "events" not in doc["breakdown"][0]

@@ -265,7 +265,8 @@ class PrivacyLedger:
             r["events"].append(c.event)
         out = []
         for r in rows.values():
-            eps_alone = epsilon_of(r.pop("events"), self.delta - self.extra_delta) if self.private else math.inf
+            events = r.pop("events")  # popped in non-private runs too: events are not JSON (a model file)
+            eps_alone = epsilon_of(events, self.delta - self.extra_delta) if self.private else math.inf
             out.append({**r, "mechanisms": ", ".join(sorted(r["mechanisms"])),
                         "share": (r["rho"] / self.total_rho) if self.private else float("nan"),
                         "epsilon_alone": eps_alone})
