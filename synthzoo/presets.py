@@ -140,14 +140,11 @@ PRESETS: dict[str, dict] = {
         "model": {"name": "tabddpm", "epochs": 30, "batch_size": 2048, "max_grad_norm": 1.0},
         "paper": _TABDDPM_PAPER + "; DP-SGD on the denoiser",
     },
-    # Jordon, Yoon, van der Schaar, "PATE-GAN" (ICLR 2019), with the data-independent bound of
-    # synthzoo/models/pategan.py: 50 teachers, 300 rounds of 5 teacher and 5 student steps on
-    # batches of 64, Adam 1e-4; scaled public features (min-max on the schema's bounds).
+    # Jordon, Yoon, van der Schaar, "PATE-GAN" (ICLR 2019), with the data-independent bound and the
+    # changes that make it learn of synthzoo/models/pategan.py: 1,000 linear teachers on random
+    # Fourier features, soft student labels, a conditional generator; 300 rounds of 64 labels.
     "pate-gan": {
-        "preprocess": ["features"],
-        "select": None,
-        "model": {"name": "pategan", "n_teachers": 50, "iterations": 300, "batch_size": 64},
-        "budget_split": {"preprocess": 0.0, "model": 1.0},
+        "model": {"name": "pategan", "n_teachers": 1000, "iterations": 300, "batch_size": 64},
         "paper": "Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
                  "Guarantees, ICLR 2019",
     },

@@ -42,9 +42,8 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
-from ..core.privacy.mechanisms import discrete_gaussian, noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
+from .torch_features import Conditions, Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -85,46 +84,6 @@ def _networks(torch, dim: int, cond_dim: int, emb: int, gen_dims: list, dis_dims
             return self.body(x.reshape(-1, (dim + cond_dim) * pac)).squeeze(1)
 
     return Generator(), Critic()
-
-
-class _Conditions:
-    """The categorical blocks a condition can name, and category probabilities per block."""
-
-    def __init__(self, table: FeatureTable, head: Head, counts: list[np.ndarray]):
-        cats = {c.name for c in table.schema.columns if c.kind == "categorical"}
-        self.blocks = [(col, start, width) for col, start, width in head.blocks if col in cats]
-        self.offsets = np.concatenate([[0], np.cumsum([w for _, _, w in self.blocks])]).astype(int)
-        self.dim = int(self.offsets[-1])
-        self.freq, self.logf = [], []
-        for c in counts:
-            c = np.clip(np.asarray(c, dtype=float), 0.0, None)
-            self.freq.append(c / c.sum() if c.sum() > 0 else np.full(c.size, 1.0 / c.size))
-            lg = np.log1p(c)
-            self.logf.append(lg / lg.sum() if lg.sum() > 0 else np.full(c.size, 1.0 / c.size))
-
-    def draw(self, m: int, rng: np.random.Generator, log: bool):
-        """``m`` conditions: (block, category, one-hot matrix)."""
-        blk = rng.integers(len(self.blocks), size=m)
-        cat = np.empty(m, dtype=np.int64)
-        table = self.logf if log else self.freq
-        for b in np.unique(blk):
-            sel = blk == b
-            cat[sel] = rng.choice(table[b].size, size=int(sel.sum()), p=table[b])
-        return blk, cat, self.onehot(blk, cat)
-
-    def onehot(self, blk, cat) -> np.ndarray:
-        out = np.zeros((len(blk), self.dim), dtype=np.float32)
-        out[np.arange(len(blk)), self.offsets[blk] + cat] = 1.0
-        return out
-
-    def of_rows(self, x: np.ndarray, blk: np.ndarray) -> np.ndarray:
-        """Each row's own category in its block (one record, one condition)."""
-        cat = np.empty(len(blk), dtype=np.int64)
-        for b in np.unique(blk):
-            sel = blk == b
-            _, start, width = self.blocks[b]
-            cat[sel] = np.argmax(x[sel, start:start + width], axis=1)
-        return cat
 
 
 @register("model", "ctgan")
@@ -202,10 +161,11 @@ class CTGAN(Model):
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
-        # SynMeter (Du & Li 2024), CTGAN: embedding 64-256, batch 500-1000, learning rates 1e-4-1e-3
-        return {"embedding_dim": ("cat", [64, 128, 256]), "epochs": ("int", 50, 300),
-                "batch_size": ("cat", [500, 1000]), "generator_lr": ("log", 1e-4, 1e-3),
-                "discriminator_lr": ("log", 1e-4, 1e-3)}
+        # SynMeter's CTGAN space (Du & Li, "Towards Principled Assessment of Tabular Data Synthesis
+        # Algorithms", 2024; their synthesizer/ctgan.py): epochs 100-500, batches 500-5000 and both
+        # learning rates 1e-5-1e-3 on a log scale; the widths stay fixed there (and here)
+        return {"epochs": ("int", 100, 500), "batch_size": ("cat", [500, 1000, 2000, 5000]),
+                "generator_lr": ("log", 1e-5, 1e-3), "discriminator_lr": ("log", 1e-5, 1e-3)}
 
     def _build(self, table: FeatureTable, cond_dim: int, private: bool):
         torch = torch_module()
@@ -223,9 +183,7 @@ class CTGAN(Model):
         gen_t = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
         table, private = data.table, budget.private
         head = Head(table, dev)
-        cats = [c for c in table.schema.columns if c.kind == "categorical"]
-        n_hat, counts = self._statistics(data, head, cats, budget)
-        cond = _Conditions(table, head, counts)
+        n_hat, cond = Conditions.from_data(data, head, budget, float(self.count_share), "ctgan")
         G, D = (m.to(dev) for m in self._build(table, cond.dim, private))
         opt_g = torch.optim.Adam(G.parameters(), lr=float(self.generator_lr), betas=(0.5, 0.9),
                                  weight_decay=float(self.weight_decay))
@@ -291,7 +249,7 @@ class CTGAN(Model):
                 wrapped.disable_hooks()  # the generator's step needs no per-row norms of the critic
             score = D(torch.cat([fake, c], dim=1))
             adv = torch.nn.functional.softplus(-score).mean() if private else -score.mean()
-            loss_g = adv + (self._cond_loss(torch, out, cond, blk, cat, dev) if cond.dim else 0.0)
+            loss_g = adv + (cond.loss(out, blk, cat) if cond.dim else 0.0)
             opt_g.zero_grad(set_to_none=True)
             loss_g.backward()
             if private:
@@ -300,27 +258,8 @@ class CTGAN(Model):
         self._set_fitted(table, G, cond, n_hat)
         return self
 
-    def _statistics(self, data, head, cats, budget):
-        """The record count and the categorical one-way marginals: discrete Gaussian counts (private,
-        ``count_share`` of the budget) or exact ones."""
-        if not budget.private:
-            budget.charge("record_count", None, math.inf, note="ctgan: counts (non-private)")
-            counts = [data.x[:, s:s + w].sum(axis=0) for col, s, w in head.blocks if col in {c.name for c in cats}]
-            return float(data.n), counts
-        rho = float(self.count_share) * budget.remaining
-        rho_each = rho / (1 + len(cats))
-        n_hat = noisy_count(budget, data.n, rho_each, note="ctgan: record count")
-        counts = []
-        names = {c.name for c in cats}
-        for col, s, w in head.blocks:
-            if col in names:
-                noisy, _ = discrete_gaussian(budget, data.x[:, s:s + w].sum(axis=0).round(), 1.0, rho_each,
-                                             note=f"ctgan: one-way marginal of {col}")
-                counts.append(noisy)
-        return n_hat, counts
-
     @staticmethod
-    def _rows_by_category(x: np.ndarray, cond: _Conditions) -> list[list[np.ndarray]]:
+    def _rows_by_category(x: np.ndarray, cond: Conditions) -> list[list[np.ndarray]]:
         return [[np.flatnonzero(x[:, s + k] > 0.5) for k in range(w)] for _, s, w in cond.blocks]
 
     @staticmethod
@@ -346,18 +285,7 @@ class CTGAN(Model):
         grad = torch.autograd.grad(D(mix).sum(), mix, create_graph=True)[0]
         return 10.0 * ((grad.reshape(-1, pac * real.shape[1]).norm(2, dim=1) - 1) ** 2).mean()
 
-    @staticmethod
-    def _cond_loss(torch, out, cond, blk, cat, dev):
-        """Cross-entropy between the generated block a condition names and its category."""
-        cols = torch.as_tensor(np.array([cond.blocks[b][1] for b in blk]), device=dev)
-        width = max(w for _, _, w in cond.blocks)
-        ar = torch.arange(width, device=dev)
-        idx = cols[:, None] + ar[None, :]
-        valid = ar[None, :] < torch.as_tensor(np.array([cond.blocks[b][2] for b in blk]), device=dev)[:, None]
-        logits = out.gather(1, idx.clamp(max=out.shape[1] - 1)).masked_fill(~valid, float("-inf"))
-        return torch.nn.functional.cross_entropy(logits, torch.as_tensor(cat, device=dev))
-
-    def _set_fitted(self, table: FeatureTable, G, cond: _Conditions, total: float) -> None:
+    def _set_fitted(self, table: FeatureTable, G, cond: Conditions, total: float) -> None:
         self._fitted(table)
         self._gen = G.cpu().eval()
         self._cond = cond
@@ -383,10 +311,7 @@ class CTGAN(Model):
                 "weights": state_dict_to_json(self._gen)}
 
     def _set_state(self, state: dict, table) -> None:
-        head = Head(table, "cpu")
-        cond = _Conditions(table, head, [np.asarray(f, dtype=float) for f in state["frequencies"]])
-        if len(cond.freq) != len(cond.blocks) or any(f.size != w for f, (_, _, w) in zip(cond.freq, cond.blocks)):
-            raise ConfigError("ctgan.set_state: the saved frequencies do not fit the feature layout")
+        cond = Conditions.from_state(table, state["frequencies"], "ctgan")
         G, _ = self._build(table, cond.dim, private=False)
         load_json_state(G, state["weights"], "ctgan")
         self._set_fitted(table, G, cond, float(state["total"]))

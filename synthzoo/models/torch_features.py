@@ -1,7 +1,8 @@
 """What the record models that fit continuous features share (``tvae``, ``ctgan``, ``pategan``,
-``tabddpm``): the output head of a feature layout, its per-record losses, saved weights, and the
+``tabddpm``): the output head of a feature layout, its per-record losses, saved weights, the
 opening of a DP-SGD run (:func:`dpsgd_run`) with the state of a one-network model
-(:class:`OneNetwork`).  A helper of those model files, not a module.
+(:class:`OneNetwork`), and CTGAN's conditional vectors drawn from charged one-way marginals
+(:class:`Conditions`, used by ``ctgan`` and ``pategan``).  A helper of those model files, not a module.
 
 A :class:`~synthzoo.core.features.FeatureTable`'s layout says how each slice is produced: ``tanh``
 scalars, ``softmax`` one-hot blocks, ``sigmoid`` flags.  Everything here is vectorised over the
@@ -217,3 +218,121 @@ class OneNetwork:
         net = self._build(table)
         load_json_state(net, state["weights"], self.name)
         self._set_fitted(table, net, float(state["total"]))
+
+
+class Conditions:
+    """CTGAN's conditional vectors (Xu et al., NeurIPS 2019): the categorical blocks a condition can
+    name and each one's category probabilities, by frequency and by log-frequency.
+
+    The probabilities come from one-way marginals that :meth:`from_data` releases by the discrete
+    Gaussian mechanism (charged) in a private run, so drawing conditions, the conditional loss and
+    sampling read no record."""
+
+    def __init__(self, table: FeatureTable, head: Head, counts: list[np.ndarray], every_block: bool = False):
+        self.blocks = self.blocks_of(table, head, every_block)
+        self.offsets = np.concatenate([[0], np.cumsum([w for _, _, w in self.blocks])]).astype(int)
+        self.dim = int(self.offsets[-1])
+        self.freq, self.logf = [], []
+        for c in counts:
+            c = np.clip(np.asarray(c, dtype=float), 0.0, None)
+            self.freq.append(c / c.sum() if c.sum() > 0 else np.full(c.size, 1.0 / c.size))
+            lg = np.log1p(c)
+            self.logf.append(lg / lg.sum() if lg.sum() > 0 else np.full(c.size, 1.0 / c.size))
+
+    @staticmethod
+    def blocks_of(table: FeatureTable, head: Head, every_block: bool = False) -> list[tuple[str, int, int]]:
+        """The one-hot blocks a condition can name: the categorical columns' (CTGAN), or with
+        ``every_block`` also the mode indicators of mode-normalised numbers."""
+        cats = {c.name for c in table.schema.columns if c.kind == "categorical"}
+        return [(col, start, width) for col, start, width in head.blocks if every_block or col in cats]
+
+    @classmethod
+    def from_data(cls, data, head: Head, budget, share: float, who: str,
+                  every_block: bool = False) -> tuple[float, "Conditions"]:
+        """The record count and the blocks' one-way marginals: discrete Gaussian counts sharing
+        ``share`` of what is left of ``budget`` equally (each of L2 sensitivity 1) when private, exact
+        counts (recorded as non-private) otherwise.  Returns ``(n_hat, conditions)``."""
+        import math
+
+        from ..core.privacy.mechanisms import discrete_gaussian, noisy_count
+
+        blocks = cls.blocks_of(data.table, head, every_block)
+        if not budget.private:
+            budget.charge("record_count", None, math.inf, note=f"{who}: counts (non-private)")
+            return float(data.n), cls(data.table, head, [data.x[:, s:s + w].sum(axis=0) for _, s, w in blocks],
+                                      every_block)
+        rho_each = float(share) * budget.remaining / (1 + len(blocks))
+        n_hat = noisy_count(budget, data.n, rho_each, note=f"{who}: record count")
+        counts = []
+        for col, s, w in blocks:
+            noisy, _ = discrete_gaussian(budget, data.x[:, s:s + w].sum(axis=0).round(), 1.0, rho_each,
+                                         note=f"{who}: one-way marginal of {col}")
+            counts.append(noisy)
+        return n_hat, cls(data.table, head, counts, every_block)
+
+    @classmethod
+    def from_state(cls, table: FeatureTable, frequencies: list, who: str, every_block: bool = False) -> "Conditions":
+        """The saved category frequencies (:attr:`freq`), checked against the layout."""
+        cond = cls(table, Head(table, "cpu"), [np.asarray(f, dtype=float) for f in frequencies], every_block)
+        if len(cond.freq) != len(cond.blocks) or any(f.size != w or not np.isfinite(f).all()
+                                                     for f, (_, _, w) in zip(cond.freq, cond.blocks)):
+            raise ConfigError(f"{who}.set_state: the saved frequencies do not fit the feature layout")
+        return cond
+
+    def draw(self, m: int, rng: np.random.Generator, log: bool):
+        """``m`` conditions: (block, category, one-hot matrix); the block uniformly, the category by
+        frequency or (``log``) by log-frequency."""
+        blk = rng.integers(len(self.blocks), size=m)
+        cat = np.empty(m, dtype=np.int64)
+        table = self.logf if log else self.freq
+        for b in np.unique(blk):
+            sel = blk == b
+            cat[sel] = rng.choice(table[b].size, size=int(sel.sum()), p=table[b])
+        return blk, cat, self.onehot(blk, cat)
+
+    def onehot(self, blk, cat) -> np.ndarray:
+        out = np.zeros((len(blk), self.dim), dtype=np.float32)
+        out[np.arange(len(blk)), self.offsets[blk] + cat] = 1.0
+        return out
+
+    def of_rows(self, x: np.ndarray, blk: np.ndarray) -> np.ndarray:
+        """Each row's own category in its block (one record, one condition)."""
+        cat = np.empty(len(blk), dtype=np.int64)
+        for b in np.unique(blk):
+            sel = blk == b
+            _, start, width = self.blocks[b]
+            cat[sel] = np.argmax(x[sel, start:start + width], axis=1)
+        return cat
+
+    def loss(self, out, blk, cat):
+        """The generator's conditional loss: the cross-entropy between the block each condition names
+        (of the raw outputs ``out``) and its category."""
+        torch = torch_module()
+        dev = out.device
+        cols = torch.as_tensor(self.offsets_in_layout[blk], device=dev)
+        width = max(w for _, _, w in self.blocks)
+        ar = torch.arange(width, device=dev)
+        idx = cols[:, None] + ar[None, :]
+        valid = ar[None, :] < torch.as_tensor(self.widths[blk], device=dev)[:, None]
+        logits = out.gather(1, idx.clamp(max=out.shape[1] - 1)).masked_fill(~valid, float("-inf"))
+        return torch.nn.functional.cross_entropy(logits, torch.as_tensor(cat, device=dev))
+
+    @property
+    def offsets_in_layout(self) -> np.ndarray:
+        return np.array([s for _, s, _ in self.blocks], dtype=np.int64)
+
+    @property
+    def widths(self) -> np.ndarray:
+        return np.array([w for _, _, w in self.blocks], dtype=np.int64)
+
+    def marginal_loss(self, probs):
+        """Sum over the blocks of the KL divergence from the (noisy) one-way marginal to the batch's
+        average of the generated block ``probs`` (softmax outputs): post-processing of the marginals
+        that keeps a generator's one-way marginals where the released counts say."""
+        torch = torch_module()
+        loss = probs.new_zeros(())
+        for (_, start, width), f in zip(self.blocks, self.freq):
+            target = torch.as_tensor(f, dtype=probs.dtype, device=probs.device)
+            avg = probs[:, start:start + width].mean(0).clamp_min(1e-8)
+            loss = loss + (target * (torch.log(target.clamp_min(1e-8)) - torch.log(avg))).sum()
+        return loss

@@ -39,17 +39,29 @@ def test_teachers_see_disjoint_parts_and_every_step_runs(demo):
 
 
 def test_noisy_labels_follow_the_votes_when_the_noise_is_small():
-    m = PATEGAN(n_teachers=10)
+    """Soft labels are the share of teachers voting "real"; hard labels (the paper's) its argmax."""
+    for labels, expected in (("soft", [0.0, 0.2, 0.8, 1.0]), ("hard", [0.0, 0.0, 1.0, 1.0])):
+        m = PATEGAN(n_teachers=10, labels=labels)
+        led = PrivacyLedger(1.0, 1e-5)
+        m.sigma_ = 1e-3
+        got = m._noisy_labels(np.array([0, 2, 8, 10]), 10, led.stage("m", 1.0))
+        assert got.tolist() == pytest.approx(expected)
+
+
+def test_soft_labels_are_unbiased_vote_shares_under_noise():
+    """The student's soft target is an unbiased estimate of the share voting "real" at any noise."""
+    m = PATEGAN(n_teachers=20)
     led = PrivacyLedger(1.0, 1e-5)
-    m.sigma_ = 1e-3
-    labels = m._noisy_labels(np.array([0, 2, 8, 10]), 10, led.stage("m", 1.0))
-    assert labels.tolist() == [0.0, 0.0, 1.0, 1.0]
+    m.sigma_ = 30.0
+    got = m._noisy_labels(np.full(40000, 15), 20, led.stage("m", 1.0))
+    assert got.mean() == pytest.approx(0.75, abs=0.05)
+    assert got.std() == pytest.approx(30.0 * math.sqrt(2) / 40, rel=0.05)
 
 
 def test_epsilon_is_the_accountants_conversion_of_the_charged_votes(demo):
     """Violations in hand-written moments accountants (a missing log, ``2*lam*l + 1`` for
     ``2*lam*(l + 1)``): ours writes none.  The reported epsilon is dp-accounting's RDP conversion
-    of exactly the zCDP charged for the votes (``Q / sigma^2``) and the count, checked here against
+    of exactly the zCDP charged for the votes (``Q / sigma^2``) the count and the one-way marginals, checked here against
     an accountant built independently and against the closed-form bound rho + 2 sqrt(rho ln 1/delta)."""
     df, schema = demo
     with warnings.catch_warnings():
@@ -57,10 +69,11 @@ def test_epsilon_is_the_accountants_conversion_of_the_charged_votes(demo):
         s = sz.Synthesizer(preprocess=["features"], model={"name": "pategan", **QUICK}, epsilon=1.0, delta=1e-5,
                            schema=schema, seed=0).fit(df)
     m = s.model
-    charges = {c.mechanism: c.rho for c in s.ledger_.charges}
-    assert set(charges) == {"discrete_gaussian", "pate_votes"}
-    assert charges["pate_votes"] == pytest.approx(m.queries / m.sigma_ ** 2, rel=1e-12)
-    rho = sum(charges.values())
+    # the record count and one-way marginals (discrete Gaussian), then the votes
+    assert {c.mechanism for c in s.ledger_.charges} == {"discrete_gaussian", "pate_votes"}
+    votes = [c.rho for c in s.ledger_.charges if c.mechanism == "pate_votes"]
+    assert votes == [pytest.approx(m.queries / m.sigma_ ** 2, rel=1e-12)]
+    rho = sum(c.rho for c in s.ledger_.charges)
     acc = dpa.rdp.RdpAccountant(orders=[1 + x / 10 for x in range(1, 100)] + list(range(12, 256)))
     acc.compose(dpa.ZCDpEvent(rho))
     eps, delta = s.privacy_spent()

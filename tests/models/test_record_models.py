@@ -10,7 +10,7 @@ import synthzoo as sz
 from helpers import schema_features
 from synthzoo.datasets import make_demo
 from synthzoo.models import CTGAN, PATEGAN, TVAE, TabDDPM
-from synthzoo.models.ctgan import _Conditions
+from synthzoo.models.torch_features import Conditions
 from synthzoo.models.torch_features import Head
 
 QUICK = {"tvae": dict(TVAE._test_params), "ctgan": dict(CTGAN._test_params), "pategan": dict(PATEGAN._test_params),
@@ -38,7 +38,7 @@ def test_dp_ctgan_conditions_a_real_row_on_its_own_category(demo):
     df, schema = demo
     data = schema_features(df, schema)
     head = Head(data.table, "cpu")
-    cond = _Conditions(data.table, head, [np.ones(w) for col, s, w in head.blocks
+    cond = Conditions(data.table, head, [np.ones(w) for col, s, w in head.blocks
                                           if schema[col].kind == "categorical"])
     rng = np.random.default_rng(0)
     blk = rng.integers(len(cond.blocks), size=200)
