@@ -299,3 +299,38 @@ def test_tablediffusion_private_fit_is_within_the_request(demo, predict_noise):
     assert list(fake.columns) == list(df.columns) and len(fake) == 300
     assert fake.equals(s.sample(300, seed=1))
     assert math.isfinite(s.n_estimate_)
+
+
+# ---------------------------------------------------------------------------- full size (slow)
+def _adult_split(adult):
+    from synthzoo.datasets import train_test_split
+
+    df, schema = adult
+    train, test = train_test_split(df, test_size=0.2, seed=0)
+    return train, test, schema
+
+
+@pytest.mark.slow
+def test_adult_tabddpm_within_half_of_the_two_way_tvd(adult):
+    """The issue's target: non-private TabDDPM (the preset) on adult within 0.01 of HALF's 2-way TVD
+    against the held-out rows."""
+    from synthzoo.metrics import half_split, tvd_2way
+
+    train, test, schema = _adult_split(adult)
+    s = sz.make("tabddpm", epsilon=None, schema=schema, seed=0).fit(train)
+    half, _ = half_split(train, 0)
+    assert tvd_2way(test, s.sample(len(train)), schema) <= tvd_2way(test, half, schema) + 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["dp-tabddpm", "tablediffusion"])
+def test_adult_dp_diffusion_trains_at_epsilon_1(adult, preset):
+    """Every DP diffusion preset trains on adult at epsilon 1 within the request, in under 20 minutes."""
+    import time
+
+    train, test, schema = _adult_split(adult)
+    t0 = time.process_time()
+    s = sz.make(preset, epsilon=1.0, schema=schema, seed=0).fit(train)
+    assert time.process_time() - t0 < 20 * 60
+    assert s.privacy_spent().epsilon <= 1.0 * (1 + 1e-9)
+    assert len(s.sample(1000)) == 1000
