@@ -34,8 +34,8 @@ Defaults are the paper's design sized for a CPU (``synthzoo/presets.py`` lists t
 reference's adult configuration is T = 100 diffusion steps, a (256, 1024, 1024, 1024, 1024, 256)
 network, 30,000 steps of 4,096 rows at learning rate 2e-3, weight decay 0, label-conditional.  Here
 T = 100, hidden (256, 512, 512, 256), batches of 1,024 for 120 epochs (about 3,100 steps on adult's
-26,049 training rows: a fifth of the reference's rows seen, 1/40 of its compute) -- see the preset
-comments for the measured quality and time.
+26,049 training rows: a fifth of the reference's rows seen, 1/40 of its compute) -- README's paragraph on
+the diffusion models gives the measured quality and time on adult.
 """
 
 from __future__ import annotations

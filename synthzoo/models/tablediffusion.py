@@ -29,6 +29,12 @@ clipping clips one gradient per record to C (Opacus' hooks in the reference accu
 passes' per-sample gradients before clipping: the same sensitivity).  The sampling rate uses a DP
 record count (charged) where the reference reads ``len(data)``.  ``epsilon=None`` trains the same
 network without clipping or noise.
+
+Known weakness, kept as the reference has it: after the first draw the sampler is deterministic
+(``x <- x - sqrt(beta_t) eps_hat(x)`` with no fresh noise, no timestep input), so the samples
+collapse towards conditional means.  On adult (one run each, 80/20 split, seed 0, one thread) the
+preset scores a 2-way TVD of .50 at epsilon 1 and .61 without DP (numbers bunched in the middle of
+their ranges, one category taking most rows), against .084 for independent columns.
 """
 
 from __future__ import annotations
