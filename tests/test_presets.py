@@ -26,10 +26,12 @@ FAST = {
     "dp-tvae": {"model": {"name": "tvae", "epochs": 3, "compress_dims": [32], "decompress_dims": [32]}},
     "pate-gan": {"model": {"name": "pategan", "n_teachers": 5, "iterations": 5, "hidden": [32]}},
     "tabddpm": {"model": {"name": "tabddpm", "steps": 20, "epochs": 3, "hidden": [32]}},
-    "dp-tabddpm": {"model": {"name": "tabddpm", "steps": 20, "epochs": 3, "hidden": [32], "batch_size": 500}},
     "realtabformer": {"model": {"name": "transformer", "n_layer": 1, "n_embd": 16, "n_head": 2, "epochs": 2}},
     "dp-transformer": {"model": {"name": "transformer", "n_layer": 1, "n_embd": 16, "n_head": 2, "epochs": 2,
                                  "dropout": 0.0, "batch_size": 500}},
+    "dp-tabddpm": {"model": {"name": "tabddpm", "steps": 20, "epochs": 3, "hidden": [32], "batch_size": 500,
+                             "multiplicity": 2}},
+    "tablediffusion": {"model": {"name": "tablediffusion", "epochs": 2, "hidden": [32], "batch_size": 500}},
 }
 
 

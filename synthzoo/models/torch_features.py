@@ -131,17 +131,22 @@ def resolve_device(spec: str, who: str):
     return torch.device(spec)
 
 
-def sample_rows(table: FeatureTable, n: int, rng: np.random.Generator, decode, sigma=None) -> np.ndarray:
+def sample_rows(table: FeatureTable, n: int, rng: np.random.Generator, decode, sigma=None,
+                finished: bool = False) -> np.ndarray:
     """``n`` feature rows, 8,192 at a time: ``decode(m, generator)`` gives a batch's raw outputs (a
     torch generator seeded from ``rng`` draws its noise), the head activates them and draws the
-    categories and flags (and adds ``sigma`` noise to the scalars, TVAE's sampling)."""
+    categories and flags (and adds ``sigma`` noise to the scalars, TVAE's sampling).  With
+    ``finished=True`` the decoder's output already is feature rows (a diffusion model's chain ends on
+    one-hot categories) and is taken as it is."""
     torch = torch_module()
     head = Head(table, "cpu")
     gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
     out = []
     with torch.no_grad():
         for lo in range(0, n, 8192):
-            out.append(head.finish(head.activate(decode(min(8192, n - lo), gen)), rng, sigma))
+            raw = decode(min(8192, n - lo), gen)
+            out.append(raw.cpu().numpy().astype(np.float32) if finished else
+                       head.finish(head.activate(raw), rng, sigma))
     return np.concatenate(out) if out else np.zeros((0, table.dim), dtype=np.float32)
 
 
@@ -167,17 +172,20 @@ def load_json_state(module, saved: dict, who: str) -> None:
     module.load_state_dict(new)
 
 
-def dpsgd_run(model, data, budget, who: str):
+def dpsgd_run(model, data, budget, who: str, n_hat: float | None = None):
     """The opening every DP-SGD record model shares: the record count (a discrete Gaussian count of
     ``model.count_share`` of the budget when private), the fixed number of steps
     ``ceil(epochs * n_hat / batch_size)`` and the :class:`~synthzoo.core.privacy.dpsgd.DPSGD` run,
-    charged before any step.  Returns ``(n_hat, steps, sgd)``."""
+    charged before any step.  A model that has already released a count (TabDDPM's label counts sum
+    to one) passes it as ``n_hat`` and no other is taken.  Returns ``(n_hat, steps, sgd)``."""
     import math
 
     from ..core.privacy.dpsgd import DPSGD
     from ..core.privacy.mechanisms import noisy_count
 
-    if budget.private:
+    if n_hat is not None:
+        n_hat = float(n_hat)
+    elif budget.private:
         n_hat = noisy_count(budget, data.n, float(model.count_share) * budget.remaining, note=f"{who}: record count")
     else:
         n_hat = float(data.n)

@@ -6,6 +6,10 @@
   NeurIPS 2019) for numbers, one-hot categories.  The modes of each numeric column are fitted to a
   histogram over PrivTree bins on the public bounds, both released through the ledger -- every
   reference implementation fits its Gaussian mixture on the raw column for free.
+* ``"quantile_features"`` -- :class:`QuantileFeatures`: numbers as their quantile levels (the
+  ``QuantileTransformer`` of TabDDPM and TableDiffusion), categories one-hot.  The quantile function
+  of each numeric column comes from the same DP histogram over PrivTree bins -- the reference
+  implementations fit it on the raw column.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import pandas as pd
 
 from ..core.base import Preprocessor, register
 from ..core.errors import BudgetExceededError
-from ..core.features import ModeNormalised, OneHot, ScaledNumber
+from ..core.features import ModeNormalised, OneHot, QuantileNumber, ScaledNumber
 from ..core.params import Integral, Interval, Real
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import charge_pure_dp, discrete_gaussian, epsilon_for_rho
@@ -108,14 +112,89 @@ class ModeFeatures(Preprocessor):
                 budget.charge("mode_fit", None, math.inf, note=c.name)
                 out[c.name] = ModeNormalised.from_values(c, v, int(self.n_modes), rng)
                 continue
-            lo, hi = (float(math.ceil(c.lower)), float(math.floor(c.upper)) + 1.0) if c.integer else (c.lower, c.upper)
-            eps = epsilon_for_rho(float(self.tree_share) * rho, bounded_range=False) if budget.private else None
-            charge_pure_dp(budget, eps if eps is not None else math.inf, "privtree", note=c.name)
-            edges = privtree_edges(v, lo, hi, c.integer, eps, budget.noise, theta=0.0,
-                                   max_depth=int(self.max_depth))
-            idx = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, edges.size - 2)
-            counts = np.bincount(idx, minlength=edges.size - 1).astype(float)
-            noisy, _ = discrete_gaussian(budget, counts, 1.0, (1 - float(self.tree_share)) * rho,
-                                         mechanism="mode_histogram", note=c.name)
+            edges, noisy = privtree_histogram(c, v, budget, rho, float(self.tree_share), int(self.max_depth),
+                                              "mode_histogram")
             out[c.name] = ModeNormalised.from_histogram(c, edges, noisy, int(self.n_modes), rng)
+        return out
+
+
+def privtree_histogram(c: Column, v: np.ndarray, budget: Budget, rho: float, tree_share: float, max_depth: int,
+                       mechanism: str) -> tuple[np.ndarray, np.ndarray]:
+    """A private column's noisy histogram over PrivTree bins on its public bounds (integer bins
+    ``[a, b)`` for an integer column): the bins with ``tree_share`` of ``rho`` (pure DP, charged as
+    ``"privtree"``), then a discrete Gaussian count per bin (L2 sensitivity 1: a record falls in one
+    bin, a missing value in none) with the rest, charged as ``mechanism``.  ``v`` holds the column's
+    values without NaN.  Returns ``(edges, noisy_counts)``."""
+    lo, hi = (float(math.ceil(c.lower)), float(math.floor(c.upper)) + 1.0) if c.integer else (c.lower, c.upper)
+    eps = epsilon_for_rho(tree_share * rho, bounded_range=False)
+    charge_pure_dp(budget, eps, "privtree", note=c.name)
+    edges = privtree_edges(v, lo, hi, c.integer, eps, budget.noise, theta=0.0, max_depth=max_depth)
+    idx = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, edges.size - 2)
+    counts = np.bincount(idx, minlength=edges.size - 1).astype(float)
+    noisy, _ = discrete_gaussian(budget, counts, 1.0, (1 - tree_share) * rho, mechanism=mechanism, note=c.name)
+    return edges, noisy
+
+
+@register("preprocess", "quantile_features")
+class QuantileFeatures(Preprocessor):
+    """Numbers as their quantile levels (the ``QuantileTransformer`` of TabDDPM and TableDiffusion)
+    with the quantile function fitted to DP statistics; categories one-hot.
+
+    Per numeric column, the column's even part of the module's budget buys a histogram over PrivTree
+    bins (as :class:`ModeFeatures`: ``tree_share`` for the bins, charged as ``"privtree"``, the rest
+    for discrete Gaussian counts, charged as ``"quantile_histogram"``); the quantile function is that
+    noisy histogram's, uniform within each bin (:meth:`QuantileNumber.from_histogram`).  PrivTree gives
+    a point mass such as adult's capital-gain = 0 a bin of its own, so it stays a point mass.  A
+    non-private run (``epsilon=None``) takes the column's own ``n_quantiles`` quantiles, as the papers'
+    ``QuantileTransformer`` does (recorded as a non-private ``"quantile_fit"``).
+
+    Parameters
+    ----------
+    n_quantiles : int, default 1000
+        Levels of a non-private fit (scikit-learn's default).
+    tree_share : float, default 0.5
+        Share of each column's budget for the PrivTree bins.
+    max_depth : int, default 20
+        PrivTree's depth cap (resolution ``range / 2^max_depth``).
+
+    Examples
+    --------
+    >>> sz.Synthesizer(preprocess=["quantile_features"], model="tabddpm", epsilon=1.0)  # doctest: +SKIP
+    """
+
+    _tags = {"kinds": _ALL, "output": "features", "spends_budget": True}
+    _parameter_constraints = {"n_quantiles": [Interval(Integral, 2, None)],
+                              "tree_share": [Interval(Real, 0, 1, closed="neither")],
+                              "max_depth": [Interval(Integral, 1, 40)]}
+    paper = ("Kotelnikov et al., TabDDPM, ICML 2023 (quantile transform of numerical features); "
+             "Zhang, Xiao & Xie, PrivTree, SIGMOD 2016")
+
+    def __init__(self, n_quantiles: int = 1000, tree_share: float = 0.5, max_depth: int = 20):
+        self.n_quantiles = n_quantiles
+        self.tree_share = tree_share
+        self.max_depth = max_depth
+
+    def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
+        """``{name: encoder}``: a quantile function from a noisy PrivTree histogram per numeric column,
+        one-hot categories."""
+        self.check_columns(df, columns)
+        numeric = [c for c in columns if c.is_numeric]
+        if numeric and budget.private and not budget.remaining > 0:
+            raise BudgetExceededError(f"quantile_features: budget {budget.name!r} has no rho left for "
+                                      f"{len(numeric)} numeric column(s); give preprocessing a share of the budget")
+        rho = budget.remaining * (1 - 1e-12) / len(numeric) if (numeric and budget.private) else math.inf
+        out = {}
+        for c in columns:
+            if c.kind == "categorical":
+                out[c.name] = OneHot(c)
+                continue
+            v = numeric_values(df[c.name], c)
+            v = v[~np.isnan(v)]
+            if not budget.private:  # the papers' QuantileTransformer on the column (recorded as non-private)
+                budget.charge("quantile_fit", None, math.inf, note=c.name)
+                out[c.name] = QuantileNumber.from_values(c, v, int(self.n_quantiles))
+                continue
+            edges, noisy = privtree_histogram(c, v, budget, rho, float(self.tree_share), int(self.max_depth),
+                                              "quantile_histogram")
+            out[c.name] = QuantileNumber.from_histogram(c, edges, noisy)
         return out

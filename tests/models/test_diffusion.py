@@ -1,0 +1,338 @@
+"""The diffusion models (tabddpm, tablediffusion) and the quantile features they use: DP-SGD with
+augmentation multiplicity clips each record exactly, the diffusion maths behaves, the quantile
+encoding round-trips integers and point masses and is fitted on DP statistics only."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthzoo as sz
+from synthzoo.core.features import FeatureData, FeatureTable, QuantileNumber
+from synthzoo.core.privacy.dpsgd import DPSGD
+from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.datasets import make_demo
+from synthzoo.models.tabddpm import TabDDPM, _Diffusion, _network, cosine_schedule
+from synthzoo.preprocess import QuantileFeatures
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return make_demo(n=800, seed=0)
+
+
+def _quantile_data(df, schema, epsilon=None):
+    ledger = PrivacyLedger(epsilon, 1e-5, noise_seed=0 if epsilon else None)
+    enc = QuantileFeatures().fit(df, schema.columns, ledger.stage("pre", 1.0), np.random.default_rng(0))
+    table = FeatureTable(schema, enc)
+    return FeatureData(table.transform(df, np.random.default_rng(0)), table), ledger
+
+
+# ---------------------------------------------------------------------------- quantile features
+def test_quantile_encoding_round_trips_integers_and_point_masses():
+    rng = np.random.default_rng(0)
+    n = 5000
+    gain = np.where(rng.random(n) < 0.92, 0, rng.integers(1, 99_999, n))       # adult's capital-gain shape
+    age = rng.integers(17, 91, n)
+    money = rng.lognormal(10, 1, n).clip(0, 1e6)
+    df = pd.DataFrame({"gain": gain, "age": age, "money": money})
+    schema = sz.Schema.from_dict({"columns": {
+        "gain": {"type": "numerical", "lower": 0, "upper": 99_999, "integer": True},
+        "age": {"type": "numerical", "lower": 17, "upper": 90, "integer": True},
+        "money": {"type": "numerical", "lower": 0, "upper": 1e6}}})
+    for eps in (None, 1.0):
+        data, ledger = _quantile_data(df, schema, eps)
+        back = data.table.inverse(data.x, rng)
+        assert np.array_equal(back["age"].to_numpy(), age)                      # integers come back exactly
+        assert np.all(back["gain"].to_numpy()[gain == 0] == 0)                  # the point mass too
+        # the sparse tail: float32 features lose a little in wide DP bins of small mass
+        assert np.median(np.abs(back["gain"].to_numpy() - gain)[gain > 0]) == 0
+        assert np.max(np.abs(back["gain"].to_numpy() - gain) / np.maximum(gain, 1)) < 0.01
+        # the point mass is one feature value, and every level of its range decodes to 0
+        x = data.x[:, data.table.columns["gain"]][:, 0]
+        assert np.unique(x[gain == 0]).size == 1
+        enc = data.table.encoders["gain"]
+        u = np.linspace(0, 1, 2001)
+        zero = enc.inverse(np.c_[2 * u - 1], rng) == 0                          # the levels decoding to 0
+        assert zero.mean() > 0.85 and np.all(zero[:int(0.85 * 2000)])
+        rel = np.abs(back["money"] - money) / money
+        assert np.median(rel) < 1e-3
+    mech = [c.mechanism for c in ledger.charges]
+    assert mech == ["privtree", "quantile_histogram"] * 3
+
+
+def test_private_quantiles_never_read_the_column_beyond_the_histogram(monkeypatch):
+    """A private fit builds each quantile function from the noisy histogram alone: two frames with
+    the same histogram over the same bins (values moved within their bins) give the same knots."""
+    import synthzoo.preprocess.features as F
+
+    rng = np.random.default_rng(1)
+    v = rng.integers(0, 1000, 2000).astype(float)
+    edges = np.array([0.0, 100.0, 500.0, 1001.0])
+    monkeypatch.setattr(F, "privtree_edges", lambda *a, **k: edges)
+    w = v.copy()
+    w[v < 100] = 50.0                                                           # same bins, other values
+    schema = sz.Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 1000,
+                                                    "integer": True}}})
+    knots = []
+    for vals in (v, w):
+        ledger = PrivacyLedger(1.0, 1e-5, noise_seed=3)
+        enc = QuantileFeatures().fit(pd.DataFrame({"x": vals}), schema.columns, ledger.stage("pre", 1.0), rng)
+        knots.append((enc["x"].values.copy(), enc["x"].levels.copy()))
+    assert np.array_equal(knots[0][0], knots[1][0]) and np.array_equal(knots[0][1], knots[1][1])
+
+
+def test_quantile_state_is_checked_on_load():
+    col = sz.Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 1}}})["x"]
+    from synthzoo.core.features import feature_encoder_from_state
+
+    good = QuantileNumber(col, [0, 0.5, 1], [0, 0.5, 1]).to_state()
+    assert isinstance(feature_encoder_from_state(col, good), QuantileNumber)
+    for bad in ({**good, "values": [0, 1, 0.5]}, {**good, "levels": [0, 0.5, 0.9]},
+                {**good, "values": [0, float("nan"), 1]}):
+        with pytest.raises(sz.ConfigError, match="quantile"):
+            feature_encoder_from_state(col, bad)
+
+
+# ---------------------------------------------------------------------------- TabDDPM maths
+def _tabddpm_parts(demo, **params):
+    df, schema = demo
+    data, _ = _quantile_data(df, schema)
+    model = TabDDPM(**{"steps": 20, "hidden": (32, 32), "embedding_dim": 16, **params})
+    lay = model._layout(data.table, "cpu")
+    diff = _Diffusion(torch, lay, model.steps, "cpu")
+    z, y = lay.to_state(torch.as_tensor(data.x))
+    return data, model, lay, diff, z, y
+
+
+def test_tabddpm_posteriors_and_layout(demo):
+    data, model, lay, diff, z, y = _tabddpm_parts(demo)
+    assert lay.n_labels == 2 and y is not None                                  # churn: the demo's target
+    assert lay.d == data.table.dim - 2 and lay.normal.numel() > 0
+    # the posterior q(x_{t-1} | x_t, x_0) is a distribution, equals Bayes' rule on one block, and at
+    # t = 0 puts everything on x_0 (beta_0 tiny)
+    b0 = z[:50, lay.idx] * lay.mask
+    t = torch.randint(1, diff.T, (50,))
+    bt = diff.draw(diff.q_pred(b0, t), torch.rand(50, lay.n_blocks))
+    post = diff.posterior(b0, bt, t)
+    assert torch.allclose(post.sum(-1), torch.ones(50, lay.n_blocks), atol=1e-5)
+    assert torch.all(post[~lay.mask.expand(50, -1, -1)] == 0)
+    i, k = 3, 0
+    w = int(lay.mask[k].sum())
+    x0 = b0[i, k, :w].double()
+    xt = bt[i, k, :w].double()
+    ab_prev = float(diff.abar_prev[t[i]])
+    a = float(diff.alpha[t[i]])
+    prior = ab_prev * x0 + (1 - ab_prev) / w                                    # q(x_{t-1} | x_0)
+    like = a * xt + (1 - a) / w                                                 # q(x_t | x_{t-1}) as a function of x_{t-1}
+    assert torch.allclose(post[i, k, :w].double(), prior * like / (prior * like).sum(), atol=1e-5)
+    # the model's log posterior at perfect logits is the true one
+    logits = torch.where(b0 > 0, 30.0, -30.0)
+    lm = diff.log_posterior_model(logits, bt, t)
+    assert torch.allclose(torch.exp(lm) * lay.mask, post, atol=1e-4)
+    # normal scores: quantile levels become N(0, 1) scores and come back
+    back = lay.to_features(z, y)
+    scal = [s.start for s in data.table.layout if s.activation == "tanh"]
+    assert torch.allclose(back[:, scal], torch.as_tensor(data.x)[:, scal], atol=1e-5)
+    assert abs(float(z[:, lay.normal].std()) - 1.0) < 0.35
+
+
+def test_tabddpm_loss_weights_the_multinomial_part_by_T(demo):
+    """The reference's vb_stochastic loss: T times the mean over blocks of the per-step KL."""
+    data, model, lay, diff, z, y = _tabddpm_parts(demo)
+    torch.manual_seed(0)
+    t = torch.randint(1, diff.T, (64, 1))
+    eps = torch.zeros(64, 1, lay.n_gauss)
+    u = torch.rand(64, 1, lay.n_blocks)
+    zero_gauss = _network(torch, lay.d, [32], 16, lay.n_labels, 0.0)
+    with torch.no_grad():  # a network predicting eps = 0 exactly: the loss is the multinomial part only
+        for p in zero_gauss.parameters():
+            p.zero_()
+        full = diff.loss(zero_gauss, z[:64], y[:64], t, eps, u)
+        kl_t = full / diff.T
+        # a uniform prediction's KL at step t is the KL between the true posterior and the uniform-x0 one
+        b0 = z[:64, lay.idx] * lay.mask
+        bt = diff.draw(diff.q_pred(b0[:, None], t), u)[:, 0]
+        q = diff.posterior(b0, bt, t[:, 0])
+        m = diff.posterior(diff.inv_k.expand(64, -1, -1), bt, t[:, 0])
+        kl = (q * (torch.log(q.clamp_min(1e-30)) - torch.log(m.clamp_min(1e-30)))).sum(-1).mean(-1)
+    assert torch.allclose(kl_t, kl, rtol=1e-3, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- DP: multiplicity
+def _private_sgd(n, batch, C):
+    ledger = PrivacyLedger(1.0, 1e-5, noise_seed=0)
+    sgd = DPSGD(ledger.stage("model", 1.0), n, batch, 10, C, note="test")
+    sgd.sigma = 0.0  # noise off, to read the clipped sum itself
+    return sgd
+
+
+@pytest.mark.parametrize("K", [1, 4, 16])
+def test_dp_tabddpm_multiplicity_clips_each_record_exactly(demo, K):
+    """(batch, K, dim) through the network, the record's loss the mean over its K copies: the ghost
+    norms equal a per-record loop's gradient norms, and removing a record moves the clipped sum by at
+    most C whatever K is."""
+    data, model, lay, diff, z, y = _tabddpm_parts(demo)
+    torch.manual_seed(K)
+    net = _network(torch, lay.d, [32, 32], 16, lay.n_labels, 0.0)
+    B, C = 12, 0.05
+    t = torch.randint(0, diff.T, (B, K))
+    eps = torch.randn(B, K, lay.n_gauss)
+    u = torch.rand(B, K, lay.n_blocks)
+    params = list(net.parameters())
+
+    loop = []
+    for i in range(B):  # per-record gradients, no Opacus
+        g = torch.autograd.grad(diff.loss(net, z[i:i + 1], y[i:i + 1], t[i:i + 1], eps[i:i + 1], u[i:i + 1]).sum(),
+                                params)
+        loop.append(torch.cat([x.reshape(-1) for x in g]))
+    loop = torch.stack(loop)
+
+    sgd = _private_sgd(len(z), B, C)
+    wrapped = sgd.wrap(net)
+    loss = diff.loss(wrapped, z[:B], y[:B], t, eps, u)
+    loss.sum().backward(retain_graph=True)
+    norms = wrapped.get_norm_sample()
+    for p in params:
+        p.grad = None
+    assert torch.allclose(norms, loop.norm(dim=1), rtol=1e-3, atol=1e-6)
+    assert (norms > C).all()                                                    # clipping binds
+
+    def clipped_sum(rows):
+        sgd.backward(wrapped, params, diff.loss(wrapped, z[rows], y[rows], t[rows], eps[rows], u[rows]))
+        return torch.cat([p.grad.reshape(-1) for p in params]) * sgd.batch_size
+
+    full = clipped_sum(list(range(B)))
+    coef = (C / loop.norm(dim=1)).clamp(max=1.0)
+    assert torch.allclose(full, (coef[:, None] * loop).sum(0), rtol=1e-3, atol=1e-6)
+    for j in (0, 5):
+        without = clipped_sum([i for i in range(B) if i != j])
+        assert float((full - without).norm()) <= C * (1 + 1e-3)
+
+
+def test_dp_tabddpm_fit_charges_labels_and_sgd_within_the_request(demo):
+    df, schema = demo
+    s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tabddpm", **TabDDPM._test_params},
+                       epsilon=1.0, schema=schema, seed=0).fit(df)
+    mech = [c.mechanism for c in s.ledger_.charges]
+    assert mech[-2:] == ["label_counts", "dp_sgd"] and "discrete_gaussian" not in mech
+    assert "q=" in s.ledger_.charges[-1].note
+    assert s.privacy_spent().epsilon <= 1.0 * (1 + 1e-9)
+    p = s.model.label_probs_
+    assert p.shape == (2,) and abs(p.sum() - 1) < 1e-9
+    fake = s.sample(500)
+    assert set(fake["churn"].unique()) <= {"yes", "no"}
+    # the saved model keeps the noisy label distribution; a tampered one is refused
+    state = s.model.get_state()
+    state["label_probs"] = [0.5, 0.6]
+    with pytest.raises(sz.ConfigError, match="label distribution"):
+        TabDDPM(**TabDDPM._test_params).set_state(state, s.model.domain_)
+
+
+def test_tabddpm_unconditional_uses_one_record_count(demo):
+    df, schema = demo
+    s = sz.Synthesizer(preprocess=["quantile_features"],
+                       model={"name": "tabddpm", **TabDDPM._test_params, "conditional": False},
+                       epsilon=1.0, schema=schema, seed=0).fit(df)
+    mech = [c.mechanism for c in s.ledger_.charges]
+    assert mech[-2:] == ["discrete_gaussian", "dp_sgd"] and s.model.label_probs_ is None
+    assert s.model._layout(s.model.domain_, "cpu").n_labels == 0
+
+
+def test_tabddpm_training_brings_the_marginals_closer():
+    """Non-private TabDDPM on quantile features: a trained denoiser's samples match the one-way
+    marginals far better than one trained for a single epoch."""
+    from synthzoo.metrics import tvd_1way
+
+    beta = cosine_schedule(100)
+    assert beta.shape == (100,) and (beta > 0).all() and (beta <= 0.999).all() and (np.diff(beta) >= -1e-12).all()
+    df, schema = make_demo(n=2000, seed=2)
+    cfg = {"name": "tabddpm", "steps": 50, "hidden": (128, 128), "batch_size": 256}
+    fits = [sz.Synthesizer(preprocess=["quantile_features"], model={**cfg, "epochs": e}, epsilon=None, schema=schema,
+                           seed=0).fit(df) for e in (1, 100)]
+    t_short, t_long = (tvd_1way(df, f.sample(2000, seed=0), schema) for f in fits)
+    assert t_long < 0.5 * t_short and t_long < 0.05, (t_long, t_short)
+
+
+# ---------------------------------------------------------------------------- TableDiffusion
+def test_tablediffusion_schedule_and_record_loss(demo):
+    from synthzoo.models.tablediffusion import TableDiffusion, _Layout, _network as td_network, noise_schedule
+
+    b = noise_schedule(5)
+    assert np.allclose(b, (1 - np.cos(np.pi * np.arange(5) / 5)) / 2 + 0.1)
+    df, schema = demo
+    data, _ = _quantile_data(df, schema)
+    lay = _Layout(torch, data.table, "cpu")
+    x = lay.to_state(torch.as_tensor(data.x))
+    assert float(x[:, lay.scal].min()) >= 0 and float(x[:, lay.scal].max()) <= 1
+    back = lay.to_features(x)
+    assert torch.allclose(back, torch.as_tensor(data.x), atol=1e-6)
+    # each record's loss reads its own row: the (B, T, dim) layout's per-record norms are exact
+    net = td_network(torch, data.table.dim, [16, 16])
+    m = TableDiffusion(steps=5)
+    noise = torch.randn(6, 5, data.table.dim)
+    scale = torch.as_tensor(np.sqrt(b), dtype=torch.float32)
+    params = list(net.parameters())
+    loop = torch.stack([torch.cat([g.reshape(-1) for g in torch.autograd.grad(
+        m._loss(net, lay, x[i:i + 1], noise[i:i + 1], scale).sum(), params)]) for i in range(6)])
+    sgd = _private_sgd(len(x), 6, 1e-3)
+    wrapped = sgd.wrap(net)
+    m._loss(wrapped, lay, x[:6], noise, scale).sum().backward(retain_graph=True)
+    assert torch.allclose(wrapped.get_norm_sample(), loop.norm(dim=1), rtol=1e-3)
+
+
+@pytest.mark.parametrize("predict_noise", [True, False])
+def test_tablediffusion_private_fit_is_within_the_request(demo, predict_noise):
+    df, schema = demo
+    from synthzoo.models.tablediffusion import TableDiffusion
+
+    s = sz.Synthesizer(preprocess=["quantile_features"],
+                       model={"name": "tablediffusion", **TableDiffusion._test_params, "predict_noise": predict_noise},
+                       epsilon=1.0, schema=schema, seed=0).fit(df)
+    mech = [c.mechanism for c in s.ledger_.charges]
+    assert mech[-2:] == ["discrete_gaussian", "dp_sgd"]
+    assert s.privacy_spent().epsilon <= 1.0 * (1 + 1e-9)
+    fake = s.sample(300, seed=1)
+    assert list(fake.columns) == list(df.columns) and len(fake) == 300
+    assert fake.equals(s.sample(300, seed=1))
+    assert math.isfinite(s.n_estimate_)
+
+
+# ---------------------------------------------------------------------------- full size (slow)
+def _adult_split(adult):
+    from synthzoo.datasets import train_test_split
+
+    df, schema = adult
+    train, test = train_test_split(df, test_size=0.2, seed=0)
+    return train, test, schema
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="not reached yet: measured .044 against HALF's .029 at the preset's "
+                   "CPU-sized training (bench_deep, 2026-11-23)")
+def test_adult_tabddpm_within_half_of_the_two_way_tvd(adult):
+    """The issue's target: non-private TabDDPM (the preset) on adult within 0.01 of HALF's 2-way TVD
+    against the held-out rows."""
+    from synthzoo.metrics import half_split, tvd_2way
+
+    train, test, schema = _adult_split(adult)
+    s = sz.make("tabddpm", epsilon=None, schema=schema, seed=0).fit(train)
+    half, _ = half_split(train, 0)
+    assert tvd_2way(test, s.sample(len(train)), schema) <= tvd_2way(test, half, schema) + 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["dp-tabddpm", "tablediffusion"])
+def test_adult_dp_diffusion_trains_at_epsilon_1(adult, preset):
+    """Every DP diffusion preset trains on adult at epsilon 1 within the request, in under 20 minutes."""
+    import time
+
+    train, test, schema = _adult_split(adult)
+    t0 = time.process_time()
+    s = sz.make(preset, epsilon=1.0, schema=schema, seed=0).fit(train)
+    assert time.process_time() - t0 < 20 * 60
+    assert s.privacy_spent().epsilon <= 1.0 * (1 + 1e-9)
+    assert len(s.sample(1000)) == 1000
