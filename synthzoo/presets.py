@@ -25,6 +25,8 @@ FEATURE_BASE = {"preprocess": [{"name": "mode_features", "n_modes": 10}], "selec
 _CTGAN_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (CTGAN), NeurIPS 2019"
 _TVAE_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (TVAE), NeurIPS 2019"
 _TABDDPM_PAPER = "Kotelnikov et al., TabDDPM: Modelling Tabular Data with Diffusion Models, ICML 2023"
+_TABSYN_PAPER = ("Zhang et al., Mixed-Type Tabular Data Synthesis with Score-based Diffusion in Latent Space (TabSyn), "
+                 "ICLR 2024")
 
 PRESETS: dict[str, dict] = {
     # Zhang et al., "PrivSyn: Differentially Private Data Synthesis" (USENIX Security 2021), with the
@@ -148,6 +150,20 @@ PRESETS: dict[str, dict] = {
         "budget_split": {"preprocess": 0.0, "model": 1.0},
         "paper": "Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
                  "Guarantees, ICLR 2019",
+    },
+    # Zhang et al., "TabSyn" (ICLR 2024): the column-tokenising VAE (d_token 4, 2 layers, 1 head, factor 32,
+    # beta 1e-2 -> 1e-5 by 0.7) and EDM diffusion on its latents (Heun, 50 steps); scaled for a CPU
+    # (synthzoo/models/tldm.py says how). epsilon=None trains TabSyn; a number trains both stages by DP-SGD.
+    "tldm": {
+        "model": {"name": "tldm"},
+        "paper": _TABSYN_PAPER,
+    },
+    # DP-TLDM (Zhu et al.) with both stages charged: DP-SGD on the VAE and on the denoiser (the paper
+    # trains the latter without privacy); settings for DP-SGD on a CPU.
+    "dp-tldm": {
+        "model": {"name": "tldm", "vae_epochs": 30, "vae_batch_size": 1024, "diffusion_epochs": 30,
+                  "diffusion_batch_size": 1024, "noise_levels": 4},
+        "paper": _TABSYN_PAPER + "; Zhu et al., DP-TLDM, with the diffusion stage charged too",
     },
 }
 
