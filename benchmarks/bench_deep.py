@@ -15,8 +15,8 @@ environment, never a project dependency.  Create it once:
 scored by the project's metrics against the held-out 20 %: 2-way TVD (10 quantile bins),
 Wasserstein fidelity (Du & Li; 1,000-row transport), 3-way query error, and the macro F1 of
 LightGBM trained on it; HALF (half of the training rows) and INDEPENDENT (columns resampled alone)
-are the reference rows.  ``--risk`` adds DCR, identical-match share and DOMIAS against the training
-rows; ``--mds K`` the membership disclosure score of our methods (K shadow fits each).  Thread
+are the reference rows.  ``--risk`` adds DCR, identical-match share, DOMIAS and singling-out against
+the training rows; ``--mds K`` the membership disclosure score of our methods (K shadow fits each).  Thread
 settings and the machine are printed with the table.
 """
 
@@ -126,6 +126,9 @@ def score(train, test, fake, schema, risk: bool) -> dict:
         out["dcr_risk"] = dcr_risk(train, fake, test, schema)
         out["identical_match"] = identical_match_share(train, fake, schema)
         out["domias_auc"] = domias_auc(train, fake, test, schema)
+        from synthzoo.metrics import singling_out_risk
+
+        out["singling_out"] = singling_out_risk(train, fake, test, schema)["risk"]
     return out
 
 

@@ -94,16 +94,17 @@ def test_private_fit_charges_both_stages_within_the_request(demo):
         assert len(s.sample(50, seed=0)) == 50
 
 
-def test_non_private_fit_records_every_read_and_prior_reads_nothing(demo):
+def test_non_private_fit_records_every_read_and_the_public_scale_reads_nothing(demo):
     df, schema = demo
     s = _fit(df, schema, None)
     mech = {(c.module, c.mechanism) for c in s.ledger_.charges}
     assert {("tldm", "record_count"), ("tldm/vae", "dp_sgd"), ("tldm/latent_stats", "latent_stats"),
             ("tldm/diffusion", "dp_sgd")} <= mech
     assert not s.privacy_spent().private
-    p = _fit(df, schema, 1.0, latent_norm="prior")
+    p = _fit(df, schema, 1.0, latent_norm="public")  # the encoder's latents of public records only
     assert "tldm/latent_stats" not in {c.module for c in p.ledger_.charges}
     assert p.privacy_spent().epsilon <= 1.0 * (1 + 1e-9)
+    assert not np.allclose(p.model._net.latent_std.numpy(), 1.0)
 
 
 def test_tokens_round_trip_the_layout(demo):
@@ -198,3 +199,23 @@ def test_grid_runs_tldm_without_a_selector(tmp_path):
                      epsilons=[1.0], seeds=[0], isolate=False, ml=False, references=False, log=lambda _: None)
     assert res["status"].tolist() == ["ok"], res["reason"].tolist()
     assert res["budget_ok"].all() and (res["eps_spent"] > 0.98).all() and res["tvd_2way"].between(0, 1).all()
+
+
+def test_dp_latent_moments_recover_means_and_overall_scale():
+    """The private latent statistics: with little noise, each coordinate's mean and the overall
+    scale factor on the public reference's spreads come back; the release is one Gaussian charge."""
+    import torch
+
+    from synthzoo.core.privacy.ledger import PrivacyLedger
+
+    gen = torch.Generator().manual_seed(0)
+    true_mean, true_std = torch.linspace(-3, 3, 8), torch.linspace(0.5, 1.5, 8)
+    z = torch.randn(20_000, 8, generator=gen) * true_std + true_mean
+    ref_mean, ref_std = torch.zeros(8), 2.0 * true_std          # the reference: off-centre, twice too wide
+    ledger = PrivacyLedger(500.0, 1e-5, noise_seed=1)
+    budget = ledger.stage("tldm/diffusion", 1.0)
+    mean, std = TLDM(latent_clip=4.0)._dp_moments(torch, z, ref_mean, ref_std, 20_000.0, budget, "tldm/latent_stats")
+    assert torch.allclose(mean, true_mean, atol=0.05)
+    assert torch.allclose(std, true_std * float((std / true_std).mean()), atol=1e-5)  # one factor
+    assert 0.95 < float((std / true_std).mean()) < 1.05
+    assert [(c.module, c.mechanism) for c in ledger.charges] == [("tldm/latent_stats", "gaussian")]
