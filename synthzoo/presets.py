@@ -160,7 +160,7 @@ PRESETS: dict[str, dict] = {
     },
     # DP-TLDM (Zhu et al.) with both stages charged: DP-SGD on the VAE and on the denoiser (the paper
     # trains the latter without privacy); settings for DP-SGD on a CPU (on adult, one thread: a VAE epoch
-    # about 29 CPU s, a denoiser epoch with 4 noise levels about 20 s, so 15 + 15 epochs stay under 15 min).
+    # about 29 CPU s, a whole fit at 1 + 1 epochs 61 s, so 15 + 15 epochs are at most about 15 min).
     "dp-tldm": {
         "model": {"name": "tldm", "vae_epochs": 15, "vae_batch_size": 1024, "diffusion_epochs": 15,
                   "diffusion_batch_size": 1024, "noise_levels": 4},
