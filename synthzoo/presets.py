@@ -27,6 +27,8 @@ _TVAE_PAPER = "Xu et al., Modeling Tabular Data using Conditional GAN (TVAE), Ne
 _TABDDPM_PAPER = "Kotelnikov et al., TabDDPM: Modelling Tabular Data with Diffusion Models, ICML 2023"
 _RTF_PAPER = ("Solatorio & Dupriez, REaLTabFormer: Generating Realistic Relational and Tabular Data using "
               "Transformers, 2023")
+_TABSYN_PAPER = ("Zhang et al., Mixed-Type Tabular Data Synthesis with Score-based Diffusion in Latent Space (TabSyn), "
+                 "ICLR 2024")
 
 PRESETS: dict[str, dict] = {
     # Zhang et al., "PrivSyn: Differentially Private Data Synthesis" (USENIX Security 2021), with the
@@ -186,6 +188,21 @@ PRESETS: dict[str, dict] = {
                   "max_grad_norm": 1.0},
         "budget_split": {"preprocess": 0.0, "model": 1.0},
         "paper": _RTF_PAPER + "; DP-SGD on the whole network",
+    },
+    # Zhang et al., "TabSyn" (ICLR 2024): the column-tokenising VAE (d_token 4, 2 layers, 1 head, factor 32,
+    # beta 1e-2 -> 1e-5 by 0.7) and EDM diffusion on its latents (Heun, 50 steps); scaled for a CPU
+    # (synthzoo/models/tldm.py says how). epsilon=None trains TabSyn; a number trains both stages by DP-SGD.
+    "tldm": {
+        "model": {"name": "tldm"},
+        "paper": _TABSYN_PAPER,
+    },
+    # DP-TLDM (Zhu et al.) with both stages charged: DP-SGD on the VAE and on the denoiser (the paper
+    # trains the latter without privacy); settings for DP-SGD on a CPU (on adult, one thread: a VAE epoch
+    # about 29 CPU s, a whole fit at 1 + 1 epochs 61 s, so 15 + 15 epochs are at most about 15 min).
+    "dp-tldm": {
+        "model": {"name": "tldm", "vae_epochs": 15, "vae_batch_size": 1024, "diffusion_epochs": 15,
+                  "diffusion_batch_size": 1024, "noise_levels": 4},
+        "paper": _TABSYN_PAPER + "; Zhu et al., DP-TLDM, with the diffusion stage charged too",
     },
 }
 

@@ -32,6 +32,10 @@ FAST = {
     "dp-tabddpm": {"model": {"name": "tabddpm", "steps": 20, "epochs": 3, "hidden": [32], "batch_size": 500,
                              "multiplicity": 2}},
     "tablediffusion": {"model": {"name": "tablediffusion", "epochs": 2, "hidden": [32], "batch_size": 500}},
+    "tldm": {"model": {"name": "tldm", "d_token": 2, "n_layers": 1, "factor": 4, "vae_epochs": 2, "width": 16,
+                       "diffusion_epochs": 2, "sampling_steps": 5}},
+    "dp-tldm": {"model": {"name": "tldm", "d_token": 2, "n_layers": 1, "factor": 4, "vae_epochs": 2, "width": 16,
+                          "diffusion_epochs": 2, "sampling_steps": 5, "noise_levels": 2}},
 }
 
 

@@ -172,25 +172,37 @@ def load_json_state(module, saved: dict, who: str) -> None:
     module.load_state_dict(new)
 
 
-def dpsgd_run(model, data, budget, who: str, n_hat: float | None = None):
-    """The opening every DP-SGD record model shares: the record count (a discrete Gaussian count of
-    ``model.count_share`` of the budget when private), the fixed number of steps
-    ``ceil(epochs * n_hat / batch_size)`` and the :class:`~synthzoo.core.privacy.dpsgd.DPSGD` run,
-    charged before any step.  A model that has already released a count (TabDDPM's label counts sum
-    to one) passes it as ``n_hat`` and no other is taken.  Returns ``(n_hat, steps, sgd)``."""
+def record_count(model, data, budget, who: str) -> float:
+    """The record count that sets a DP-SGD run's sampling rate: a discrete Gaussian count of
+    ``model.count_share`` of the budget when private, the exact count (recorded as a non-private
+    access) otherwise."""
     import math
 
-    from ..core.privacy.dpsgd import DPSGD
     from ..core.privacy.mechanisms import noisy_count
 
-    if n_hat is not None:
-        n_hat = float(n_hat)
-    elif budget.private:
-        n_hat = noisy_count(budget, data.n, float(model.count_share) * budget.remaining, note=f"{who}: record count")
-    else:
-        n_hat = float(data.n)
-        budget.charge("record_count", None, math.inf, note=f"{who}: record count (non-private)")
-    steps = max(1, math.ceil(int(model.epochs) * max(n_hat, 1.0) / int(model.batch_size)))
+    if budget.private:
+        return noisy_count(budget, data.n, float(model.count_share) * budget.remaining, note=f"{who}: record count")
+    budget.charge("record_count", None, math.inf, note=f"{who}: record count (non-private)")
+    return float(data.n)
+
+
+def dpsgd_steps(epochs: int, n_hat: float, batch_size: int) -> int:
+    """The fixed number of DP-SGD steps of ``epochs`` passes: ``ceil(epochs * n_hat / batch_size)``."""
+    import math
+
+    return max(1, math.ceil(int(epochs) * max(float(n_hat), 1.0) / int(batch_size)))
+
+
+def dpsgd_run(model, data, budget, who: str, n_hat: float | None = None):
+    """The opening every DP-SGD record model shares: the record count (:func:`record_count`), the
+    fixed number of steps ``ceil(epochs * n_hat / batch_size)`` and the
+    :class:`~synthzoo.core.privacy.dpsgd.DPSGD` run, charged before any step.  A model that has
+    already released a count (TabDDPM's label counts sum to one) passes it as ``n_hat`` and no other
+    is taken.  Returns ``(n_hat, steps, sgd)``."""
+    from ..core.privacy.dpsgd import DPSGD
+
+    n_hat = float(n_hat) if n_hat is not None else record_count(model, data, budget, who)
+    steps = dpsgd_steps(model.epochs, n_hat, model.batch_size)
     return n_hat, steps, DPSGD(budget, n_hat, int(model.batch_size), steps, float(model.max_grad_norm), note=who)
 
 
