@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .core.errors import ConfigError, SchemaError
-from .core.schema import Column, Schema
+from .core.schema import Column, Schema, numeric_values
 
 EDUCATION = ["primary", "secondary", "vocational", "bachelor", "master", "doctorate"]
 OCCUPATIONS = ["professional", "manager", "clerical", "sales", "service", "technician", "manual", "student",
@@ -220,14 +220,15 @@ def load_shared(name: str, root: str | os.PathLike | None = None) -> tuple[pd.Da
 
 
 def read_csv(path, schema: Schema, label: str | None = None) -> pd.DataFrame:
-    """A CSV's schema columns, in schema order, with datetime columns parsed (other columns dropped)."""
+    """A CSV's schema columns, in schema order, with datetime columns parsed as the schema says
+    (its ``format`` and ``tz``; other columns dropped)."""
     df = pd.read_csv(path)
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise SchemaError(f"{label or path}: lacks schema column(s) {missing}")
     for col in schema:
         if col.kind == "datetime":
-            df[col.name] = pd.to_datetime(df[col.name])
+            df[col.name] = col.datetimes(numeric_values(df[col.name], col), snap=False)
     return df[schema.names]
 
 
