@@ -229,15 +229,16 @@ def off_resolution(v: np.ndarray, resolution: str) -> np.ndarray:
 
 def from_seconds(v, resolution: str, tz: str | None, lower: float, upper: float, snap: bool = True) -> pd.Series:
     """Wall-clock seconds as a datetime64[ns] Series (tz-aware in ``tz``); with ``snap`` each value is
-    floored to its resolution and kept within the admissible range of [lower, upper]."""
+    floored to its resolution and kept within the admissible range of [lower, upper] (without, the
+    values are kept as they are)."""
     v = np.asarray(v, dtype=float)
     na = np.isnan(v)
     ns = np.zeros(v.shape, dtype=np.int64)
-    x = np.clip(v[~na], lower, upper)
+    x = v[~na]
     if snap:
         step = RESOLUTIONS[resolution]
         lo, hi = aligned_bounds(lower, upper, resolution)
-        ticks = np.clip(np.floor(x / (step / 1e9) + 1e-9), lo, hi)
+        ticks = np.clip(np.floor(np.clip(x, lower, upper) / (step / 1e9) + 1e-9), lo, hi)
         ns[~na] = ticks.astype(np.int64) * step
     else:
         ns[~na] = np.round(x * 1e9).astype(np.int64)
