@@ -44,7 +44,7 @@ from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import discrete_gaussian, noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
+from .torch_features import Head, build_for_saved, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -384,9 +384,14 @@ class CTGAN(Model):
 
     def _set_state(self, state: dict, table) -> None:
         head = Head(table, "cpu")
-        cond = _Conditions(table, head, [np.asarray(f, dtype=float) for f in state["frequencies"]])
+        freqs = [np.asarray(f, dtype=float) for f in state["frequencies"]]
+        if any(f.ndim != 1 or not np.all(np.isfinite(f)) or np.any(f < 0) for f in freqs):
+            raise ConfigError("ctgan.set_state: the saved frequencies must be lists of finite counts >= 0")
+        cond = _Conditions(table, head, freqs)
         if len(cond.freq) != len(cond.blocks) or any(f.size != w for f, (_, _, w) in zip(cond.freq, cond.blocks)):
             raise ConfigError("ctgan.set_state: the saved frequencies do not fit the feature layout")
-        G, _ = self._build(table, cond.dim, private=False)
+        # the generator only (the critic is not saved, and its widths must not allocate anything)
+        G = build_for_saved(lambda: _networks(torch_module(), table.dim, cond.dim, int(self.embedding_dim),
+                                              list(self.generator_dim), [1], 1)[0], state["weights"], "ctgan")
         load_json_state(G, state["weights"], "ctgan")
         self._set_fitted(table, G, cond, float(state["total"]))

@@ -40,7 +40,7 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.privacy.mechanisms import noisy_count
 from ..core.progress import progress_bar
-from .torch_features import Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
+from .torch_features import Head, build_for_saved, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -216,6 +216,6 @@ class PATEGAN(Model):
         return {"total": self.total_, "weights": state_dict_to_json(self._gen)}
 
     def _set_state(self, state: dict, table) -> None:
-        G = self._generator(table)
+        G = build_for_saved(lambda: self._generator(table), state["weights"], "pategan")
         load_json_state(G, state["weights"], "pategan")
         self._set_fitted(table, G, float(state["total"]))
