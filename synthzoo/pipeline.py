@@ -29,6 +29,7 @@ from .core.errors import ConfigError, NotFittedError, SchemaError
 from .core.measurements import estimate_total
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
                                   check_privacy_params, privacy_warnings, release_warnings)
+from .core.dpschema import dp_schema_report
 from .core.schema import Schema
 from .modelfile import FORMAT, MAX_BYTES, check_document
 
@@ -335,9 +336,13 @@ class Synthesizer:
                             columns=["module", "rho", "share", "charges", "mechanisms", "epsilon_alone"])
 
     def privacy_report(self) -> str:
-        """The ledger's account: (epsilon, delta) spent and requested, per-module rho and mechanisms."""
+        """The ledger's account: (epsilon, delta) spent and requested, per-module rho and mechanisms;
+        for a schema measured by :func:`synthzoo.dp_schema`, what it measured and why (its DP
+        releases only: bounds, margins, merged categories, missing values)."""
         self._check_fitted()
-        return self.account_.report()
+        text = self.account_.report()
+        schema_text = dp_schema_report(self.schema_)
+        return text + ("\n" + schema_text if schema_text else "")
 
     @property
     def replayable_noise(self) -> bool:
