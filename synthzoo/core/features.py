@@ -271,7 +271,7 @@ def feature_encoder_from_state(column: Column, state: dict):
             v = state[key]
             if not isinstance(v, list) or not 1 <= len(v) <= 1000 or not all(
                     isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
-                raise ConfigError(f"{where}: {key!r} must be a list of 1 to 1,000 finite numbers")
+                raise ConfigError(f"{where}: the modes' {key!r} must be a list of 1 to 1,000 finite numbers")
             arrs.append(np.asarray(v, dtype=float))
         means, stds, weights = arrs
         span = column.upper - column.lower
