@@ -4,7 +4,6 @@ settings that make no sense.  (Hostile model files, item 4: tests/test_model_fil
 Every test name says the input; its body checks the behaviour."""
 
 import io
-import math
 import warnings
 
 import numpy as np

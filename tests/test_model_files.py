@@ -12,7 +12,6 @@ import random
 import warnings
 
 import dp_accounting as dpa
-import numpy as np
 import pytest
 
 import synthzoo as sz
