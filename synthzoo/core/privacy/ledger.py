@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import math
 import warnings
 from dataclasses import dataclass
@@ -572,33 +573,41 @@ class SavedAccount:
             ledger = PrivacyLedger(eps, delta, reserved_delta=rd if eps is not None else 0.0)
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
-        for i, c in enumerate(charges):
-            w = f"{where}.charges[{i}]"
-            if not isinstance(c, dict) or set(c) != {"module", "mechanism", "event", "rho", "note", "extra_delta"}:
-                raise ConfigError(f"{w}: must be an object with module, mechanism, event, rho, note, extra_delta")
-            if not all(isinstance(c[k], str) for k in ("module", "mechanism", "note")):
-                raise ConfigError(f"{w}: module, mechanism and note must be strings")
-            event = event_from_json(c["event"], f"{w}.event")
-            rho, extra = c["rho"], c["extra_delta"]
-            if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
-                raise ConfigError(f"{w}.rho: must be a positive number (Infinity for a non-private access), got {rho!r}")
-            if isinstance(extra, bool) or not isinstance(extra, (int, float)) or not 0 <= extra < 1:
-                raise ConfigError(f"{w}.extra_delta: must be a number in [0, 1), got {extra!r}")
-            stated = _rho_of(event)
-            if (stated is not None and not _close(float(rho), stated)) or (stated is None and math.isinf(rho)):
-                raise ConfigError(f"{w}: the charge's rho={rho!r} does not match its {c['event']['type']} event "
-                                  "(the account was edited)")
-            if eps is None and not isinstance(event, dpa.NonPrivateDpEvent):
-                raise ConfigError(f"{w}: a non-private account holds a private event (the account was edited)")
-            try:
-                ledger.charge(c["module"], c["mechanism"], event, float(rho), c["note"], extra_delta=float(extra))
-            except BudgetExceededError as e:
-                raise ConfigError(f"{w}: replaying the recorded charges fails: {e} (the account was edited)") from None
-        claim = doc["spent"]
-        if not (isinstance(claim, list) and len(claim) == 2
-                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in claim)):
-            raise ConfigError(f"{where}.spent: must be [epsilon, delta]")
-        got = ledger.spent()
+        # dp_accounting logs a warning for each fractional RDP order whose series does not converge (the
+        # order is then excluded: safe); replaying a DP-SGD event would fill the log with them
+        absl = logging.getLogger("absl")
+        level = absl.level
+        absl.setLevel(logging.ERROR)
+        try:
+            for i, c in enumerate(charges):
+                w = f"{where}.charges[{i}]"
+                if not isinstance(c, dict) or set(c) != {"module", "mechanism", "event", "rho", "note", "extra_delta"}:
+                    raise ConfigError(f"{w}: must be an object with module, mechanism, event, rho, note, extra_delta")
+                if not all(isinstance(c[k], str) for k in ("module", "mechanism", "note")):
+                    raise ConfigError(f"{w}: module, mechanism and note must be strings")
+                event = event_from_json(c["event"], f"{w}.event")
+                rho, extra = c["rho"], c["extra_delta"]
+                if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
+                    raise ConfigError(f"{w}.rho: must be a positive number (Infinity for a non-private access), got {rho!r}")
+                if isinstance(extra, bool) or not isinstance(extra, (int, float)) or not 0 <= extra < 1:
+                    raise ConfigError(f"{w}.extra_delta: must be a number in [0, 1), got {extra!r}")
+                stated = _rho_of(event)
+                if (stated is not None and not _close(float(rho), stated)) or (stated is None and math.isinf(rho)):
+                    raise ConfigError(f"{w}: the charge's rho={rho!r} does not match its {c['event']['type']} event "
+                                      "(the account was edited)")
+                if eps is None and not isinstance(event, dpa.NonPrivateDpEvent):
+                    raise ConfigError(f"{w}: a non-private account holds a private event (the account was edited)")
+                try:
+                    ledger.charge(c["module"], c["mechanism"], event, float(rho), c["note"], extra_delta=float(extra))
+                except BudgetExceededError as e:
+                    raise ConfigError(f"{w}: replaying the recorded charges fails: {e} (the account was edited)") from None
+            claim = doc["spent"]
+            if not (isinstance(claim, list) and len(claim) == 2
+                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in claim)):
+                raise ConfigError(f"{where}.spent: must be [epsilon, delta]")
+            got = ledger.spent()
+        finally:
+            absl.setLevel(level)
         if not (_close(float(claim[0]), got.epsilon) and _close(float(claim[1]), got.delta)):
             raise ConfigError(f"{where}.spent: the file claims (epsilon={claim[0]!r}, delta={claim[1]!r}) but its "
                               f"recorded events give {got} -- the privacy claim was edited, or the events were")
