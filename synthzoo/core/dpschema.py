@@ -9,8 +9,9 @@ the private alternative; every access goes through a :class:`PrivacyLedger`.
   mechanism with L2 sensitivity 1 (a record sits in one bucket); the bounds are the edges of the
   outermost buckets whose noisy count clears a threshold.  This is the construction of
   Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo, Gipson, "Differentially Private SQL with
-  Bounded User Contribution", PoPETs 2020 (its ``ApproxBounds``).  Powers of two are coarse (a
-  date column would get a 34-year range), so a second noisy histogram over uniform sub-buckets
+  Bounded User Contribution", PoPETs 2020 (its ``ApproxBounds``).  Datetimes use blocks of years
+  over a public span of history instead (powers of two of epoch seconds centre on 1970 and cut
+  earlier birth dates).  Both are coarse, so a second noisy histogram over uniform sub-buckets
   of the first answer refines it (how many sub-buckets is read from the first release, so
   that sparse data is not cut finer than the noise allows); choosing the second grid from the
   first release is adaptive composition, and both histograms are charged.
@@ -23,11 +24,11 @@ the private alternative; every access goes through a :class:`PrivacyLedger`.
   ``delta_sel``; otherwise the release is a post-processed discrete Gaussian count.  The
   mechanism is (delta_sel, rho)-approximate zCDP and is charged to the ledger as a zCDP event
   plus ``extra_delta=delta_sel``.
-* **Missing values** — not measured: every measured column is declared ``missing=True``
-  (unless ``known`` says otherwise).  Declaring a missing code that never occurs costs a
-  little utility (one more code per column, whose count the synthesizer measures as about
-  zero) and no privacy; measuring it would cost budget and a false "no missing" would make
-  the private frame fail validation.
+* **Missing values** — declared only on DP evidence: the noisy count of missing values, released
+  by the same histogram or selection (a record with a missing value sits in one more bucket, at
+  no extra cost), must exceed ``missing_z`` standard deviations.  A missing code declared for a
+  column without missing values would make the release invent them; a column's few missing
+  values that the noise hid are filled by :func:`conform`, which says what it changed.
 
 Values outside the measured bounds (a few extreme records: that is what keeps them private)
 are clipped by the pipeline's ``out_of_bounds="clip"``; values of released columns that were
