@@ -483,7 +483,7 @@ class Schema:
             outside = (vv < col.lower) | (vv > col.upper)
             if outside.any():
                 msg = (f"column {col.name!r}: {int(outside.sum())} value(s) outside the public bounds "
-                       f"[{col.show(col.lower)}, {col.show(col.upper)}] (e.g. {col.show(vv[outside][0], exact=True)})")
+                       f"[{col.show(col.lower)}, {col.show(col.upper)}] (e.g. {col.show(vv[outside][0])})")  # on the resolution: checked above
                 if out_of_bounds == "raise":
                     raise SchemaError(msg + "; pass out_of_bounds='clip' to clip them to the bounds")
                 warnings.warn(msg + "; clipped to the bounds", UserWarning, stacklevel=2)
