@@ -65,12 +65,13 @@ def check_depth(doc, limit: int = MAX_DEPTH) -> None:
 
 def _keys(obj: dict, spec: dict, where: str, optional: dict | None = None) -> None:
     optional = optional or {}
+    at = f"{where}: " if where else "the document: "
     missing = [k for k in spec if k not in obj]
     if missing:
-        raise ConfigError(f"model file: {where}: missing key(s) {missing}")
+        raise ConfigError(f"model file: {at}missing key(s) {missing}")
     unknown = sorted(str(k) for k in obj if k not in spec and k not in optional)
     if unknown:
-        raise ConfigError(f"model file: {where}: unknown key(s) {unknown}")
+        raise ConfigError(f"model file: {at}unknown key(s) {unknown}")
     for k, t in {**spec, **optional}.items():
         if k in obj and not _typed(obj[k], t):
             raise ConfigError(f"model file: {where}{'.' if where else ''}{k}: must be {_kind(t)}, got "
