@@ -263,7 +263,8 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     if span_idx is None:
         raise SchemaError(
             f"column {name!r}: no value range could be measured (no noisy bucket count cleared the "
-            f"threshold at sigma={sigma:.3g}); give dp_schema more budget, or pass public bounds in `known`")
+            f"threshold at sigma={sigma:.3g}); give dp_schema more budget, or declare the column's public "
+            f"'lower' and 'upper' in its description (kinds, or the --schema file of `fit --dp-schema`)")
     a, b = span_idx
     core = (float(edges[a, 0]), float(edges[b, 1]))
     # walk outwards through buckets with evidence of data (noisy count above one sigma)
