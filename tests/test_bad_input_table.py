@@ -133,6 +133,17 @@ def test_clipping_datetimes_keeps_them_datetimes():
     assert out["dob"].iloc[0] == pd.Timestamp("1930-01-01")
 
 
+def test_iso_date_text_from_a_csv_without_a_schema_is_inferred_as_dates_written_back_as_text():
+    df = pd.read_csv(io.StringIO(_one(Column("d", "categorical", categories=["x"]),
+                                      _dates().strftime("%Y-%m-%d")).to_csv(index=False)))
+    with pytest.warns(UserWarning, match="NOT covered by differential privacy"):
+        schema = Schema.infer(df)
+    col = schema["d"]
+    assert (col.kind, col.resolution, col.dtype) == ("datetime", "day", "string")
+    fake, _ = _sample(schema, df)
+    assert fake["d"].str.fullmatch(r"\d{4}-\d{2}-\d{2}").all() and fake["d"].nunique() > 50
+
+
 @pytest.mark.parametrize("spec, match", [
     ({"type": "datetime", "lower": "2000-01-01", "upper": "2001-01-01", "tz": "Mars/Olympus"}, "unknown time zone"),
     ({"type": "datetime", "lower": "2000-01-01", "upper": "2001-01-01", "resolution": "fortnight"},

@@ -542,7 +542,23 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
     if pd.api.types.is_numeric_dtype(s.dtype):
         return "numerical" if s.nunique() > max_categories or not _integral(s) else (
             "numerical" if s.nunique() > 10 else "categorical")
+    if _iso_text(s):
+        return "datetime"  # dates as a CSV holds them: read back as text (dtype "string")
     return "categorical"
+
+
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?")
+
+
+def _iso_text(s: pd.Series) -> bool:
+    """Every non-missing value is ISO 8601 date or date-time text that parses."""
+    v = s.dropna()
+    if len(v) == 0 or not all(isinstance(x, str) and _ISO.fullmatch(x) for x in v):
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
+    return bool(parsed.notna().all())
 
 
 def _integral(s: pd.Series) -> bool:
