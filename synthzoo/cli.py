@@ -27,8 +27,13 @@ def cmd_fit(a) -> int:
 
     import synthzoo as sz
 
-    schema = sz.Schema.from_json(a.schema) if a.schema else None
     df = pd.read_csv(a.data)
+    schema_ledger = None
+    if a.dp_schema is not None:
+        schema, schema_ledger = _measure_schema(a, df)
+        df = sz.conform(df, schema)  # warns with what it changed (exact counts: for your eyes only)
+    else:
+        schema = sz.Schema.from_json(a.schema) if a.schema else None
     over = {}
     if a.preprocess is not None:
         over["preprocess"] = _names(a.preprocess)
@@ -36,6 +41,8 @@ def cmd_fit(a) -> int:
         over["select"] = None if a.select == "none" else a.select
     if a.model is not None:
         over["model"] = a.model
+    if schema_ledger is not None:
+        over["schema_ledger"] = schema_ledger
     synth = sz.make(a.synth, epsilon=a.epsilon, delta=a.delta, schema=schema, seed=a.seed,
                     out_of_bounds="clip" if a.clip else "raise", noise_seed=a.noise_seed, **over)
     print(f"fitting {synth!r} on {a.data} ({len(df):,} rows x {df.shape[1]} columns)", file=sys.stderr)
@@ -45,6 +52,38 @@ def cmd_fit(a) -> int:
     print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)
     print(synth.privacy_report())
     return 0
+
+
+def _measure_schema(a, df):
+    """``fit --dp-schema EPS``: measure the schema under DP with EPS of the --epsilon budget (and a tenth of
+    --delta); a --schema file may then be partial (types, integer, resolution, known categories...), and
+    what it lacks is measured.  Prints what was measured and why."""
+    import json
+
+    import synthzoo as sz
+    from synthzoo.core.dpschema import dp_schema_report
+    from synthzoo.core.errors import ConfigError
+
+    if a.epsilon is None:
+        raise ConfigError("--dp-schema needs a private run (--epsilon a number): a non-private run can read "
+                          "the schema with Schema.infer")
+    if not 0 < a.dp_schema < a.epsilon:
+        raise ConfigError(f"--dp-schema {a.dp_schema:g} must be a part of --epsilon {a.epsilon:g}")
+    kinds, meta = {}, {}
+    if a.schema:
+        with open(a.schema) as f:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or not isinstance(doc.get("columns"), dict):
+            raise ConfigError(f"{a.schema}: a schema file needs a 'columns' object")
+        kinds = doc["columns"]
+        meta = {k: v for k, v in doc.items() if k != "columns"}
+        unknown = [c for c in kinds if c not in df.columns]
+        if unknown:
+            raise ConfigError(f"{a.schema}: describes column(s) {unknown} that {a.data} lacks")
+    schema, ledger = sz.dp_schema(df, kinds, epsilon=a.dp_schema, delta=a.delta / 10, noise_seed=a.noise_seed)
+    schema.meta = {**meta, **schema.meta}
+    print(dp_schema_report(schema), file=sys.stderr)
+    return schema, ledger
 
 
 def cmd_sample(a) -> int:
@@ -227,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--delta", type=float, default=1e-5)
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--clip", action="store_true", help="clip numeric values outside the public bounds")
+    f.add_argument("--dp-schema", type=float, default=None, metavar="EPS",
+                   help="measure the schema under DP with EPS of --epsilon (bounds, categories, missing values); "
+                        "--schema may then be partial: what it gives is kept, what it lacks is measured")
     f.add_argument("--noise-seed", type=int, default=None,
                    help="TEST ONLY: replayable DP noise; the release is private only while this seed stays secret "
                         "(default: noise from OS entropy, never stored)")

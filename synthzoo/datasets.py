@@ -2,6 +2,8 @@
 
 * :func:`make_demo` generates a realistic mixed-type "customers" table from a fixed causal
   model (no files, no downloads), with the public :class:`Schema` of its design.
+* :func:`make_compas_like` generates a table shaped like ProPublica's COMPAS extract (dates, a
+  date given as text, sentinels, rare categories, missing values), with its public schema.
 * :func:`load_shared` reads ``shared/datasets/<name>/`` (CSV + ``schema.json``).
 * :func:`train_test_split` splits a frame reproducibly (optionally stratified).
 """
@@ -16,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .core.errors import ConfigError, SchemaError
-from .core.schema import Column, Schema
+from .core.schema import Column, Schema, numeric_values
 
 EDUCATION = ["primary", "secondary", "vocational", "bachelor", "master", "doctorate"]
 OCCUPATIONS = ["professional", "manager", "clerical", "sales", "service", "technician", "manual", "student",
@@ -166,6 +168,109 @@ def make_demo(n: int = 5000, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
 
 
 # -------------------------------------------------------------------------------------------------
+# a COMPAS-like table: the kind of real-world extract users bring
+# -------------------------------------------------------------------------------------------------
+RACES = ["African-American", "Caucasian", "Hispanic", "Other", "Asian", "Native American"]
+RACE_SHARES = [0.512, 0.340, 0.088, 0.052, 0.0044, 0.0036]
+AGE_CATS = ["Less than 25", "25 - 45", "Greater than 45"]
+SCREEN_START, SCREEN_END = pd.Timestamp("2013-01-01"), pd.Timestamp("2014-12-31")
+
+
+def compas_schema() -> Schema:
+    """The public schema of :func:`make_compas_like`: what a data owner could publish about a
+    pretrial risk-assessment extract without looking at its rows."""
+    cols = [
+        Column("sex", "categorical", categories=["Male", "Female"]),
+        Column("dob", "datetime", lower="1900-01-01", upper="2000-12-31"),          # days, as a datetime
+        Column("age", "numerical", lower=18, upper=100, integer=True),
+        Column("age_cat", "categorical", categories=AGE_CATS),
+        Column("race", "categorical", categories=RACES),
+        Column("juv_fel_count", "numerical", lower=0, upper=50, integer=True),
+        Column("juv_misd_count", "numerical", lower=0, upper=50, integer=True),
+        Column("priors_count", "numerical", lower=0, upper=60, integer=True),
+        Column("screening_date", "datetime", lower="2013-01-01", upper="2014-12-31", dtype="string"),
+        Column("days_b_screening_arrest", "numerical", lower=-500, upper=1100, integer=True, missing=True),
+        Column("c_charge_degree", "categorical", categories=["F", "M"]),
+        Column("decile_score", "numerical", lower=-1, upper=10, integer=True),
+        Column("is_recid", "categorical", categories=["-1", "0", "1"]),
+        Column("two_year_recid", "categorical", categories=["0", "1"]),
+    ]
+    meta = {"name": "compas_like", "target": "two_year_recid", "task": "binary classification",
+            "source": "synthzoo.datasets.make_compas_like: generated from a fixed model shaped after ProPublica's "
+                      "COMPAS two-year extract; no real people. dob is a date-only datetime column, screening_date "
+                      "ISO date text; decile_score -1 and is_recid -1 are sentinels ('not scored', 'unknown'); "
+                      "days_b_screening_arrest is missing for some rows; three race categories are rare."}
+    return Schema(cols, meta)
+
+
+def make_compas_like(n: int = 7214, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
+    """A table shaped like ProPublica's COMPAS two-year extract (7,214 rows), and its public schema.
+
+    What makes real extracts hard, on purpose: a date-only birth date (``dob``, datetime64 at
+    midnight, 1919-1996) and a screening date given as ISO text (``screening_date``); sentinel values
+    (``decile_score == -1``, "not scored", ~0.6 %; ``is_recid == "-1"``, ~3 %); rare categories (race:
+    Asian 0.44 %, Native American 0.36 %, Other 5.2 %); missing values (``days_b_screening_arrest``,
+    ~4 %, whose values pile up at -1 and 0 with a long two-sided tail); heavy-tailed counts
+    (``priors_count``, ``juv_*``).  ``age`` and ``age_cat`` follow from ``dob`` and the screening date;
+    the scores and outcomes depend on age, priors and charge degree.  Same seed, same frame.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ConfigError(f"n must be a positive integer, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    n = int(n)
+    rng = np.random.default_rng(int(seed))
+    sex = np.where(rng.random(n) < 0.81, "Male", "Female")
+    race = rng.choice(len(RACES), size=n, p=np.asarray(RACE_SHARES) / sum(RACE_SHARES))
+    # age at screening: 18 + a right-skewed gamma (median ~31, 1.5 % over 65, oldest ~96)
+    age = np.clip(18 + np.floor(rng.gamma(1.9, 8.0, n)).astype(np.int64), 18, 96)
+    screen_days = rng.integers(0, (SCREEN_END - SCREEN_START).days + 1, n)
+    screening = SCREEN_START + pd.to_timedelta(screen_days, unit="D")
+    # a birth date consistent with the age on the screening day
+    back = (age * 365.25 + rng.integers(1, 365, n)).astype(np.int64)
+    dob = pd.Series(screening - pd.to_timedelta(back, unit="D")).dt.floor("D")
+    age = ((screening - pd.DatetimeIndex(dob)).days.to_numpy() / 365.25).astype(np.int64)
+    age_cat = np.where(age < 25, 0, np.where(age <= 45, 1, 2))
+    young = (age < 25).astype(float)
+    # counts: over-dispersed, more for the young and for men
+    juv_fel = np.where(rng.random(n) < 0.03 + 0.05 * young, 1 + rng.geometric(0.55, n) - 1, 0)
+    juv_misd = np.where(rng.random(n) < 0.04 + 0.06 * young, 1 + rng.geometric(0.5, n) - 1, 0)
+    mean_priors = 3.4 * np.exp(0.012 * (age - 32)) * np.where(sex == "Male", 1.15, 0.65)
+    priors = np.clip(rng.negative_binomial(0.65, 0.65 / (0.65 + mean_priors)), 0, 38)
+    felony = rng.random(n) < 1 / (1 + np.exp(-(0.45 + 0.05 * np.minimum(priors, 10))))
+    # days between screening and arrest: a pile at -1 and 0, a long two-sided tail, ~4 % missing
+    kind = rng.random(n)
+    tail = np.rint(rng.laplace(0, 40, n)).astype(np.int64)
+    days_b = np.where(kind < 0.62, -1, np.where(kind < 0.80, 0, np.clip(tail, -414, 1057))).astype(float)
+    days_b[rng.random(n) < 0.043] = np.nan
+    # the risk score (1-10), -1 when the assessment was not scored
+    latent = 4.2 - 0.09 * (age - 32) + 0.35 * np.sqrt(priors) + 0.6 * juv_fel + 0.3 * (race == 0) + rng.normal(0, 1.9, n)
+    decile = np.clip(np.rint(latent), 1, 10).astype(np.int64)
+    decile[rng.random(n) < 0.006] = -1
+    p_recid = 1 / (1 + np.exp(-(-1.4 + 0.22 * np.maximum(decile, 1) + 0.05 * np.minimum(priors, 15)
+                                - 0.02 * (age - 32) + 0.2 * felony)))
+    two_year = (rng.random(n) < p_recid).astype(np.int64)
+    is_recid = np.where(rng.random(n) < 0.03, "-1", two_year.astype(str))
+    df = pd.DataFrame({
+        "sex": sex.astype(object),
+        "dob": dob.astype("datetime64[ns]"),
+        "age": age,
+        "age_cat": np.asarray(AGE_CATS, dtype=object)[age_cat],
+        "race": np.asarray(RACES, dtype=object)[race],
+        "juv_fel_count": juv_fel.astype(np.int64),
+        "juv_misd_count": juv_misd.astype(np.int64),
+        "priors_count": priors.astype(np.int64),
+        "screening_date": pd.Series(screening.strftime("%Y-%m-%d"), dtype=object),
+        "days_b_screening_arrest": days_b,
+        "c_charge_degree": np.where(felony, "F", "M").astype(object),
+        "decile_score": decile,
+        "is_recid": is_recid.astype(object),
+        "two_year_recid": two_year,
+    })
+    return df, compas_schema()
+
+
+# -------------------------------------------------------------------------------------------------
 # shared datasets
 # -------------------------------------------------------------------------------------------------
 def datasets_root(root: str | os.PathLike | None = None) -> Path:
@@ -220,14 +325,15 @@ def load_shared(name: str, root: str | os.PathLike | None = None) -> tuple[pd.Da
 
 
 def read_csv(path, schema: Schema, label: str | None = None) -> pd.DataFrame:
-    """A CSV's schema columns, in schema order, with datetime columns parsed (other columns dropped)."""
+    """A CSV's schema columns, in schema order, with datetime columns parsed as the schema says
+    (its ``format`` and ``tz``; other columns dropped)."""
     df = pd.read_csv(path)
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise SchemaError(f"{label or path}: lacks schema column(s) {missing}")
     for col in schema:
         if col.kind == "datetime":
-            df[col.name] = pd.to_datetime(df[col.name])
+            df[col.name] = col.datetimes(numeric_values(df[col.name], col), snap=False)
     return df[schema.names]
 
 

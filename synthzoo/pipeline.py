@@ -29,10 +29,11 @@ from .core.tokens import TokenData, TokenTable
 from .core.errors import ConfigError, NotFittedError, SchemaError
 from .core.measurements import estimate_total
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
-                                  check_privacy_params)
+                                  check_privacy_params, privacy_warnings, release_warnings)
+from .core.dpschema import dp_schema_report
 from .core.schema import Schema
+from .modelfile import FORMAT, MAX_BYTES, check_document
 
-FORMAT = "synthzoo-model"
 DEFAULT_NUMERIC = {"name": "uniform"}  # numeric columns no preprocessor claims are binned on public bounds
 DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled numbers, one-hot categories
 DEFAULT_TOKENS = {"name": "tokens"}  # a model that fits token rows: category tokens, digits of numbers
@@ -99,6 +100,7 @@ class Synthesizer:
                  seed=0, budget_split=None, out_of_bounds="raise", name=None, schema_ledger=None,
                  noise_seed=None):
         self.epsilon, self.delta = check_privacy_params(epsilon, delta)
+        privacy_warnings(self.epsilon, self.delta)  # from the request alone; the table's size is judged after fit
         if noise_seed is not None and (isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer))
                                        or noise_seed < 0):
             raise ConfigError(f"noise_seed must be None or a non-negative integer, got {noise_seed!r}")
@@ -232,10 +234,13 @@ class Synthesizer:
             t0 = time.perf_counter()
             self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
             self.n_estimate_ = estimate_total(measurements, floor=0.0)
+            masses = [m.sigma * math.sqrt(2 / math.pi) * np.size(m.noisy) for m in measurements]
+            noise_mass = float(np.median(masses)) if masses else None
         else:
             budget = self._stage(self.model.name, self.budget_split["model"])
             self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
             self.n_estimate_ = float(getattr(self.model, "total_", float("nan")))
+            noise_mass = None
         timings["model"] = time.perf_counter() - t0
         say(f"model ({self.model.name}): {timings['model']:.1f}s; {self.ledger_.spent()}")
         del data  # nothing private is kept past fit
@@ -244,6 +249,9 @@ class Synthesizer:
         if self.ledger_.private and spent.epsilon > self.epsilon * (1 + 1e-9):
             raise RuntimeError(f"ledger overspent: {spent}")  # the ledger refuses first; belt and braces
         self.timings_ = timings
+        # judged on the DP estimate of the row count (post-processing), never on len(df)
+        self.warnings_ = release_warnings(self.epsilon, self.delta, self.n_estimate_, noise_mass,
+                                          "DP estimate" if self.ledger_.private else "exact count, non-private run")
         self._fitted = True
         self._sample_calls = 0
         return self
@@ -337,9 +345,13 @@ class Synthesizer:
                             columns=["module", "rho", "share", "charges", "mechanisms", "epsilon_alone"])
 
     def privacy_report(self) -> str:
-        """The ledger's account: (epsilon, delta) spent and requested, per-module rho and mechanisms."""
+        """The ledger's account: (epsilon, delta) spent and requested, per-module rho and mechanisms;
+        for a schema measured by :func:`synthzoo.dp_schema`, what it measured and why (its DP
+        releases only: bounds, margins, merged categories, missing values)."""
         self._check_fitted()
-        return self.account_.report()
+        text = self.account_.report()
+        schema_text = dp_schema_report(self.schema_)
+        return text + ("\n" + schema_text if schema_text else "")
 
     @property
     def replayable_noise(self) -> bool:
@@ -378,7 +390,7 @@ class Synthesizer:
                "encoding": ("features" if isinstance(self.encoder_, FeatureTable)
                             else "tokens" if isinstance(self.encoder_, TokenTable) else "codes"),
                "encoder": self.encoder_.to_state(), "model_state": self.model.get_state(),
-               "n_estimate": getattr(self, "n_estimate_", None),
+               "n_estimate": _finite_or_none(getattr(self, "n_estimate_", None)),
                "privacy": self.account_.account()}
         if self.replayable_noise:
             doc["warning"] = REPLAYABLE_WARNING
@@ -386,33 +398,53 @@ class Synthesizer:
 
     @classmethod
     def from_json(cls, doc: dict, account: PrivacyLedger | None = None) -> "Synthesizer":
-        """Rebuild a synthesizer from :meth:`to_json`'s document (untrusted input: only data is read,
-        modules come from the registry).  ``account`` replaces the saved privacy account with a live
-        ledger that covers more than the fit (the tuner's random-stopping charge)."""
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise ConfigError("not a synthzoo model document")
+        """Rebuild a synthesizer from :meth:`to_json`'s document.
+
+        The document is untrusted input: it is validated whole against the format before anything is
+        built (:func:`synthzoo.modelfile.check_document`), then each part where it is built -- the
+        schema, the encoders (bin edges within the schema's bounds), the model state (parameter
+        ranges and the limits a file may set), and the privacy account, whose (epsilon, delta) is
+        recomputed from its recorded events and must match the claim, the request and the model's
+        noisy measurements.  Anything wrong raises :class:`ConfigError` naming the field.  Modules
+        come from the registry; no code is read.
+
+        ``account`` replaces the saved privacy account with a live ledger that covers more than the
+        fit (the tuner's random-stopping charge)."""
+        check_document(doc)
+        stage = "schema"
         try:
-            cfg = dict(doc["config"])
             schema = Schema.from_dict(doc["schema"])
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise ConfigError(f"model file: malformed configuration or schema ({e!r})") from None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the non-private warning was given at fit time
-            self = cls(schema=schema, **cfg)
-        self.schema_ = schema
-        self.columns_ = list(doc["columns"])
-        est = doc.get("n_estimate")
-        self.n_estimate_ = float(est) if isinstance(est, (int, float)) else float("nan")
-        if doc.get("encoding", "codes") == "features":
-            self.encoder_ = FeatureTable.from_state(schema, doc["encoder"])
-            self.model.set_state(doc["model_state"], self.encoder_)
-        elif doc.get("encoding") == "tokens":
-            self.encoder_ = TokenTable.from_state(schema, doc["encoder"])
-            self.model.set_state(doc["model_state"], self.encoder_)
-        else:
-            self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
-            self.model.set_state(doc["model_state"], self.encoder_.domain)
-        self.account_ = account if account is not None else SavedAccount(doc["privacy"])
+            stage = "config"
+            cfg = dict(doc["config"])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the non-private and settings warnings were given at fit time
+                self = cls(schema=schema, **cfg)
+            self.schema_ = schema
+            self.columns_ = list(doc["columns"])
+            est = doc["n_estimate"]
+            self.n_estimate_ = float(est) if est is not None else float("nan")
+            stage = "encoder"
+            encoding = doc["encoding"]
+            if encoding != self.model.get_tags()["input"]:
+                raise ConfigError(f"encoding {encoding!r} does not suit model {self.model.name!r}")
+            if encoding == "features":
+                self.encoder_ = FeatureTable.from_state(schema, doc["encoder"])
+            elif encoding == "tokens":
+                self.encoder_ = TokenTable.from_state(schema, doc["encoder"])
+            else:
+                self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
+            stage = "model_state"
+            self.model.set_state(doc["model_state"], self.encoder_.domain if encoding == "codes" else self.encoder_)
+            stage = "privacy"
+            saved = SavedAccount(doc["privacy"])
+            _bind_account(saved, self)
+        except ConfigError as e:
+            msg = str(e)
+            raise ConfigError(msg if msg.startswith("model file") else f"model file: {stage}: {msg}") from None
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RuntimeError,
+                RecursionError) as e:
+            raise ConfigError(f"model file: {stage}: malformed ({e!r})") from None
+        self.account_ = account if account is not None else saved
         if account is not None:
             self.ledger_ = account
         self._fitted = True
@@ -423,12 +455,19 @@ class Synthesizer:
         Path(path).write_text(json.dumps(self.to_json()))
 
     @classmethod
-    def load(cls, path: str | Path) -> "Synthesizer":
-        """Read a file written by :meth:`save`. Only JSON is parsed; modules come from the registry."""
+    def load(cls, path: str | Path, max_bytes: int = MAX_BYTES) -> "Synthesizer":
+        """Read a file written by :meth:`save` (at most ``max_bytes``). Only JSON is parsed, and the
+        document is checked as untrusted input (see :meth:`from_json`); modules come from the registry."""
+        path = Path(path)
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(f"{path}: {size:,} bytes, more than max_bytes={max_bytes:,}; not read")
         try:
-            doc = json.loads(Path(path).read_text())
+            doc = json.loads(path.read_bytes())
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ConfigError(f"{path}: not a synthzoo model file ({e})") from None
+        except RecursionError:
+            raise ConfigError(f"{path}: not a synthzoo model file (nested too deeply)") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")
         return cls.from_json(doc)
@@ -436,6 +475,27 @@ class Synthesizer:
 
 #: Which preprocessors make a model's input, for the error that names them.
 _MAKERS = {"features": "features or mode_features", "tokens": "tokens"}
+
+
+def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
+    """Tie a file's verified privacy account to the rest of the file: the request it was charged
+    against is the configuration's (or, for a tuned model, covers it), and the model's noisy
+    measurements are the ones its charges calibrated."""
+    tuned = "tuning" in saved.modules()
+    if saved.private != (synth.epsilon is not None):
+        raise ConfigError("model file: privacy: the account and config.epsilon disagree on whether the run is "
+                          "private (edited?)")
+    eps, delta = saved.requested
+    if not tuned and (eps != synth.epsilon or delta != synth.delta):
+        raise ConfigError(f"model file: privacy.requested (epsilon={eps}, delta={delta}) differs from the "
+                          f"configuration (epsilon={synth.epsilon}, delta={synth.delta}) (edited?)")
+    measurements = getattr(synth.model, "measurements_", None)
+    if measurements is not None and not tuned:
+        saved.check_measurements(measurements)
+
+
+def _finite_or_none(x):
+    return float(x) if isinstance(x, (int, float, np.number)) and math.isfinite(float(x)) else None
 
 
 def _json_default(o):

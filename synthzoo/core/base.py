@@ -235,29 +235,60 @@ class Model(Module):
         """The fitted arrays, as JSON-able values."""
         raise ConfigError(f"model {self._label()!r} does not define a saved state")
 
+    #: Largest values a *saved state* may give parameters that set how much work ``sample`` does
+    #: (``{"iterations": 10_000}``): a model file is untrusted input, and a parameter edited to 1e9 must
+    #: not make ``sample`` run for days.  Constructing a model by hand is not limited.
+    _load_limits: ClassVar[dict] = {}
+    #: Largest record count a saved state may claim.
+    MAX_TOTAL = 1e12
+
     def set_state(self, state: dict, domain: Domain) -> None:
-        """Restore what :meth:`get_state` returned.  A saved state is untrusted input: a wrong domain,
-        an unknown or out-of-range parameter, or a malformed field raises :class:`ConfigError`."""
+        """Restore what :meth:`get_state` returned.  A saved state is untrusted input: a missing or
+        malformed field, a wrong domain, an unknown, out-of-range or method-shadowing parameter, or a
+        parameter past :attr:`_load_limits` raises :class:`ConfigError` naming it."""
         who = f"{self._label()}.set_state"
         if not isinstance(state, dict):
             raise ConfigError(f"{who}: the state must be a JSON object")
-        if "domain" in state and state["domain"] != json.loads(json.dumps(domain.to_dict())):
+        missing = [k for k in ("params", "domain") if k not in state]
+        if missing:
+            raise ConfigError(f"{who}: the state lacks {missing}")
+        if state["domain"] != json.loads(json.dumps(domain.to_dict())):
             raise ConfigError(f"{who}: the saved state was fitted on a different domain")
-        params = state.get("params", {})
+        params = state["params"]
         if not isinstance(params, dict):
             raise ConfigError(f"{who}: 'params' must be an object")
         known = self.get_params()
         for k, v in params.items():
+            attr = getattr(type(self), k, None)
+            if not isinstance(k, str) or k.startswith("_") or callable(attr) or isinstance(attr, property):
+                raise ConfigError(f"{who}: params may not name {k!r} (not a parameter: it would shadow an attribute "
+                                  "of the model)")
             if k not in known:
                 raise ConfigError(f"{who}: unknown parameter {k!r}")
             setattr(self, k, _from_json(v))
         self.check_params()
+        self._check_load_limits(who)
+        for key, hi in (("total", self.MAX_TOTAL), ("seed", 2.0 ** 63), ("eval_seed", 2.0 ** 63)):
+            if key in state:
+                x = state[key]
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not (0 <= x <= hi) \
+                        or (key != "total" and x != int(x)):
+                    raise ConfigError(f"{who}: {key!r} must be a {'number' if key == 'total' else 'whole number'} in "
+                                      f"[0, {hi:g}], got {x!r}")
         try:
             self._set_state(state, domain)
         except ConfigError:
             raise
-        except (KeyError, TypeError, ValueError, IndexError) as e:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RuntimeError) as e:
             raise ConfigError(f"{who}: malformed state ({e!r})") from None
+
+    def _check_load_limits(self, who: str) -> None:
+        for name, hi in self._load_limits.items():
+            v = getattr(self, name, None)
+            vals = v if isinstance(v, (list, tuple)) else [v]
+            if any(isinstance(x, (int, float)) and x > hi for x in vals):
+                raise ConfigError(f"{who}: parameter {name}={v!r} exceeds what a model file may set ({hi:g}); it "
+                                  "would make sampling arbitrarily slow (refit with a smaller value to use it)")
 
     def _set_state(self, state: dict, domain: Domain) -> None:
         """Rebuild the fitted arrays from ``state`` (parameters are already restored) and call

@@ -9,8 +9,9 @@ the private alternative; every access goes through a :class:`PrivacyLedger`.
   mechanism with L2 sensitivity 1 (a record sits in one bucket); the bounds are the edges of the
   outermost buckets whose noisy count clears a threshold.  This is the construction of
   Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo, Gipson, "Differentially Private SQL with
-  Bounded User Contribution", PoPETs 2020 (its ``ApproxBounds``).  Powers of two are coarse (a
-  date column would get a 34-year range), so a second noisy histogram over uniform sub-buckets
+  Bounded User Contribution", PoPETs 2020 (its ``ApproxBounds``).  Datetimes use blocks of years
+  over a public span of history instead (powers of two of epoch seconds centre on 1970 and cut
+  earlier birth dates).  Both are coarse, so a second noisy histogram over uniform sub-buckets
   of the first answer refines it (how many sub-buckets is read from the first release, so
   that sparse data is not cut finer than the noise allows); choosing the second grid from the
   first release is adaptive composition, and both histograms are charged.
@@ -23,11 +24,11 @@ the private alternative; every access goes through a :class:`PrivacyLedger`.
   ``delta_sel``; otherwise the release is a post-processed discrete Gaussian count.  The
   mechanism is (delta_sel, rho)-approximate zCDP and is charged to the ledger as a zCDP event
   plus ``extra_delta=delta_sel``.
-* **Missing values** — not measured: every measured column is declared ``missing=True``
-  (unless ``known`` says otherwise).  Declaring a missing code that never occurs costs a
-  little utility (one more code per column, whose count the synthesizer measures as about
-  zero) and no privacy; measuring it would cost budget and a false "no missing" would make
-  the private frame fail validation.
+* **Missing values** — declared only on DP evidence: the noisy count of missing values, released
+  by the same histogram or selection (a record with a missing value sits in one more bucket, at
+  no extra cost), must exceed ``missing_z`` standard deviations.  A missing code declared for a
+  column without missing values would make the release invent them; a column's few missing
+  values that the noise hid are filled by :func:`conform`, which says what it changed.
 
 Values outside the measured bounds (a few extreme records: that is what keeps them private)
 are clipped by the pipeline's ``out_of_bounds="clip"``; values of released columns that were
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import dp_accounting as dpa
@@ -51,10 +53,11 @@ import pandas as pd
 from scipy.stats import norm
 
 from .errors import BudgetExceededError, ConfigError, SchemaError
-from .privacy.ledger import Budget, PrivacyLedger
+from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, privacy_warnings
 from .privacy.mechanisms import discrete_gaussian, gaussian_sigma
 from .privacy.noise import discrete_gaussian_tail
-from .schema import KINDS, Column, Schema, _to_epoch_seconds, category_key
+from .datetimes import RESOLUTIONS
+from .schema import COLUMN_KEYS, KINDS, Column, Schema, _to_epoch_seconds, category_key, numeric_values
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -115,41 +118,123 @@ def _outermost(noisy: np.ndarray, tau: float) -> tuple[int, int] | None:
     return int(above[0]), int(above[-1])
 
 
+#: The public span of history datetime bounds are measured in (and clipped to), and its block length.
+DATETIME_SPAN = ("1700-01-01", "2260-01-01")
+DATETIME_BLOCK_YEARS = 16
+_YEAR = 365.2425 * 86_400.0
+
+
+@dataclass
+class BoundsReport:
+    """What :func:`dp_bounds` released about one column and why the bounds are where they are (all
+    of it post-processing of the noisy histograms; nothing exact)."""
+
+    lower: float
+    upper: float
+    grid: str  # "log2 buckets" / "16-year blocks"
+    core: tuple[float, float]  # span of the buckets that cleared the high threshold
+    walked: tuple[float, float]  # after extending through buckets with evidence of data
+    margin: int  # buckets added on each side without evidence (what the noise could hide)
+    hidden: float  # rows one bucket could hold unseen (2 sigma of the first histogram)
+    trimmed: tuple[int, int]  # sub-buckets trimmed off (left, right)
+    clipped_estimate: float  # noisy count of what the trimmed sub-buckets hold (an estimate)
+    n_estimate: float  # noisy count of the values inside the measured range
+    missing_count: float | None = None  # noisy count of missing values (NaN bucket), if measured
+    sigma: float = 0.0  # standard deviation of missing_count
+    rings: tuple[int, int] = (0, 0)  # tail rings beyond the margin with evidence of data (left, right)
+
+    def as_dict(self, column) -> dict:
+        r = lambda x: float(round(x, 1))  # noqa: E731
+        return {"kind": column.kind, "lower": column.show(self.lower), "upper": column.show(self.upper),
+                "grid": self.grid, "core": [column.show(self.core[0]), column.show(self.core[1])],
+                "walked": [column.show(self.walked[0]), column.show(self.walked[1])], "margin_buckets": self.margin,
+                "rows_a_bucket_can_hide": r(self.hidden), "trimmed_sub_buckets": list(self.trimmed),
+                "clipped_estimate": r(max(self.clipped_estimate, 0.0)), "rows_estimate": r(self.n_estimate),
+                "missing_estimate": None if self.missing_count is None else r(self.missing_count),
+                "tail_rings": list(self.rings)}
+
+
+def _grid(kind: str, integer: bool, log2_range, span):
+    """Fixed, data-independent buckets: ``(edges (K, 2), index(v) -> bucket, log_scale)``.
+
+    Numbers: 0 and +-2^k buckets (integer columns need no buckets below 1).  Datetimes: blocks of
+    :data:`DATETIME_BLOCK_YEARS` years over a public span of history (values outside fall in the
+    outermost blocks), not powers of two of epoch seconds, whose buckets shrink towards 1970 and
+    cut a birth-date column into slivers."""
+    if kind == "datetime":
+        lo, hi = span
+        y0 = pd.Timestamp(lo, unit="s").year
+        starts = [pd.Timestamp(year=y, month=1, day=1) for y in range(y0, pd.Timestamp(hi, unit="s").year + 1,
+                                                                       DATETIME_BLOCK_YEARS)]
+        left = np.array([(t - pd.Timestamp(0)).total_seconds() for t in starts])  # calendar year starts
+        left = left[(left >= lo) & (left < hi)]
+        if left.size == 0 or left[0] > lo:
+            left = np.r_[lo, left]
+        edges = np.stack([left, np.r_[left[1:], hi]], axis=1)
+        return edges, (lambda v: np.clip(np.searchsorted(left, v, side="right") - 1, 0, len(left) - 1)), False
+    lo2, hi2 = int(log2_range[0]), int(log2_range[1])
+    if integer:
+        lo2 = max(lo2, 0)
+    return _log_bucket_edges(lo2, hi2), (lambda v: _log_bucket_index(v, lo2, hi2)), True
+
+
 def dp_bounds(values, budget: Budget, rho: float | None = None, *,
-              integer: bool = False, name: str = "column", refine_share: float = 0.6, n_refine: int = 32,
-              false_positive: float = 1e-3, refine_false_positive: float = 0.01,
-              log2_range: tuple[int, int] = (LOG2_MIN, LOG2_MAX)) -> tuple[float, float]:
-    """DP approximate (lower, upper) bounds of ``values`` (NaNs are ignored), spending ``rho``.
+              integer: bool = False, name: str = "column", refine_share: float = 0.75, n_refine: int = 32,
+              false_positive: float = 1e-3, clip_share: float = 0.0075, max_margin: int = 2,
+              log2_range: tuple[int, int] = (LOG2_MIN, LOG2_MAX), kind: str = "numerical",
+              span: tuple[float, float] | None = None, report: bool = False,
+              known_lower: float | None = None, known_upper: float | None = None):
+    """DP approximate (lower, upper) bounds of ``values`` (NaNs are ignored), spending ``rho``, that
+    aim to clip at most about ``clip_share`` of the values on each side.
 
-    Two discrete Gaussian histograms, each with L2 sensitivity 1 (one record, one bucket): first over
-    the fixed logarithmic buckets (Wilson et al., PoPETs 2020, ``ApproxBounds``), then over
-    uniform sub-buckets of the first answer (values outside it counted in the edge
-    sub-buckets): ``n_refine`` of them, halved while the first histogram's noisy total says
-    they would hold fewer than 4 thresholds' worth of records each (post-processing).  Each
-    answer spans the outermost buckets whose noisy count clears
-    ``sigma * Phi^{-1}(1 - fp / n_buckets)``, a data-independent threshold (``fp`` is
-    ``false_positive`` for the log buckets, where a stray bucket could widen the range a
-    millionfold, and ``refine_false_positive`` for the sub-buckets, where it cannot).  Bounds
-    are therefore *approximate*: a few extreme values (those in sparse outer buckets) fall
-    outside and are clipped by the pipeline (``out_of_bounds="clip"``).
+    Two discrete Gaussian histograms, each of L2 sensitivity 1 (one record, one bucket):
 
-    ``rho`` defaults to all of ``budget.remaining``; ``refine_share`` of it goes to the second
-    histogram.  Integers (``integer=True``, a public dtype fact) get integral bounds.  In a
-    non-private run (``budget.private`` False) the exact minimum and maximum are returned.
-    Raises :class:`SchemaError` naming the column if no bucket clears the threshold (too
-    little data for the budget): then give more budget or public bounds.
+    1. Over fixed, data-independent buckets (``0`` and ``+-2^k`` for numbers, Wilson et al., PoPETs
+       2020's ``ApproxBounds``; :data:`DATETIME_BLOCK_YEARS`-year blocks over a public span of
+       history for datetimes, ``kind="datetime"``), plus one bucket for missing values.  The *core*
+       is the outermost buckets whose noisy count clears ``sigma * Phi^-1(1 - fp / K)`` (a stray
+       far bucket would widen the range a millionfold).  It is then *walked* outwards through
+       neighbouring buckets whose noisy count exceeds ``sigma`` (evidence of data), and widened by
+       a *margin* of up to ``max_margin`` buckets when the noise could hide more than
+       ``clip_share`` of the rows in a bucket (``2 sigma > clip_share * n_hat``) -- at a small
+       budget a thin tail cannot be seen, and cutting it is what damaged tables (capped ages,
+       birth dates lost); at a large one there is no margin.
+    2. Over ``n_refine`` uniform sub-buckets of that range (fewer when the first histogram says they
+       would be sparse), values outside counted in the edge sub-buckets.  Sub-buckets are trimmed
+       from each side only while the noisy count of what would be clipped, plus one standard
+       deviation, stays below ``clip_share`` of a low estimate of the rows: tight bounds when the
+       budget allows it, the safe wide range when it does not.
+
+    Choosing the second grid from the first release is adaptive composition; both are charged.
+    ``rho`` defaults to all of ``budget.remaining``, ``refine_share`` of it to the second histogram.
+    Integers (``integer=True``, a public fact) get integral bounds.  ``span`` (datetimes: public
+    wall-clock seconds) limits the result.  In a non-private run (``budget.private`` False) the exact
+    minimum and maximum are returned.  ``known_lower`` / ``known_upper`` are public bounds of one side
+    (a count is never negative): kept as given, and the measurement looks at the other side only
+    (values beyond a known bound are counted at it).  With ``report=True`` returns ``(lower, upper,
+    BoundsReport)``.
+    Raises :class:`SchemaError` naming the column if no bucket clears the threshold.
     """
     v = np.asarray(values, dtype=float)
-    v = v[~np.isnan(v)]
+    na = np.isnan(v)
+    v_all, v = v, v[~na]
     if np.isinf(v).any():
         raise SchemaError(f"column {name!r}: infinite values cannot be bounded")
     if not 0.0 < refine_share < 1.0:
         raise ConfigError(f"refine_share must lie in (0, 1), got {refine_share}")
     if int(n_refine) < 1:
         raise ConfigError(f"n_refine must be >= 1, got {n_refine}")
+    if not 0.0 < clip_share < 0.5:
+        raise ConfigError(f"clip_share must lie in (0, 0.5), got {clip_share}")
+    if int(max_margin) < 0:
+        raise ConfigError(f"max_margin must be >= 0, got {max_margin}")
     lo2, hi2 = int(log2_range[0]), int(log2_range[1])
     if lo2 >= hi2:
         raise ConfigError(f"log2_range must be increasing, got {log2_range}")
+    if kind == "datetime" and span is None:
+        span = tuple(_to_epoch_seconds(pd.Series(list(DATETIME_SPAN)), name))
+    if known_lower is not None or known_upper is not None:
+        v = np.clip(v, -np.inf if known_lower is None else known_lower, np.inf if known_upper is None else known_upper)
     rho = _rho(budget, rho)
     if not budget.private:
         # A non-private run records its access (reported as non-private) and answers exactly.
@@ -157,39 +242,142 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         if v.size == 0:
             raise SchemaError(f"column {name!r}: every value is missing; cannot bound it")
         lo, hi = float(v.min()), float(v.max())
-        return (float(math.floor(lo)), float(math.ceil(hi))) if integer else (lo, hi)
+        if integer:
+            lo, hi = float(math.floor(lo)), float(math.ceil(hi))
+        lo = lo if known_lower is None else float(known_lower)
+        hi = hi if known_upper is None else float(known_upper)
+        rep = BoundsReport(lo, hi, "exact", (lo, hi), (lo, hi), 0, 0.0, (0, 0), 0.0, float(v.size),
+                           float(na.sum()))
+        return (lo, hi, rep) if report else (lo, hi)
 
-    edges = _log_bucket_edges(lo2, hi2)
-    counts = np.bincount(_log_bucket_index(v, lo2, hi2), minlength=len(edges)).astype(float)
+    edges, index, log_scale = _grid(kind, integer, (lo2, hi2), span)
+    K = len(edges)
+    counts = np.bincount(index(v), minlength=K).astype(float)
+    counts = np.r_[counts, float(na.sum())]  # the missing values' bucket: one record, one bucket still
     rho1 = rho * (1.0 - refine_share)
-    noisy, sigma = discrete_gaussian(budget, counts, 1.0, rho1, mechanism="log_histogram",
-                                     note=f"{name}: bounds, {len(edges)} log2 buckets")
-    span = _outermost(noisy, _threshold(sigma, len(edges), false_positive))
-    if span is None:
+    noisy_all, sigma = discrete_gaussian(budget, counts, 1.0, rho1, mechanism="histogram",
+                                         note=f"{name}: bounds, {K} {'log2 buckets' if log_scale else 'blocks'} "
+                                              "and missing values")
+    noisy, noisy_missing = noisy_all[:K], float(noisy_all[K])
+    span_idx = _outermost(noisy, _threshold(sigma, K, false_positive))
+    if span_idx is None:
         raise SchemaError(
             f"column {name!r}: no value range could be measured (no noisy bucket count cleared the "
-            f"threshold at sigma={sigma:.3g}); give dp_schema more budget, or pass public bounds in `known`")
-    lo, hi = float(edges[span[0], 0]), float(edges[span[1], 1])
-
-    # refinement: uniform sub-buckets of [lo, hi].  Their number comes from the released first
-    # histogram only (post-processing): about 4 thresholds' worth of records per sub-bucket on
-    # average, so that sparse data is not cut into buckets that all fall below the threshold.
-    sigma2 = gaussian_sigma(rho - rho1, 1.0)
-    n_hat = float(np.sum(noisy[span[0]:span[1] + 1]))
-    k = int(n_refine)
-    while k > 4 and n_hat / k < 4 * _threshold(sigma2, k, refine_false_positive):
-        k //= 2
-    sub = np.linspace(lo, hi, k + 1)
-    idx = np.clip(np.searchsorted(sub, v, side="right") - 1, 0, k - 1)
-    counts2 = np.bincount(idx, minlength=k).astype(float)
-    noisy2, sigma2 = discrete_gaussian(budget, counts2, 1.0, rho - rho1, mechanism="histogram",
-                                       note=f"{name}: bounds refinement, {k} sub-buckets")
-    span2 = _outermost(noisy2, _threshold(sigma2, k, refine_false_positive)) if hi > lo else None
-    if span2 is not None:
-        lo, hi = float(sub[span2[0]]), float(sub[span2[1] + 1])
+            f"threshold at sigma={sigma:.3g}); give dp_schema more budget, or declare the column's public "
+            f"'lower' and 'upper' in its description (kinds, or the --schema file of `fit --dp-schema`)")
+    a, b = span_idx
+    core = (float(edges[a, 0]), float(edges[b, 1]))
+    # walk outwards through buckets with evidence of data (noisy count above one sigma)
+    while a > 0 and noisy[a - 1] > sigma:
+        a -= 1
+    while b < K - 1 and noisy[b + 1] > sigma:
+        b += 1
+    walked = (float(edges[a, 0]), float(edges[b, 1]))
+    inside = noisy[a:b + 1]
+    n_hat = float(inside.sum())
+    n_low = max(n_hat - 2.0 * sigma * math.sqrt(inside.size), 1.0)
+    hidden = 2.0 * sigma
+    margin = 0
+    if hidden > clip_share * n_low:
+        # on a log scale a tail a bucket hides halves from bucket to bucket; a linear block holds it
+        need = math.log2(hidden / (clip_share * n_low)) if log_scale else 1.0
+        margin = int(min(max_margin, max(1, math.ceil(need))))
+    if log_scale:
+        zero = (K - 1) // 2  # the {0} bucket: a margin never takes one-signed data to the other sign
+        a = max(a - margin, zero + 1) if a > zero else max(a - margin, 0)
+        b = min(b + margin, zero - 1) if b < zero else min(b + margin, K - 1)
+    else:
+        a, b = max(a - margin, 0), min(b + margin, K - 1)
+    lo, hi = float(edges[a, 0]), float(edges[b, 1])
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
-    return lo, hi
+
+    rho2 = rho - rho1
+    sigma2 = gaussian_sigma(rho2, 1.0)
+    # Second histogram, one record in one cell (sensitivity 1): k uniform sub-buckets of [lo, hi] (values
+    # beyond a side with no rings counted in its edge sub-bucket), and -- when a margin was needed, i.e.
+    # the budget cannot see a thin tail bucket by bucket -- a few wide rings beyond the margin on each
+    # side (2, 6, then 8 buckets), where a spread-out tail adds up to something the noise does not hide.
+    widths = ((2, 6, 8) if log_scale else (1, 2, 4)) if margin else ()
+    zs = (1.0, 1.25, 2.5)  # a far ring that is only noise would widen the range 2^8-fold: stronger evidence
+    left, right = [], []
+    i, j = a, b
+    for w in widths:
+        left.append((max(i - w, 0), i - 1))
+        right.append((j + 1, min(j + w, K - 1)))
+        i, j = i - w, j + w
+    if log_scale:
+        zero = (K - 1) // 2
+        left = [(max(x, zero + 1) if a > zero else x, y) for x, y in left]
+        right = [(x, min(y, zero - 1) if b < zero else y) for x, y in right]
+    left = [(x, y) for x, y in left if x <= y]
+    right = [(x, y) for x, y in right if x <= y]
+    k = int(n_refine)
+    while k > 4 and n_hat / k < 4 * _threshold(sigma2, k, 0.01):
+        k //= 2
+    if integer:
+        k = max(1, min(k, int(hi - lo)))
+    sub = np.linspace(lo, hi, k + 1)
+    if integer:
+        sub = np.unique(np.round(sub))
+        k = sub.size - 1
+    bucket = index(v)
+    cell = np.clip(np.searchsorted(sub, v, side="right") - 1, 0, max(k - 1, 0)) + len(left)
+    for r, (x, y) in enumerate(left):  # ring r on the left is cell len(left) - 1 - r (outermost first)
+        cell[(bucket >= x) & (bucket <= y)] = len(left) - 1 - r
+    for r, (x, y) in enumerate(right):
+        cell[(bucket >= x) & (bucket <= y)] = len(left) + k + r
+    n_cells = len(left) + k + len(right)
+    counts2 = np.r_[np.bincount(cell, minlength=n_cells).astype(float), float(na.sum())]
+    noisy2, sigma2 = discrete_gaussian(budget, counts2, 1.0, rho2, mechanism="histogram",
+                                       note=f"{name}: bounds refinement, {k} sub-buckets, {len(left) + len(right)} "
+                                            "tail rings and missing values")
+    noisy2, missing2 = noisy2[:-1], float(noisy2[-1])
+    ring_l = noisy2[:len(left)][::-1]  # innermost first
+    inner = noisy2[len(left):len(left) + k]
+    ring_r = noisy2[len(left) + k:]
+    far_l = max((r for r in range(len(left)) if ring_l[r] > zs[r] * sigma2), default=-1)
+    far_r = max((r for r in range(len(right)) if ring_r[r] > zs[r] * sigma2), default=-1)
+    rings = (far_l + 1, far_r + 1)
+    trim_l = trim_r = 0
+    clipped = 0.0
+    if k > 1 and hi > lo:
+        # trim sub-buckets from a side with no tail beyond, only while the noisy count of what would be
+        # clipped plus one standard deviation stays below clip_share of a low estimate of the rows
+        total = float(inner.sum())
+        limit = clip_share * max(total - 2.0 * sigma2 * math.sqrt(k), 0.0)
+
+        def trim(seq):
+            s, t = 0.0, 0
+            for x in seq[:-1]:
+                if s + x + sigma2 * math.sqrt(t + 1) > limit:
+                    break
+                s, t = s + x, t + 1
+            return t, s
+
+        cl = cr = 0.0
+        if far_l < 0:
+            trim_l, cl = trim(inner)
+        if far_r < 0:
+            trim_r, cr = trim(inner[::-1][:k - trim_l])
+        clipped = cl + cr
+        lo, hi = float(sub[trim_l]), float(sub[k - trim_r])
+    if far_l >= 0:
+        lo = float(edges[left[far_l][0], 0])
+    if far_r >= 0:
+        hi = float(edges[right[far_r][1], 1])
+    if integer:
+        lo, hi = float(math.floor(lo)), float(math.ceil(hi))
+    if span is not None:
+        lo, hi = max(lo, span[0]), min(hi, span[1])
+    lo = lo if known_lower is None else float(known_lower)
+    hi = hi if known_upper is None else float(known_upper)
+    # the two noisy counts of missing values, inverse-variance weighted (post-processing)
+    w1, w2 = 1.0 / sigma ** 2, 1.0 / sigma2 ** 2
+    noisy_missing, sigma_missing = (w1 * noisy_missing + w2 * missing2) / (w1 + w2), (w1 + w2) ** -0.5
+    rep = BoundsReport(lo, hi, "log2 buckets" if log_scale else f"{DATETIME_BLOCK_YEARS}-year blocks", core, walked,
+                       margin, hidden, (trim_l, trim_r), clipped, n_hat, noisy_missing, sigma_missing, rings)
+    return (lo, hi, rep) if report else (lo, hi)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -210,17 +398,20 @@ def selection_threshold(sigma: float, delta_sel: float) -> int:
 
 
 def dp_categories(values, budget: Budget, rho: float | None = None, *,
-                  delta_sel: float, max_categories: int | None = None, name: str = "column") -> list[str]:
+                  delta_sel: float, max_categories: int | None = None, name: str = "column",
+                  report: bool = False):
     """The values of a categorical column released by DP partition selection.
 
     Discrete Gaussian noise (L2 sensitivity 1: one value per record) on the counts of the values present
-    in ``values`` (NaN ignored; values matched by :func:`category_key`); a value is released
-    when its noisy count exceeds :func:`selection_threshold` (Desfontaines, Voss, Gipson,
-    Mandayam, "Differentially private partition selection", PoPETs 2022).  Cost: ``rho``
-    (default: all of ``budget.remaining``) as a Gaussian event **plus** an additive
-    ``delta_sel``, both charged.  If more than ``max_categories`` pass, the ones with the
-    largest noisy counts are kept (post-processing).  Returned sorted; may be empty.
-    In a non-private run every observed value is returned (the most frequent ``max_categories``).
+    in ``values`` (values matched by :func:`category_key`); a value is released when its noisy count
+    exceeds :func:`selection_threshold` (Desfontaines, Voss, Gipson, Mandayam, "Differentially private
+    partition selection", PoPETs 2022).  Missing values are one more, *public* key (always counted,
+    present or not): its noisy count is released as such.  Cost: ``rho`` (default: all of
+    ``budget.remaining``) as a Gaussian event **plus** an additive ``delta_sel``, both charged.  If
+    more than ``max_categories`` pass, the ones with the largest noisy counts are kept
+    (post-processing).  Returned sorted; may be empty.  With ``report=True`` returns
+    ``(categories, noisy missing count, threshold)``.  In a non-private run every observed value is
+    returned (the most frequent ``max_categories``).
     """
     if not 0.0 < delta_sel < 1.0:
         raise ConfigError(f"delta_sel must lie in (0, 1), got {delta_sel}")
@@ -232,19 +423,23 @@ def dp_categories(values, budget: Budget, rho: float | None = None, *,
     vc = keys.value_counts(sort=False)
     cats = np.asarray(vc.index, dtype=object)
     counts = vc.to_numpy(dtype=float)
+    n_missing = float(s.isna().sum())
     note = f"{name}: categories, partition selection"  # the number of distinct values is private
     if not budget.private:
         budget.charge("gaussian_partition_selection", None, math.inf, note)
-        noisy, keep = counts, counts > 0
+        noisy, keep, noisy_missing, threshold = counts, counts > 0, n_missing, 1
     else:
         sigma = gaussian_sigma(rho, 1.0)
         budget.charge("gaussian_partition_selection", dpa.ZCDpEvent(rho), rho, note, extra_delta=delta_sel)
-        noisy = counts + budget.noise.discrete_gaussian(sigma, counts.shape)
-        keep = noisy >= selection_threshold(sigma, delta_sel)
+        drawn = np.r_[counts, n_missing] + budget.noise.discrete_gaussian(sigma, (counts.size + 1,))
+        noisy, noisy_missing = drawn[:-1], float(drawn[-1])
+        threshold = selection_threshold(sigma, delta_sel)
+        keep = noisy >= threshold
     chosen, score = cats[keep], noisy[keep]
     if max_categories is not None and chosen.size > int(max_categories):
         chosen = chosen[np.argsort(-score, kind="stable")[: int(max_categories)]]
-    return sorted(str(c) for c in chosen)
+    out = sorted(str(c) for c in chosen)
+    return (out, noisy_missing, threshold) if report else out
 
 
 # -------------------------------------------------------------------------------------------------
@@ -261,26 +456,38 @@ def kind_from_dtype(dtype) -> str:
     return "categorical"
 
 
-def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=_EPS_DEFAULT,
+def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, epsilon=_EPS_DEFAULT,
               delta=_DELTA_DEFAULT, ledger: PrivacyLedger | None = None, noise_seed: int | None = None,
               max_categories: int = 100, known: Schema | None = None, *, share: float | None = None,
               selection_delta: float | None = None, other: str | None = OTHER, integers: Iterable[str] = (),
-              bounds_options: Mapping | None = None) -> tuple[Schema, PrivacyLedger]:
+              bounds_options: Mapping | None = None, datetime_span: tuple = DATETIME_SPAN,
+              missing_z: float = 2.0) -> tuple[Schema, PrivacyLedger]:
     """A :class:`Schema` for ``df`` measured under differential privacy; the DP alternative to
-    :meth:`Schema.infer`.  Returns ``(schema, ledger)``.
+    :meth:`Schema.infer`.  Returns ``(schema, ledger)``; :func:`dp_schema_report` says what was
+    measured and why, and :func:`conform` fits the private frame to it.
 
-    * Column kinds come from ``kinds`` (``{"age": "numerical", ...}``) or, for the columns it
-      omits, from the dtypes: datetime64 -> datetime, bool / text -> categorical, numbers ->
-      numerical.  Integer-ness of numerical columns comes from ``integers`` only (public
-      knowledge): pandas stores an integer column with a missing value as float, so reading it
-      from the dtype would tell neighbouring frames apart.
+    * Column kinds come from ``kinds`` or, for the columns it omits, from the dtypes: datetime64 ->
+      datetime, bool / text -> categorical, numbers -> numerical.  A ``kinds`` entry is a kind
+      (``{"age": "numerical"}``) or a *partial column description* with the public facts one knows
+      (``{"dob": {"type": "datetime", "resolution": "day"}, "race": {"type": "categorical",
+      "categories": [...]}, "age": {"type": "numerical", "integer": true}}``): what it gives is kept,
+      what it lacks (bounds, categories, missing) is measured.  Integer-ness comes from the
+      description or ``integers`` only (public knowledge): pandas stores an integer column with a
+      missing value as float, so reading it from the dtype would tell neighbouring frames apart.
+      A datetime column's resolution, zone, format and output type come from its description
+      (default resolution ``"second"``).
     * Columns of ``known`` (a public, possibly partial Schema) are taken as they are, free.
-    * Every other column costs an equal share of the budget: numerical / datetime columns get
-      :func:`dp_bounds` (Wilson et al., PoPETs 2020), categorical ones :func:`dp_categories`
-      (Gaussian partition selection, Desfontaines et al., PoPETs 2022) plus the catch-all
-      category ``other`` (always added, so its presence says nothing; ``other=None`` omits it).
-      Released bounds may clip a few extreme values; apply :func:`conform` to the private frame.
-    * Measured columns are declared ``missing=True`` (no budget spent on missingness).
+    * Every column with something to measure costs an equal share of the budget: numerical /
+      datetime bounds by :func:`dp_bounds` (datetimes on blocks of years over the public
+      ``datetime_span``, never buckets centred on 1970), with a margin where the noise could hide a
+      tail, so that at a small budget bounds are wide rather than cut; categories by
+      :func:`dp_categories` (Gaussian partition selection) plus the catch-all category ``other``
+      (always added, so its presence says nothing; ``other=None`` omits it).
+    * ``missing`` is declared only where DP evidence says so: the noisy count of missing values
+      (released by the same histogram or selection, at no extra cost) exceeds ``missing_z``
+      standard deviations.  A declared missing code that never occurs would make the release
+      invent missing values; missing values in a column declared without them are filled by
+      :func:`conform`.
 
     Noise comes from the ledger's secret source (OS entropy); ``noise_seed`` is the test-only
     opt-in for replayable noise, for a new ledger only (a given ledger brings its own source).
@@ -294,7 +501,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
     as non-private by the ledger.
 
     Errors (:class:`SchemaError` / :class:`ConfigError`) name the column or parameter: an empty
-    frame, an unknown kind, ``kinds``/``known`` naming a column the frame lacks, a numerical
+    frame, an unknown kind or key, ``kinds``/``known`` naming a column the frame lacks, a numerical
     column with a non-numeric dtype, or a column whose measurement released nothing.
     """
     if not isinstance(df, pd.DataFrame):
@@ -305,12 +512,19 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
         raise SchemaError("dp_schema: the frame is empty (0 rows)")
     if len(set(df.columns)) != df.shape[1]:
         raise SchemaError("dp_schema: the frame has duplicate column names")
-    kinds = dict(kinds or {})
-    for col, kind in kinds.items():
+    specs: dict[str, dict] = {}
+    for col, kind in dict(kinds or {}).items():
         if col not in df.columns:
             raise SchemaError(f"kinds names column {col!r}, which the frame lacks")
-        if kind not in KINDS:
-            raise SchemaError(f"column {col!r}: unknown kind {kind!r}; expected one of {KINDS}")
+        spec = dict(kind) if isinstance(kind, Mapping) else {"type": kind}
+        unknown = sorted(set(spec) - set(COLUMN_KEYS))
+        if unknown:
+            raise SchemaError(f"column {col!r}: unknown key(s) {unknown} in kinds; a column description has "
+                              f"{list(COLUMN_KEYS)}")
+        spec["type"] = spec.pop("kind", spec.get("type"))
+        if spec["type"] not in KINDS:
+            raise SchemaError(f"column {col!r}: unknown kind {spec['type']!r}; expected one of {KINDS}")
+        specs[col] = spec
     if known is not None:
         if not isinstance(known, Schema):
             raise ConfigError(f"known must be a Schema, got {type(known).__name__}")
@@ -321,100 +535,266 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str] | None = None, epsilon=
         raise ConfigError(f"max_categories must be >= 1, got {max_categories}")
     if other is not None and not isinstance(other, str):
         raise ConfigError(f"other must be a string label or None, got {other!r}")
+    if not (isinstance(missing_z, (int, float)) and math.isfinite(missing_z)):
+        raise ConfigError(f"missing_z must be a number, got {missing_z!r}")
     integers = [integers] if isinstance(integers, str) else list(integers)
     for c in integers:
         if c not in df.columns:
             raise SchemaError(f"integers names column {c!r}, which the frame lacks")
 
-    todo = [c for c in df.columns if known is None or c not in known]
-    col_kind = {c: kinds.get(c, kind_from_dtype(df[c].dtype)) for c in todo}
+    cols = [c for c in df.columns if known is None or c not in known]
+    for c in cols:
+        specs.setdefault(c, {"type": kind_from_dtype(df[c].dtype)})
     for c in integers:
-        if c in col_kind and col_kind[c] != "numerical":
-            raise SchemaError(f"integers names column {c!r}, whose kind is {col_kind[c]!r}, not numerical")
-    for c in todo:  # decided from dtypes only, before any private value is read
-        if col_kind[c] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
-                                           or not pd.api.types.is_numeric_dtype(df[c].dtype)):
+        if c in specs and specs[c]["type"] != "numerical":
+            raise SchemaError(f"integers names column {c!r}, whose kind is {specs[c]['type']!r}, not numerical")
+        if c in specs:
+            specs[c]["integer"] = True
+    for c in cols:  # decided from dtypes and public facts only, before any private value is read
+        if specs[c]["type"] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
+                                                or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
                               "numbers first (dtypes are public, values are not inspected)")
-    n_cat = sum(col_kind[c] == "categorical" for c in todo)
+    todo = [c for c in cols if _needs(specs[c])]
+    free = {c: _column(c, specs[c]) for c in cols if c not in todo}  # fully described: public, free
+    n_sel = sum(specs[c]["type"] == "categorical" and "categories" not in specs[c] for c in todo)
+    span = tuple(_to_epoch_seconds(pd.Series(list(datetime_span)), "datetime_span"))
+    if not span[0] < span[1]:
+        raise ConfigError(f"datetime_span must be increasing, got {datetime_span}")
 
-    ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_cat, bool(todo),
+    ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_sel, bool(todo),
                                              noise_seed)
-    per_col = (budget.remaining / len(todo)) if (todo and budget.private) else math.inf
+    # shares by what each column needs (public facts only): numerical bounds and category selection a full
+    # share, datetime bounds (year blocks over a public span: easy) half, a lone missing-value count a quarter
+    weight = {c: _weight(specs[c]) for c in todo}
+    unit = (budget.remaining / sum(weight.values())) if (todo and budget.private) else math.inf
+    share_of = {c: unit * weight[c] for c in todo}
     opts = dict(bounds_options or {})
+    # integer-ness is public: the dtype warning below never decides anything
+    for c in todo:
+        if (specs[c]["type"] == "numerical" and not specs[c].get("integer")
+                and pd.api.types.is_integer_dtype(df[c].dtype)):
+            warnings.warn(f"column {c!r}: integer dtype, but integer-ness is public knowledge that dp_schema does "
+                          "not read from dtypes (a missing value would change them); declare it in kinds "
+                          "({'type': 'numerical', 'integer': True}) or integers=[...] for integral synthetic values",
+                          UserWarning, stacklevel=2)
 
-    columns, other_of = [], {}
+    columns, other_of, reports = [], {}, {}
     for c in df.columns:
-        if c not in todo:
+        if c not in cols:
             columns.append(known[c])
             continue
-        kind = col_kind[c]
-        if kind == "categorical":
-            cats = dp_categories(df[c], budget, per_col, delta_sel=delta_sel,
-                                 max_categories=max_categories, name=c)
+        if c not in todo:
+            columns.append(free[c])
+            continue
+        spec = dict(specs[c])
+        kind = spec["type"]
+        if kind == "categorical" and "categories" not in spec:
+            cats, noisy_na, thr = dp_categories(df[c], budget, share_of[c], delta_sel=delta_sel,
+                                                max_categories=max_categories, name=c, report=True)
+            sigma = gaussian_sigma(share_of[c], 1.0) if budget.private else 0.0
             if other is not None:
                 if other not in cats:
                     cats.append(other)
                 other_of[c] = other
             if not cats:
                 raise SchemaError(f"column {c!r}: partition selection released no category; give dp_schema "
-                                  "more budget, keep other='__other__', or list the categories in `known`")
-            columns.append(Column(c, "categorical", categories=cats, missing=True))
-        else:
+                                  "more budget, keep other='__other__', or list the categories in kinds")
+            spec["categories"] = cats
+            rep = {"kind": "categorical", "released": [x for x in cats if x != other],
+                   "selection_threshold": float(thr), "other": other}
+        elif kind in ("numerical", "datetime") and ("lower" not in spec or "upper" not in spec):
             if kind == "datetime":
-                vals = _to_epoch_seconds(df[c], c)
-                integer = False
+                probe = _column(c, {**spec, "lower": 0.0, "upper": 0.0})  # the public facts, for parsing
+                vals = _dt_seconds(df[c], probe)
             else:
                 vals = df[c].to_numpy(dtype=float, na_value=np.nan)
-                # never from the dtype: pandas turns an integer column with one missing value into
-                # float64, so the dtype would tell neighbouring frames apart
-                integer = c in integers
-                if not integer and pd.api.types.is_integer_dtype(df[c].dtype):
-                    warnings.warn(f"column {c!r}: integer dtype, but integer-ness is public knowledge that "
-                                  "dp_schema does not read from dtypes (a missing value would change them); "
-                                  "list it in integers=[...] for integral synthetic values", UserWarning,
-                                  stacklevel=2)
-            lo, hi = dp_bounds(vals, budget, per_col, integer=integer, name=c, **opts)
+            given = {k: spec[k] for k in ("lower", "upper") if k in spec}  # one public bound: keep it
+            if given:
+                probe = _column(c, {**spec, "lower": spec.get("lower", spec.get("upper")),
+                                    "upper": spec.get("upper", spec.get("lower"))})
+                given = {k: getattr(probe, k) for k in given}
+            lo, hi, brep = dp_bounds(vals, budget, share_of[c], integer=bool(spec.get("integer")), name=c, kind=kind,
+                                     span=span if kind == "datetime" else None, report=True,
+                                     known_lower=given.get("lower"), known_upper=given.get("upper"), **opts)
             if kind == "datetime":
-                columns.append(Column(c, kind, lower=pd.Timestamp(lo, unit="s"), upper=pd.Timestamp(hi, unit="s"),
-                                      missing=True))
-            else:
-                columns.append(Column(c, kind, lower=lo, upper=hi, integer=integer, missing=True))
+                spec.setdefault("resolution", "second")
+                step = RESOLUTIONS[spec["resolution"]] / 1e9
+                lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
+            spec["lower"], spec["upper"] = lo, hi
+            noisy_na, sigma = brep.missing_count, brep.sigma
+            brep.lower, brep.upper = lo, hi
+            rep = brep
+        else:  # the values' form is public; only missingness is measured: one noisy count
+            n_na = float(df[c].isna().sum())
+            noisy, sigma = discrete_gaussian(budget, np.array([n_na]), 1.0, share_of[c], mechanism="count",
+                                             note=f"{c}: missing values")
+            noisy_na = float(noisy[0])
+            rep = {"kind": kind}
+        if "missing" not in spec:
+            spec["missing"] = bool(noisy_na > missing_z * sigma) if budget.private else bool(noisy_na > 0)
+            why = {"missing_estimate": float(round(noisy_na, 1)), "missing_threshold": float(round(missing_z * sigma, 1))}
+        else:
+            why = {"missing_given": True}
+        column = _column(c, spec)
+        columns.append(column)
+        base = rep.as_dict(column) if isinstance(rep, BoundsReport) else rep
+        reports[c] = {**base, **why, "missing": column.missing}
 
     meta = dict(known.meta) if known is not None else {}
     if other_of:
         meta["other_category"] = {**meta.get("other_category", {}), **other_of}
     meta["dp_schema"] = {"measured": todo, "epsilon": ledger.epsilon, "delta": ledger.delta,
-                         "selection_delta": delta_sel * n_cat if ledger.private else 0.0,
-                         "missing": "declared for every measured column (not measured)"}
+                         "selection_delta": delta_sel * n_sel if ledger.private else 0.0,
+                         "clip_share": float(opts.get("clip_share", 0.0075)),
+                         "missing": f"declared where the noisy count of missing values exceeds {missing_z:g} sigma",
+                         "columns": reports}
     return Schema(columns, meta), ledger
 
 
-def conform(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+def _weight(spec: dict) -> float:
+    if spec["type"] == "categorical":
+        return 1.0 if "categories" not in spec else 0.25
+    if "lower" in spec and "upper" in spec:
+        return 0.25
+    return 0.5 if spec["type"] == "datetime" else 1.0
+
+
+def _needs(spec: dict) -> bool:
+    """Whether a partial description leaves something to measure."""
+    if "missing" not in spec:
+        return True
+    if spec["type"] == "categorical":
+        return "categories" not in spec
+    return "lower" not in spec or "upper" not in spec
+
+
+def _column(name: str, spec: dict) -> Column:
+    return Column(name, spec["type"], lower=spec.get("lower"), upper=spec.get("upper"),
+                  integer=spec.get("integer", False), categories=spec.get("categories"),
+                  missing=spec.get("missing", False), dtype=spec.get("dtype"), resolution=spec.get("resolution"),
+                  format=spec.get("format"), tz=spec.get("tz"))
+
+
+def _dt_seconds(s: pd.Series, col: Column) -> np.ndarray:
+    from .datetimes import to_seconds
+
+    return to_seconds(s, col.name, tz=col.tz, fmt=col.format)
+
+
+def dp_schema_report(schema: Schema) -> str:
+    """What :func:`dp_schema` measured for each column and why, from the schema's
+    ``meta["dp_schema"]`` -- DP releases and public facts only (so it may be shown and saved with a
+    model).  :func:`conform` says what this did to the private frame."""
+    info = schema.meta.get("dp_schema")
+    if not info:
+        return ""
+    eps = info.get("epsilon")
+    head = (f"schema measured under DP (epsilon={eps:g}, delta={info.get('delta'):g}) for {len(info.get('measured', []))} "
+            "column(s):" if eps is not None else "schema measured WITHOUT privacy (exact bounds and categories):")
+    lines = [head]
+    share = float(info.get("clip_share", 0.0075))
+    for name, r in info.get("columns", {}).items():
+        if name not in schema:
+            continue
+        col = schema[name]
+        miss = (" missing values declared" if r.get("missing") else " no missing values declared") + (
+            f" (noisy count {r['missing_estimate']:g} vs threshold {r['missing_threshold']:g})"
+            if "missing_estimate" in r and eps is not None else "")
+        if r.get("kind") == "categorical" and "released" in r:
+            n_rel = len(r["released"])
+            text = f"{n_rel} categor{'y' if n_rel == 1 else 'ies'} released"
+            if r.get("other") is not None and eps is not None:
+                text += (f"; values held by fewer than about {r['selection_threshold']:,.0f} rows (the selection "
+                         f"threshold at this budget) are merged into {r['other']!r} -- list the public categories in "
+                         "kinds to keep them")
+        elif "lower" in r:
+            text = f"bounds [{r['lower']}, {r['upper']}]"
+            if eps is not None:
+                text += f" on {r['grid']}: data seen in [{r['core'][0]}, {r['core'][1]}]"
+                if r["walked"] != r["core"]:
+                    text += f", evidence of a tail to [{r['walked'][0]}, {r['walked'][1]}]"
+                if r["margin_buckets"]:
+                    text += (f"; widened by {r['margin_buckets']} bucket(s) each side because a bucket can hide about "
+                             f"{r['rows_a_bucket_can_hide']:,.0f} rows, more than {100 * share:g} % of the column")
+                t = r["trimmed_sub_buckets"]
+                if t[0] or t[1]:
+                    text += (f"; trimmed {t[0]} + {t[1]} empty-looking sub-buckets (about "
+                             f"{r['clipped_estimate']:,.0f} values clipped, a noisy estimate)")
+        else:
+            text = "public description kept"
+        lines.append(f"  {name:<24} {col.kind:<11} {text};{miss}")
+    return "\n".join(lines)
+
+
+def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
     """Make a private frame fit a DP-measured schema (record-by-record, so free of privacy cost).
 
     Categorical values outside a column's released categories become its catch-all label
-    (``schema.meta["other_category"][column]``, set by :func:`dp_schema`); numeric values
-    outside the bounds are clipped (:meth:`Schema.validate` with ``out_of_bounds="clip"``,
-    which warns with the count).  Returns a new frame that passes ``schema.validate``.
+    (``schema.meta["other_category"][column]``, set by :func:`dp_schema`); numeric and datetime
+    values outside the bounds are clipped; missing values in a column the schema declares without
+    them become the catch-all label (categorical) or a value drawn uniformly within the bounds
+    (``seed``: data-independent randomness).  One warning says, per column, how many values each
+    step changed -- exact counts from the private frame, for its owner's eyes: they are not part
+    of any release.  Returns a new frame that passes ``schema.validate``.
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"conform expects a pandas DataFrame, got {type(df).__name__}")
     other_of = schema.meta.get("other_category", {})
+    rng = np.random.default_rng(seed)
     out = df.copy()
+    changes = []
+    n = max(len(df), 1)
     for col in schema.columns:
-        if col.kind != "categorical" or col.name not in out.columns or col.name not in other_of:
+        if col.name not in out.columns:
             continue
         s = out[col.name]
-        na = s.isna()
-        keys = s.map(category_key, na_action="ignore")
-        unseen = ~na & ~keys.isin(col.categories)
-        if unseen.any():
-            s = keys.astype(object)
-            s[unseen] = other_of[col.name]
-            s[na] = np.nan
-            out[col.name] = s
-    return schema.validate(out, out_of_bounds="clip")
+        na = s.isna().to_numpy()
+        if col.kind == "categorical":
+            keys = s.map(category_key, na_action="ignore")
+            unseen = ~na & ~keys.isin(col.categories).to_numpy()
+            fill = na & (not col.missing)
+            if (unseen.any() or fill.any()) and col.name in other_of:
+                new = keys.astype(object)
+                new[unseen | fill] = other_of[col.name]
+                new[na & ~fill] = np.nan
+                out[col.name] = new
+                if unseen.any():
+                    changes.append(f"{col.name}: {int(unseen.sum()):,} value(s) ({100 * unseen.sum() / n:.2f} %) of "
+                                   f"unreleased categories merged into {other_of[col.name]!r}")
+                if fill.any():
+                    changes.append(f"{col.name}: {int(fill.sum()):,} missing value(s) set to {other_of[col.name]!r} "
+                                   "(the DP schema declares no missing values)")
+            continue
+        v = numeric_values(s, col)
+        outside = ~np.isnan(v) & ((v < col.lower) | (v > col.upper))
+        fill = np.isnan(v) & (not col.missing)
+        if not (outside.any() or fill.any()):
+            continue
+        w = np.clip(v, col.lower, col.upper)
+        if fill.any():
+            w[fill] = col.lower + rng.random(int(fill.sum())) * (col.upper - col.lower)
+            if col.integer:
+                w[fill] = np.floor(w[fill])
+            changes.append(f"{col.name}: {int(fill.sum()):,} missing value(s) filled within the bounds (the DP "
+                           "schema declares no missing values)")
+        if outside.any():
+            below, above = int((v < col.lower).sum()), int((v > col.upper).sum())
+            changes.append(f"{col.name}: {int(outside.sum()):,} value(s) ({100 * outside.sum() / n:.2f} %) clipped to "
+                           f"[{col.show(col.lower)}, {col.show(col.upper)}] ({below:,} below, {above:,} above)")
+        if col.kind == "datetime":
+            if fill.any():  # filled values at the column's resolution; the others as they were
+                w[fill] = col.datetimes(w[fill]).pipe(lambda t: numeric_values(t, col))
+            fixed = col.datetimes(w, snap=False)
+            fixed.index = s.index
+            out[col.name] = fixed
+        else:
+            out[col.name] = pd.Series(w, index=s.index)
+    if changes:
+        warnings.warn("conform changed the private frame to fit the DP schema (exact counts from your data: not "
+                      "part of any release, do not publish them):\n  " + "\n  ".join(changes), UserWarning,
+                      stacklevel=2)
+    return schema.validate(out)
 
 
 def _rho(budget: Budget, rho: float | None) -> float:
@@ -435,6 +815,8 @@ def _make_budget(ledger, epsilon, delta, share, selection_delta, n_cat: int, any
     if ledger is None:
         eps = epsilon.value if isinstance(epsilon, _Default) else epsilon
         dlt = delta.value if isinstance(delta, _Default) else delta
+        eps, dlt = check_privacy_params(eps, dlt)
+        privacy_warnings(eps, dlt, stacklevel=4)
         share = 1.0 if share is None else share
         if selection_delta is None:
             selection_delta = float(dlt) / 10.0 if n_cat else 0.0

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .domain import Domain
+from .errors import ConfigError
 from .schema import Column, Schema, category_key, numeric_values, per_column
 
 
@@ -144,14 +145,51 @@ class BinEncoder:
         return {"type": "bins", "edges": self.edges.tolist()}
 
 
+#: Most bins or category groups a saved encoder may have.
+MAX_CODES = 1_000_000
+
+
 def encoder_from_state(column: Column, state: dict):
-    if state["type"] == "categorical":
-        return CategoricalEncoder(column, state["groups"])
-    if state["type"] == "bins":
-        enc = BinEncoder(column, state["edges"])
-        enc.edges = np.asarray(state["edges"], dtype=float)  # saved edges are final; no re-rounding
+    """An encoder from :meth:`to_state`'s output, which may come from an untrusted file: the type must
+    suit the column, category groups must partition the schema's categories, and bin edges must be
+    increasing, start at the column's lower bound and end at its upper bound (integer columns:
+    integer edges ending at upper + 1) -- so no bin can decode to a value outside the public bounds.
+    Raises :class:`ConfigError` naming the column."""
+    where = f"model file: encoder of column {column.name!r}"
+    kind = state.get("type") if isinstance(state, dict) else None
+    if kind == "categorical" and column.kind == "categorical":
+        groups = state.get("groups")
+        if set(state) != {"type", "groups"} or not isinstance(groups, list) or not all(
+                isinstance(g, list) and g and all(isinstance(i, int) and not isinstance(i, bool) for i in g)
+                for g in groups):
+            raise ConfigError(f"{where}: 'groups' must be a list of non-empty lists of category indices")
+        try:
+            return CategoricalEncoder(column, groups)
+        except ValueError as e:
+            raise ConfigError(f"{where}: {e}") from None
+    if kind == "bins" and column.is_numeric:
+        edges = state.get("edges")
+        if set(state) != {"type", "edges"} or not isinstance(edges, list) or not 2 <= len(edges) <= MAX_CODES + 1 \
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in edges):
+            raise ConfigError(f"{where}: 'edges' must be a list of 2 to {MAX_CODES + 1:,} numbers")
+        e = np.asarray(edges, dtype=float)
+        lo, hi = column.lower, column.upper
+        if column.integer:
+            first, last = math.ceil(lo), math.floor(hi) + 1
+        else:
+            first, last = lo, hi
+        ok = (np.all(np.isfinite(e)) and e[0] == first and e[-1] == last
+              and (np.all(np.diff(e) > 0) or (lo == hi and e.size == 2))
+              and (not column.integer or np.all(np.mod(e, 1) == 0)))
+        if not ok:
+            raise ConfigError(f"{where}: bin edges must increase from the lower bound {column.show(first)} to the "
+                              f"upper bound {column.show(last)}{' (+1, integer bins)' if column.integer else ''}; "
+                              f"the file's run from {column.show(e[0]) if np.isfinite(e[0]) else e[0]} to "
+                              f"{column.show(e[-1]) if np.isfinite(e[-1]) else e[-1]} (edited?)")
+        enc = BinEncoder(column, e)
+        enc.edges = e  # saved edges are final; no re-rounding
         return enc
-    raise ValueError(f"unknown encoder type {state['type']!r}")
+    raise ConfigError(f"{where}: unknown encoder {kind!r} for a {column.kind} column")
 
 
 class TableEncoder:

@@ -19,3 +19,8 @@ class BudgetExceededError(SynthzooError, RuntimeError):
 
 class NotFittedError(SynthzooError, RuntimeError):
     """``sample`` or ``save`` was called before ``fit``."""
+
+
+class PrivacySettingsWarning(UserWarning):
+    """A privacy request that is allowed but dubious (delta not small against plausible row counts,
+    a table too small for its epsilon)."""

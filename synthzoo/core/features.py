@@ -358,16 +358,45 @@ def _finish(v: np.ndarray, column: Column) -> np.ndarray:
 
 
 def feature_encoder_from_state(column: Column, state: dict):
+    """A feature encoder from its saved state (untrusted input: CTGAN's modes must be finite, lie
+    within the column's bounds and number at most 1,000)."""
     kind = state.get("type") if isinstance(state, dict) else None
+    where = f"model file: feature encoder of column {column.name!r}"
+    if kind in ("scaled", "onehot") and set(state) != {"type"}:
+        raise ConfigError(f"{where}: a {kind!r} encoder has no other key, got {sorted(state)}")
     if kind == "scaled" and column.is_numeric:
         return ScaledNumber(column)
     if kind == "onehot" and column.kind == "categorical":
         return OneHot(column)
     if kind == "modes" and column.is_numeric:
-        return ModeNormalised(column, state["means"], state["stds"], state["weights"])
+        if set(state) != {"type", "means", "stds", "weights"}:
+            raise ConfigError(f"{where}: a 'modes' encoder has the keys means, stds, weights")
+        arrs = []
+        for key in ("means", "stds", "weights"):
+            v = state[key]
+            if not isinstance(v, list) or not 1 <= len(v) <= 1000 or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
+                raise ConfigError(f"{where}: the modes' {key!r} must be a list of 1 to 1,000 finite numbers")
+            arrs.append(np.asarray(v, dtype=float))
+        means, stds, weights = arrs
+        span = column.upper - column.lower
+        if not (np.all(means >= column.lower) and np.all(means <= column.upper) and np.all(stds > 0)
+                and np.all(stds <= max(span, 1e-9)) and np.all(weights >= 0)):
+            raise ConfigError(f"{where}: modes must lie within the bounds, with scales in (0, upper - lower] and "
+                              "weights >= 0")
+        return ModeNormalised(column, means, stds, weights)
     if kind == "quantile" and column.is_numeric:
+        if set(state) != {"type", "values", "levels"}:
+            raise ConfigError(f"{where}: a 'quantile' encoder has the keys values, levels")
+        for key in ("values", "levels"):
+            v = state[key]
+            if not isinstance(v, list) or not 2 <= len(v) <= 100_000 or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
+                raise ConfigError(f"{where}: the quantile {key!r} must be a list of 2 to 100,000 finite numbers")
+        if min(state["values"]) < column.lower or max(state["values"]) > column.upper:
+            raise ConfigError(f"{where}: quantile values must lie within the bounds [{column.lower}, {column.upper}]")
         return QuantileNumber(column, state["values"], state["levels"])
-    raise ConfigError(f"column {column.name!r}: unknown or mismatched feature encoder {kind!r}")
+    raise ConfigError(f"{where}: unknown or mismatched feature encoder {kind!r}")
 
 
 class FeatureTable:

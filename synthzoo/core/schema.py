@@ -11,7 +11,11 @@ JSON format (the one of ``../shared/datasets/*/schema.json``)::
      "columns": {
         "age":   {"type": "numerical", "lower": 17, "upper": 90, "integer": true, "missing": false},
         "sex":   {"type": "categorical", "categories": ["Female", "Male"], "missing": false},
-        "date":  {"type": "datetime", "lower": "2020-01-01", "upper": "2021-12-31", "missing": true}}}
+        "date":  {"type": "datetime", "lower": "2020-01-01", "upper": "2021-12-31", "missing": true},
+        "seen":  {"type": "datetime", "lower": "2020-01-01 00:00", "upper": "2021-12-31 23:59",
+                  "resolution": "minute", "tz": "Europe/Paris", "dtype": "string"}}}
+
+Datetime columns: see :mod:`synthzoo.core.datetimes` (resolution, format, time zone, output type).
 """
 
 from __future__ import annotations
@@ -27,11 +31,17 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from . import datetimes as dtm
 from .errors import ConfigError, SchemaError
 
 KINDS = ("categorical", "numerical", "datetime")
 #: Output dtypes a categorical column may declare with its ``"dtype"`` key.
 CATEGORICAL_DTYPES = ("str", "int", "bool", "category")
+#: Output dtypes a datetime column may declare with its ``"dtype"`` key.
+DATETIME_DTYPES = dtm.DATETIME_DTYPES
+#: Keys a column description may have (anything else is a typo, and an error).
+COLUMN_KEYS = ("type", "kind", "lower", "upper", "integer", "categories", "missing", "dtype", "resolution",
+               "format", "tz", "description")
 
 
 class PrivateSchemaWarning(UserWarning):
@@ -60,20 +70,34 @@ class Column:
     name : str
     kind : {"categorical", "numerical", "datetime"}
     lower, upper : float or str, optional
-        Public bounds of a numerical or datetime column (ISO strings or timestamps for datetimes).
+        Public bounds of a numerical or datetime column (ISO text, datetimes or epoch seconds for
+        datetimes; stored as wall-clock seconds in the column's zone).
     integer : bool, default False
         Values are whole numbers.
     categories : list of str, optional
         The complete public list of a categorical column.
     missing : bool, default False
         Whether missing values may occur.
-    dtype : {"str", "int", "bool", "category"}, optional
-        How a categorical column's synthetic values are typed (see :attr:`output_dtype`).
+    dtype : str, optional
+        How synthetic values are typed (see :attr:`output_dtype`): for a categorical column one of
+        ``"str", "int", "bool", "category"``; for a datetime column ``"datetime"`` (default) or
+        ``"string"``.
+    resolution : str, optional
+        Datetime columns: ``"day"``, ``"hour"``, ``"minute"``, ``"second"``, ``"millisecond"``,
+        ``"microsecond"`` or ``"nanosecond"``; synthetic values are whole multiples of it.  Default:
+        the form of the bounds (``"1930-01-01"`` means days).
+    format : str, optional
+        Datetime columns: strftime codes of the text (``"%d/%m/%Y"``), for reading and for
+        ``dtype="string"`` output; default ISO 8601.
+    tz : str, optional
+        Datetime columns: the IANA time zone values are read and returned in; default naive (UTC).
 
     Examples
     --------
     >>> Column("age", "numerical", lower=17, upper=90, integer=True).output_dtype
     dtype('int64')
+    >>> Column("dob", "datetime", lower="1930-01-01", upper="2005-12-31").resolution
+    'day'
     """
 
     name: str
@@ -83,17 +107,33 @@ class Column:
     integer: bool = False
     categories: list[str] | None = None
     missing: bool = False
-    dtype: str | None = None  # categorical only: how synthetic values are typed (see output_dtype)
+    dtype: str | None = None  # how synthetic values are typed (see output_dtype)
+    resolution: str | None = None  # datetime only
+    format: str | None = None  # datetime only
+    tz: str | None = None  # datetime only
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise SchemaError(f"column names must be non-empty strings, got {self.name!r}")
         if self.kind not in KINDS:
             raise SchemaError(f"column {self.name!r}: unknown type {self.kind!r}; expected one of {KINDS}")
-        if self.dtype is not None and (self.kind != "categorical" or self.dtype not in CATEGORICAL_DTYPES):
-            raise SchemaError(f"column {self.name!r}: 'dtype' is for categorical columns, one of "
-                              f"{CATEGORICAL_DTYPES}; got {self.dtype!r} on a {self.kind} column")
+        if self.kind != "datetime":
+            extra = [k for k in ("resolution", "format", "tz") if getattr(self, k) is not None]
+            if extra:
+                raise SchemaError(f"column {self.name!r}: {extra} apply to datetime columns only, not to a "
+                                  f"{self.kind} column")
+        if self.dtype is not None:
+            allowed = {"categorical": CATEGORICAL_DTYPES, "datetime": DATETIME_DTYPES}.get(self.kind, ())
+            if self.dtype not in allowed:
+                raise SchemaError(f"column {self.name!r}: 'dtype' of a {self.kind} column must be one of "
+                                  f"{allowed or '(none: numerical columns are typed by integer)'}; got {self.dtype!r}")
+        if not isinstance(self.integer, (bool, np.bool_)) or not isinstance(self.missing, (bool, np.bool_)):
+            raise SchemaError(f"column {self.name!r}: 'integer' and 'missing' must be true or false")
         if self.kind == "categorical":
-            if not self.categories:
+            if not self.categories or not isinstance(self.categories, (list, tuple)):
                 raise SchemaError(f"column {self.name!r}: a categorical column needs a non-empty 'categories' list")
+            if any(isinstance(c, (list, dict, tuple)) or c is None for c in self.categories):
+                raise SchemaError(f"column {self.name!r}: categories must be strings or numbers")
             self.categories = [category_key(c) for c in self.categories]
             if len(set(self.categories)) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: duplicate categories in the schema")
@@ -107,28 +147,69 @@ class Column:
                     f"column {self.name!r}: a {self.kind} column needs public 'lower' and 'upper' bounds "
                     "(or measure them with synthzoo.core.dpschema.dp_schema, which charges the budget)")
             if self.kind == "datetime":
-                self.lower = float(_to_epoch_seconds(pd.Series([self.lower]), self.name)[0])
-                self.upper = float(_to_epoch_seconds(pd.Series([self.upper]), self.name)[0])
-            self.lower, self.upper = float(self.lower), float(self.upper)
+                self._datetime_init()
+            else:
+                for which in ("lower", "upper"):
+                    b = getattr(self, which)
+                    if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.integer, np.floating)):
+                        raise SchemaError(f"column {self.name!r}: '{which}' must be a number, got {b!r}")
+                self.lower, self.upper = float(self.lower), float(self.upper)
             if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
                 raise SchemaError(f"column {self.name!r}: bounds must be finite")
             if self.lower > self.upper:
-                raise SchemaError(f"column {self.name!r}: lower bound {self.lower} exceeds upper bound {self.upper}")
+                raise SchemaError(f"column {self.name!r}: lower bound {self.show(self.lower)} exceeds upper bound "
+                                  f"{self.show(self.upper)}")
+            if self.kind == "datetime":
+                lo, hi = dtm.aligned_bounds(self.lower, self.upper, self.resolution)
+                if lo > hi:
+                    raise SchemaError(f"column {self.name!r}: no whole {self.resolution} lies between the bounds "
+                                      f"{self.show(self.lower, exact=True)} and {self.show(self.upper, exact=True)}")
+
+    def _datetime_init(self) -> None:
+        self.tz = dtm.check_tz(self.tz, self.name)
+        self.format = dtm.check_format(self.format, self.name)
+        if self.resolution is None:
+            self.resolution = dtm.finer(dtm.resolution_of_bound(self.lower, self.format),
+                                        dtm.resolution_of_bound(self.upper, self.format))
+        elif self.resolution not in dtm.RESOLUTIONS:
+            raise SchemaError(f"column {self.name!r}: unknown resolution {self.resolution!r}; expected one of "
+                              f"{tuple(dtm.RESOLUTIONS)}")
+        self.lower = dtm.bound_seconds(self.lower, self.name, "lower", self.tz, self.format)
+        self.upper = dtm.bound_seconds(self.upper, self.name, "upper", self.tz, self.format)
 
     @property
     def is_numeric(self) -> bool:
         return self.kind in ("numerical", "datetime")
+
+    def show(self, x, exact: bool = False) -> str:
+        """A bound or value as people read it: ISO text for datetimes (at the column's resolution,
+        or to the second and finer with ``exact``), ``%g`` for numbers."""
+        if self.kind == "datetime":
+            res = self.resolution or "second"
+            if exact:
+                res = dtm.finer(res, "second")
+                if float(x) != round(float(x)):
+                    res = dtm.finer(res, "microsecond")
+            return dtm.show(x, res, self.tz)
+        try:
+            x = float(x)
+        except (TypeError, ValueError):
+            return str(x)
+        return str(int(x)) if x.is_integer() and abs(x) < 1e15 else f"{x:g}"
 
     @property
     def output_dtype(self):
         """The dtype of this column in every synthetic frame, from the schema alone.
 
         Never read from the private frame: one extra record with a missing value would otherwise
-        flip an integer column to float, and a pandas ``category`` column's observed categories
-        would decide which synthetic values survive -- both distinguish neighbouring inputs.
+        flip an integer column to float, a pandas ``category`` column's observed categories would
+        decide which synthetic values survive, and one record with another UTC offset turns a parsed
+        datetime column into text -- all distinguish neighbouring inputs.
 
         * numerical: ``int64`` (``Int64`` when missing values are allowed) if ``integer``, else
-          ``float64``; datetime: ``datetime64[ns]`` (naive, UTC);
+          ``float64``;
+        * datetime: ``datetime64[ns]`` (tz-aware in the column's ``tz``), or pandas' string dtype
+          for ``dtype="string"``;
         * categorical: the column's ``dtype`` key, else ``int`` when every category is an integer
           spelling, ``bool`` for True/False, ``str`` otherwise; ``int``/``bool`` become the nullable
           ``Int64``/``boolean`` when missing values are allowed, ``str`` is pandas' default string
@@ -136,7 +217,9 @@ class Column:
           ``CategoricalDtype`` over the schema's categories.
         """
         if self.kind == "datetime":
-            return np.dtype("datetime64[ns]")
+            if self.dtype == "string":
+                return _STR
+            return pd.DatetimeTZDtype("ns", self.tz) if self.tz else np.dtype("datetime64[ns]")
         if self.kind == "numerical":
             if self.integer:
                 return pd.Int64Dtype() if self.missing else np.dtype("int64")
@@ -151,13 +234,16 @@ class Column:
         return _STR
 
     def typed(self, values) -> pd.Series:
-        """Decoded values (schema strings for categories, floats / epoch seconds otherwise) as a
-        Series of :attr:`output_dtype`."""
+        """Decoded values (schema strings for categories, floats / wall-clock seconds otherwise) as a
+        Series of :attr:`output_dtype`; datetimes are floored to the column's resolution."""
         v = pd.Series(values)
         na = v.isna().to_numpy()
         dtype = self.output_dtype
         if self.kind == "datetime":
-            return pd.to_datetime(v.astype(float), unit="s").astype(dtype)
+            ts = self.datetimes(v.to_numpy(dtype=float))
+            if self.dtype == "string":
+                return pd.Series(dtm.to_text(ts, self.resolution, self.format).to_numpy(dtype=object), dtype=_STR)
+            return ts.astype(dtype)
         if self.kind == "numerical":
             v = v.astype(float)
             return (v.round() if self.integer else v).astype(dtype)
@@ -169,13 +255,27 @@ class Column:
             return v.map({"True": True, "False": False}).astype(dtype)
         return pd.to_numeric(v).astype(dtype)
 
+    def datetimes(self, seconds, snap: bool = True) -> pd.Series:
+        """Wall-clock seconds as datetimes of this column (tz-aware in ``tz``); ``snap`` floors them to
+        the resolution within the bounds."""
+        return dtm.from_seconds(seconds, self.resolution, self.tz, self.lower, self.upper, snap=snap)
+
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"type": self.kind}
         if self.kind == "categorical":
             d["categories"] = list(self.categories)
         elif self.kind == "datetime":
-            d["lower"] = pd.Timestamp(self.lower, unit="s").isoformat()
-            d["upper"] = pd.Timestamp(self.upper, unit="s").isoformat()
+            lo, hi = dtm.aligned_bounds(self.lower, self.upper, self.resolution)
+            step = dtm.RESOLUTIONS[self.resolution] / 1e9
+            exact = (lo * step != self.lower) or (hi * step != self.upper)
+            # ISO text at the resolution; a bound between two steps keeps its exact value (to the ns)
+            res = "nanosecond" if exact else self.resolution
+            d["lower"], d["upper"] = dtm.show(self.lower, res), dtm.show(self.upper, res)
+            d["resolution"] = self.resolution
+            if self.tz is not None:
+                d["tz"] = self.tz
+            if self.format is not None:
+                d["format"] = self.format
         else:
             d["lower"], d["upper"] = _plain(self.lower, self.integer), _plain(self.upper, self.integer)
             d["integer"] = self.integer
@@ -203,16 +303,8 @@ def _plain(x: float, integer: bool):
 
 
 def _to_epoch_seconds(s: pd.Series, name: str) -> np.ndarray:
-    """Datetime values as float seconds since 1970 (NaT -> NaN)."""
-    try:
-        ts = pd.to_datetime(s, errors="raise")
-    except (ValueError, TypeError) as e:
-        raise SchemaError(f"column {name!r}: values are not datetimes ({e})") from None
-    if getattr(ts.dt, "tz", None) is not None:
-        ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
-    out = ts.astype("datetime64[ns]").to_numpy().astype("int64").astype(float) / 1e9
-    out[ts.isna().to_numpy()] = np.nan
-    return out
+    """Datetime values as float seconds since 1970, UTC wall clock (NaT -> NaN); ISO text only."""
+    return dtm.to_seconds(s, name)
 
 
 @dataclass
@@ -245,14 +337,23 @@ class Schema:
     # -- construction -------------------------------------------------------------------
     @classmethod
     def from_dict(cls, d: dict) -> "Schema":
-        if "columns" not in d or not isinstance(d["columns"], dict):
+        """A schema from its JSON form (see the module docstring).  Unknown keys in a column
+        description are an error naming them (a typo such as ``"lowr"`` must not pass silently)."""
+        if not isinstance(d, dict) or "columns" not in d or not isinstance(d["columns"], dict):
             raise SchemaError("schema JSON needs a 'columns' object mapping names to column descriptions")
         cols = []
         for name, spec in d["columns"].items():
+            if not isinstance(spec, dict):
+                raise SchemaError(f"column {name!r}: the description must be an object, got {type(spec).__name__}")
+            unknown = sorted(set(spec) - set(COLUMN_KEYS))
+            if unknown:
+                raise SchemaError(f"column {name!r}: unknown key(s) {unknown}; a column description has "
+                                  f"{list(COLUMN_KEYS)}")
             kind = spec.get("type", spec.get("kind"))
             cols.append(Column(name=name, kind=kind, lower=spec.get("lower"), upper=spec.get("upper"),
-                               integer=bool(spec.get("integer", False)), categories=spec.get("categories"),
-                               missing=bool(spec.get("missing", False)), dtype=spec.get("dtype")))
+                               integer=spec.get("integer", False), categories=spec.get("categories"),
+                               missing=spec.get("missing", False), dtype=spec.get("dtype"),
+                               resolution=spec.get("resolution"), format=spec.get("format"), tz=spec.get("tz")))
         meta = {k: v for k, v in d.items() if k != "columns"}
         return cls(cols, meta)
 
@@ -294,9 +395,7 @@ class Schema:
                     raise SchemaError(f"column {name!r}: every value is missing; cannot infer categories")
                 cols.append(Column(name, kind, categories=cats, missing=missing))
             elif kind == "datetime":
-                v = _to_epoch_seconds(s, name)
-                cols.append(Column(name, kind, lower=pd.Timestamp(np.nanmin(v), unit="s"),
-                                   upper=pd.Timestamp(np.nanmax(v), unit="s"), missing=missing))
+                cols.append(_infer_datetime(name, s, missing))
             else:
                 v = s.astype(float)
                 integer = bool(np.all(np.mod(v.dropna(), 1) == 0))
@@ -372,10 +471,19 @@ class Schema:
             if col.integer and not np.all(np.mod(vv, 1) == 0):
                 raise SchemaError(f"column {col.name!r}: declared integer but holds non-integer values "
                                   f"(e.g. {vv[np.mod(vv, 1) != 0][0]})")
+            if col.kind == "datetime":
+                off = dtm.off_resolution(vv, col.resolution)
+                if off.any():
+                    zone = (" (the values carry UTC offsets: declare the column's \"tz\" so that days are "
+                            "days of that zone)" if col.tz is None and col.resolution == "day"
+                            and _zone_aware(s) else "")
+                    raise SchemaError(f"column {col.name!r}: the schema's resolution is {col.resolution!r} but "
+                                      f"{int(off.sum())} value(s) are finer (e.g. {col.show(vv[off][0], exact=True)});"
+                                      f" declare a finer \"resolution\" or round the values{zone}")
             outside = (vv < col.lower) | (vv > col.upper)
             if outside.any():
                 msg = (f"column {col.name!r}: {int(outside.sum())} value(s) outside the public bounds "
-                       f"[{col.lower}, {col.upper}] (e.g. {vv[outside][0]})")
+                       f"[{col.show(col.lower)}, {col.show(col.upper)}] (e.g. {col.show(vv[outside][0])})")  # on the resolution: checked above
                 if out_of_bounds == "raise":
                     raise SchemaError(msg + "; pass out_of_bounds='clip' to clip them to the bounds")
                 warnings.warn(msg + "; clipped to the bounds", UserWarning, stacklevel=2)
@@ -384,15 +492,37 @@ class Schema:
                 if col.kind == "numerical":
                     out[col.name] = s.clip(col.lower, col.upper)
                 else:
-                    lo, hi = (pd.Timestamp(b, unit="s") for b in (col.lower, col.upper))
-                    out[col.name] = pd.to_datetime(s).clip(lo, hi)
+                    clipped = col.datetimes(np.clip(v, col.lower, col.upper), snap=False)
+                    clipped.index = s.index
+                    out[col.name] = clipped
         return out
+
+
+def _zone_aware(s: pd.Series) -> bool:
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return getattr(s.dt, "tz", None) is not None
+    return bool(s.dropna().astype(str).str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", regex=True).any())
+
+
+def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
+    """Schema.infer's datetime column: bounds, resolution, zone and text-or-datetime read from the
+    frame (not private: Schema.infer has warned)."""
+    tz = getattr(s.dt, "tz", None) if pd.api.types.is_datetime64_any_dtype(s.dtype) else None
+    tz = str(tz) if tz is not None else None
+    v = dtm.to_seconds(s, name, tz=tz)
+    ok = v[~np.isnan(v)]
+    if ok.size == 0:
+        raise SchemaError(f"column {name!r}: every value is missing; cannot infer its bounds")
+    res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r).any()), "nanosecond")
+    dtype = None if pd.api.types.is_datetime64_any_dtype(s.dtype) else "string"
+    return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
+                  resolution=res, tz=tz, dtype=dtype)
 
 
 def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
     """A numeric or datetime column as float64 (datetimes in epoch seconds), NaN for missing."""
     if col.kind == "datetime":
-        return _to_epoch_seconds(s, col.name)
+        return dtm.to_seconds(s, col.name, tz=col.tz, fmt=col.format)
     if pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype):
         conv = pd.to_numeric(s, errors="coerce")
         bad = s[conv.isna() & s.notna()]
@@ -412,7 +542,23 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
     if pd.api.types.is_numeric_dtype(s.dtype):
         return "numerical" if s.nunique() > max_categories or not _integral(s) else (
             "numerical" if s.nunique() > 10 else "categorical")
+    if _iso_text(s):
+        return "datetime"  # dates as a CSV holds them: read back as text (dtype "string")
     return "categorical"
+
+
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?")
+
+
+def _iso_text(s: pd.Series) -> bool:
+    """Every non-missing value is ISO 8601 date or date-time text that parses."""
+    v = s.dropna()
+    if len(v) == 0 or not all(isinstance(x, str) and _ISO.fullmatch(x) for x in v):
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
+    return bool(parsed.notna().all())
 
 
 def _integral(s: pd.Series) -> bool:

@@ -193,7 +193,13 @@ def token_encoder_from_state(column: Column, state: dict):
     if kind == "category" and column.kind == "categorical":
         return CategoryTokens(column)
     if kind == "digits" and column.is_numeric:
-        return NumberTokens(column, state.get("step"), state.get("base"))
+        if set(state) != {"type", "step", "base"}:
+            raise ConfigError(f"column {column.name!r}: a 'digits' token encoder has the keys step, base")
+        enc = NumberTokens(column, state["step"], state["base"])
+        if enc.n_digits > 64:  # an edited step must not make a model of absurd length
+            raise ConfigError(f"column {column.name!r}: the digit grid's step {state['step']!r} gives "
+                              f"{enc.n_digits} digits on the bounds (at most 64)")
+        return enc
     raise ConfigError(f"column {column.name!r}: unknown or mismatched token encoder {kind!r}")
 
 

@@ -43,7 +43,8 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import Conditions, Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
+from .torch_features import (Conditions, Head, build_for_saved, load_json_state, resolve_device, sample_rows,
+                             state_dict_to_json, torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -312,6 +313,8 @@ class CTGAN(Model):
 
     def _set_state(self, state: dict, table) -> None:
         cond = Conditions.from_state(table, state["frequencies"], "ctgan")
-        G, _ = self._build(table, cond.dim, private=False)
+        # the generator only (the critic is not saved, and its widths must not allocate anything)
+        G = build_for_saved(lambda: _networks(torch_module(), table.dim, cond.dim, int(self.embedding_dim),
+                                              list(self.generator_dim), [1], 1)[0], state["weights"], "ctgan")
         load_json_state(G, state["weights"], "ctgan")
         self._set_fitted(table, G, cond, float(state["total"]))

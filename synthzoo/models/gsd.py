@@ -237,7 +237,12 @@ class GSD(MeasurementModel):
 
     def _set_state(self, state: dict, domain: Domain) -> None:
         total = float(state["total"])
-        rows = np.asarray(state["rows"], dtype=np.int64).reshape(-1, len(domain))
+        raw = np.asarray(state["rows"], dtype=float)
+        if not np.all(np.mod(raw, 1) == 0):
+            raise ConfigError("GSD.set_state: saved rows must hold integer codes")
+        rows = raw.astype(np.int64).reshape(-1, len(domain))
+        if rows.shape[0] == 0:
+            raise ConfigError("GSD.set_state: no saved rows")
         if rows.size and (rows.min() < 0 or np.any(rows.max(axis=0) >= np.array(domain.shape))):
             raise ConfigError("GSD.set_state: saved rows fall outside the domain")
         self._fitted(domain)

@@ -182,6 +182,7 @@ class GUM(MeasurementModel):
     """
 
     paper = _PAPER
+    _load_limits = {"iterations": 10_000}  # sample() runs this many rounds over all marginals
     _parameter_constraints = {
         "iterations": [Interval(Integral, 0, None)], "alpha": [Interval(Real, 0, 1, closed="right")],
         "alpha_decay": [Interval(Real, 0, 1, closed="right")], "decay_every": [Interval(Integral, 1, None)],
@@ -321,7 +322,10 @@ class GUM(MeasurementModel):
         margs = {}
         for m in state["marginals"]:
             clique = tuple(m["clique"])
-            if any(a not in domain for a in clique) or tuple(m["shape"]) != domain.project(clique).shape:
-                raise ConfigError(f"GUM.set_state: marginal over {clique} does not fit the domain")
+            if (not all(isinstance(a, str) and a in domain for a in clique) or len(set(clique)) != len(clique)
+                    or clique in margs or tuple(m["shape"]) != domain.project(clique).shape):
+                raise ConfigError(f"GUM.set_state: marginal over {clique} does not fit the domain (or repeats)")
             margs[clique] = np.asarray(m["counts"], dtype=float).reshape(m["shape"])
+            if not (np.all(np.isfinite(margs[clique])) and np.all(margs[clique] >= 0)):
+                raise ConfigError(f"GUM.set_state: marginal over {clique} holds negative or non-finite counts")
         self._set_fitted(domain, margs, total, seed)

@@ -74,7 +74,8 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import Conditions, Head, load_json_state, resolve_device, sample_rows, state_dict_to_json, torch_module
+from .torch_features import (Conditions, Head, build_for_saved, load_json_state, resolve_device, sample_rows,
+                             state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -452,6 +453,6 @@ class PATEGAN(Model):
 
     def _set_state(self, state: dict, table) -> None:
         cond = Conditions.from_state(table, state["frequencies"], "pategan", bool(self.condition_numbers))
-        G = self._generator(table, cond.dim)
+        G = build_for_saved(lambda: self._generator(table, cond.dim), state["weights"], "pategan")
         load_json_state(G, state["weights"], "pategan")
         self._set_fitted(table, G, cond, float(state["total"]))

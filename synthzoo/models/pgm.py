@@ -401,6 +401,7 @@ class PGM(MeasurementModel):
     """
 
     paper = _PAPER
+    _load_limits = {"max_model_size": 4096}  # MB of junction tree a loaded model may build
     _parameter_constraints = {
         "iters": [Interval(Integral, 1, None)], "warm_start": [Boolean()],
         "max_model_size": [Interval(Real, 0, None, closed="neither")], "round_iters": [Interval(Integral, 1, None)],
@@ -559,5 +560,12 @@ class PGM(MeasurementModel):
         for c, v in pots.items():
             if any(a not in domain for a in c) or v.shape != domain.project(c).shape:
                 raise ConfigError(f"PGM.set_state: potential over {c} does not fit the domain")
+            if not np.all(np.isfinite(v)):
+                raise ConfigError(f"PGM.set_state: potential over {c} holds non-finite values")
+        if not pots:
+            raise ConfigError("PGM.set_state: no potentials")
+        if model_size_mb(domain, list(pots)) > float(self.max_model_size):
+            raise ConfigError(f"PGM.set_state: the junction tree of the saved potentials exceeds max_model_size="
+                              f"{self.max_model_size} MB")
         self._set_fitted(domain, check_measurements("PGM", domain, measurements), pots, total)
         self._keys = [self._key(m) for m in measurements]

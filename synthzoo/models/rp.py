@@ -235,6 +235,6 @@ class RP(MeasurementModel):
     def _set_state(self, state: dict, domain: Domain) -> None:
         total = float(state["total"])
         logits = np.asarray(state["logits"], dtype=np.float32)
-        if logits.ndim != 2 or logits.shape[1] != sum(domain.shape) or not np.all(np.isfinite(logits)):
+        if logits.ndim != 2 or logits.shape[0] == 0 or logits.shape[1] != sum(domain.shape) or not np.all(np.isfinite(logits)):
             raise ConfigError(f"RP.set_state: logits of shape {logits.shape} do not fit the domain")
         self._set_fitted(domain, logits, total)

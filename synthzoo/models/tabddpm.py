@@ -359,6 +359,7 @@ class TabDDPM(OneNetwork, Model):
     """
 
     paper = _PAPER
+    _load_limits = {"steps": 10_000}  # sample() runs the reverse chain this many steps
     _tags = {"fits": "records", "input": "features", "spends_budget": True}
     _parameter_constraints = {
         "steps": [Interval(Integral, 2, None)], "hidden": [Sequence(Interval(Integral, 1, None), min_length=1)],

@@ -172,6 +172,7 @@ class TableDiffusion(OneNetwork, Model):
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")], "device": [Options("auto", "cpu", "cuda")],
         "progress": [None, Boolean()]}
+    _load_limits = {"steps": 10_000}  # sample() runs the reverse chain this many steps
     _test_params = {"steps": 3, "hidden": (16, 16), "epochs": 2, "batch_size": 200}
 
     def __init__(self, steps: int = 5, hidden=(128, 128), epochs: int = 5, batch_size: int = 1024, lr: float = 0.005,

@@ -156,6 +156,25 @@ def state_dict_to_json(module) -> dict:
             for k, v in module.state_dict().items()}
 
 
+def build_for_saved(build, saved, who: str):
+    """``build()`` for weights read from a file: first on PyTorch's ``meta`` device, which allocates
+    nothing, so that parameters a file sets to absurd widths are refused (their shapes must be those
+    of the saved weights, whose values the file holds) before any memory is taken; then for real."""
+    torch = torch_module()
+    with torch.device("meta"):
+        want = build().state_dict()
+    if not isinstance(saved, dict) or set(saved) != set(want):
+        raise ConfigError(f"{who}.set_state: the saved weights do not match the network the parameters describe")
+    for k, ref in want.items():
+        w = saved[k]
+        shape = w.get("shape") if isinstance(w, dict) else None
+        if (not isinstance(shape, list) or [int(x) if isinstance(x, int) else None for x in shape] != list(ref.shape)
+                or not isinstance(w.get("values"), list) or len(w["values"]) != int(np.prod(shape, dtype=np.int64))):
+            raise ConfigError(f"{who}.set_state: saved weight {k!r} does not have the shape {list(ref.shape)} the "
+                              "parameters describe")
+    return build()
+
+
 def load_json_state(module, saved: dict, who: str) -> None:
     """Load :func:`state_dict_to_json`'s output into ``module``, checking names, shapes and values."""
     torch = torch_module()
@@ -235,7 +254,7 @@ class OneNetwork:
         return {"total": self.total_, "weights": state_dict_to_json(self._net)}
 
     def _set_state(self, state: dict, table) -> None:
-        net = self._build(table)
+        net = build_for_saved(lambda: self._build(table), state["weights"], self.name)
         load_json_state(net, state["weights"], self.name)
         self._set_fitted(table, net, float(state["total"]))
 

@@ -171,7 +171,7 @@ def test_save_load_round_trip(label, demo, tmp_path):
     np.testing.assert_array_equal(fresh.sample(100, np.random.default_rng(0)),
                                   s.model.sample(100, np.random.default_rng(0)))
     with pytest.raises(ConfigError, match="malformed"):
-        DPMERF().set_state({"params": {}}, s.encoder_.domain)
+        DPMERF().set_state({"params": {}, "domain": s.encoder_.domain.to_dict()}, s.encoder_.domain)
 
 
 @pytest.mark.parametrize("param,value", [

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import math
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import dp_accounting as dpa
+import numpy as np
 from dp_accounting import rdp
 
-from ..errors import BudgetExceededError, ConfigError
+from ..errors import BudgetExceededError, ConfigError, PrivacySettingsWarning
 from .noise import NoiseSource
 
 _ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [80, 128, 256, 512, 1024])
@@ -103,24 +106,79 @@ class Charge:
     extra_delta: float = 0.0  # additive delta outside the RDP event (e.g. partition selection)
 
 
+#: delta at or above this is refused: a mechanism could publish one record in ten outright.
+DELTA_MEANINGLESS = 0.1
+#: delta above this is warned about: not small against a table of a thousand rows or more.
+DELTA_DUBIOUS = 1e-3
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
 def check_privacy_params(epsilon, delta) -> tuple[float | None, float]:
-    """Validate (epsilon, delta); epsilon None or inf means a non-private run."""
+    """Validate (epsilon, delta); epsilon None or inf means a non-private run.
+
+    Errors (:class:`ConfigError`) where the request is meaningless: epsilon or delta not a number
+    (``True`` is not an epsilon), epsilon <= 0 or NaN, delta outside (0, 1), and delta >=
+    :data:`DELTA_MEANINGLESS` (a mechanism that publishes each record outright with probability delta
+    would satisfy it).  Dubious requests are left to :func:`privacy_warnings`.
+    """
     if epsilon is not None:
-        try:
-            epsilon = float(epsilon)
-        except (TypeError, ValueError):
-            raise ConfigError(f"epsilon must be a positive number or None, got {epsilon!r}") from None
+        if not _number(epsilon):
+            raise ConfigError(f"epsilon must be a positive number or None (non-private), got {epsilon!r}")
+        epsilon = float(epsilon)
         if math.isnan(epsilon) or epsilon <= 0:
             raise ConfigError(f"epsilon must be > 0 (or None for a non-private run), got {epsilon}")
         if math.isinf(epsilon):
             epsilon = None
-    try:
-        delta = float(delta)
-    except (TypeError, ValueError):
-        raise ConfigError(f"delta must be a number in (0, 1), got {delta!r}") from None
+    if not _number(delta):
+        raise ConfigError(f"delta must be a number in (0, {DELTA_MEANINGLESS:g}), got {delta!r}")
+    delta = float(delta)
     if not (0.0 < delta < 1.0):
         raise ConfigError(f"delta must lie strictly between 0 and 1, got {delta}")
+    if delta >= DELTA_MEANINGLESS:
+        raise ConfigError(f"delta={delta:g} gives no meaningful guarantee: a mechanism that publishes each record "
+                          f"outright with probability {delta:g} satisfies it. Use a delta well below 1/(number of "
+                          "rows), e.g. 1e-5 or 1e-6")
     return epsilon, delta
+
+
+def privacy_warnings(epsilon: float | None, delta: float, stacklevel: int = 3) -> None:
+    """Warn (:class:`PrivacySettingsWarning`) about a request that is allowed but dubious, from the
+    request alone (nothing about the table is read): delta above :data:`DELTA_DUBIOUS`.  The checks
+    that need the table's size run after the fit on the DP estimate of the row count
+    (:func:`release_warnings`)."""
+    if epsilon is not None and delta > DELTA_DUBIOUS:
+        warnings.warn(f"delta={delta:g} is not small: with it a mechanism may publish any one person's record "
+                      f"with probability {delta:g}, i.e. whole records of any table of more than {1 / delta:,.0f} "
+                      "rows. Choose delta well below 1/(number of rows), e.g. 1e-5 for tables of up to ~100,000 "
+                      "rows", PrivacySettingsWarning, stacklevel=stacklevel)
+
+
+def release_warnings(epsilon: float | None, delta: float, n_hat: float, noise_mass: float | None = None,
+                     what: str = "the DP estimate", stacklevel: int = 3) -> list[str]:
+    """After a fit: warn where the request does not suit the table, judged from the DP estimate of the
+    row count ``n_hat`` (post-processing of the release; the exact count is never read) and, when
+    given, ``noise_mass``, the expected total absolute noise of a typical released marginal (sigma *
+    sqrt(2/pi) * cells, public once sigma is).  Returns the messages (also warned)."""
+    msgs = []
+    if not (isinstance(n_hat, float) and math.isfinite(n_hat)):
+        return msgs
+    about = f"about {n_hat:,.0f} rows ({what})"
+    if n_hat < 50:
+        msgs.append(f"{about}: far too few rows for a synthesizer to learn anything; the synthetic data reflects "
+                    "the noise and the schema, not the table")
+    elif epsilon is not None and noise_mass is not None and noise_mass > n_hat:
+        msgs.append(f"epsilon={epsilon:g} is below what this table carries: the noise in a typical measured marginal "
+                    f"(about {noise_mass:,.0f} counts in all) exceeds the table's {about}, so the synthetic data "
+                    "mostly reflects noise. Use a larger epsilon, fewer or coarser columns, or more rows")
+    if epsilon is not None and delta * n_hat >= 1:
+        msgs.append(f"delta={delta:g} is not small against this table's {about}: delta should lie well below "
+                    f"1/rows ({1 / max(n_hat, 1):.2g})")
+    for m in msgs:
+        warnings.warn(m, PrivacySettingsWarning, stacklevel=stacklevel)
+    return msgs
 
 
 class PrivacyLedger:
@@ -289,8 +347,13 @@ class PrivacyLedger:
         return "\n".join(lines)
 
     def account(self) -> dict:
-        """The account a model file carries (see :class:`SavedAccount`)."""
-        return {"spent": list(self.spent()), "report": self.report(), "breakdown": self.breakdown(),
+        """The account a model file carries (see :class:`SavedAccount`): the request, every charge with
+        its ``dp_accounting`` event (what a reader recomputes the claim from), the claim itself, and the
+        report and breakdown for people reading the file."""
+        return {"requested": [self.epsilon, self.delta], "reserved_delta": self.reserved_delta,
+                "charges": [{"module": c.module, "mechanism": c.mechanism, "event": event_to_json(c.event),
+                             "rho": c.rho, "note": c.note, "extra_delta": c.extra_delta} for c in self.charges],
+                "spent": list(self.spent()), "report": self.report(), "breakdown": self.breakdown(),
                 "replayable_noise": self.replayable}
 
     def stage(self, name: str, share: float) -> "Budget":
@@ -358,43 +421,249 @@ class _ChildBudget(Budget):
         self.parent = parent
 
 
+# ------------------------------------------------------------------------------------------------
+# events as JSON, and the account a model file carries
+# ------------------------------------------------------------------------------------------------
+_EVENT_DEPTH = 6
+_MAX_COUNT = 10 ** 12
+
+
+def event_to_json(event) -> dict:
+    """A ``dp_accounting`` event as plain JSON (the kinds synthzoo's mechanisms charge)."""
+    e = event
+    if e is None or isinstance(e, dpa.NonPrivateDpEvent):
+        return {"type": "non_private"}
+    if isinstance(e, dpa.ZCDpEvent):
+        return {"type": "zcdp", "rho": float(e.rho), "xi": float(e.xi)}
+    if isinstance(e, dpa.GaussianDpEvent):
+        return {"type": "gaussian", "noise_multiplier": float(e.noise_multiplier)}
+    if isinstance(e, dpa.LaplaceDpEvent):
+        return {"type": "laplace", "noise_multiplier": float(e.noise_multiplier)}
+    if isinstance(e, dpa.PoissonSampledDpEvent):
+        return {"type": "poisson_sampled", "sampling_probability": float(e.sampling_probability),
+                "event": event_to_json(e.event)}
+    if isinstance(e, dpa.SelfComposedDpEvent):
+        return {"type": "self_composed", "count": int(e.count), "event": event_to_json(e.event)}
+    if isinstance(e, dpa.ComposedDpEvent):
+        return {"type": "composed", "events": [event_to_json(x) for x in e.events]}
+    if isinstance(e, dpa.dp_event.RepeatAndSelectDpEvent):
+        return {"type": "repeat_and_select", "mean": float(e.mean), "shape": float(e.shape),
+                "event": event_to_json(e.event)}
+    raise TypeError(f"cannot save a privacy event of type {type(e).__name__}")
+
+
+def event_from_json(d, where: str = "event", depth: int = 0):
+    """The inverse of :func:`event_to_json` for untrusted input: every field type- and range-checked;
+    raises :class:`ConfigError` naming the field."""
+    def num(key, lo=0.0, hi=math.inf, lo_open=False):
+        x = d.get(key)
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) \
+                or x < lo or x > hi or (lo_open and x == lo):
+            raise ConfigError(f"{where}.{key}: must be a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}], "
+                              f"got {x!r}")
+        return float(x)
+
+    if depth > _EVENT_DEPTH:
+        raise ConfigError(f"{where}: events nested too deeply")
+    if not isinstance(d, dict) or not isinstance(d.get("type"), str):
+        raise ConfigError(f"{where}: must be an object with a 'type'")
+    kind = d["type"]
+    keys = {"non_private": {"type"}, "zcdp": {"type", "rho", "xi"}, "gaussian": {"type", "noise_multiplier"},
+            "laplace": {"type", "noise_multiplier"}, "poisson_sampled": {"type", "sampling_probability", "event"},
+            "self_composed": {"type", "count", "event"}, "composed": {"type", "events"},
+            "repeat_and_select": {"type", "mean", "shape", "event"}}
+    if kind not in keys:
+        raise ConfigError(f"{where}.type: unknown privacy event {kind!r}; expected one of {sorted(keys)}")
+    if set(d) != keys[kind]:
+        raise ConfigError(f"{where}: a {kind!r} event has exactly the keys {sorted(keys[kind])}, got {sorted(d)}")
+    if kind == "non_private":
+        return dpa.NonPrivateDpEvent()
+    if kind == "zcdp":
+        return dpa.ZCDpEvent(num("rho", 0, 1e6, lo_open=True), num("xi", 0, 1e6))
+    if kind == "gaussian":
+        return dpa.GaussianDpEvent(num("noise_multiplier", 0, 1e12, lo_open=True))
+    if kind == "laplace":
+        return dpa.LaplaceDpEvent(num("noise_multiplier", 0, 1e12, lo_open=True))
+    if kind == "poisson_sampled":
+        return dpa.PoissonSampledDpEvent(num("sampling_probability", 0, 1),
+                                         event_from_json(d["event"], f"{where}.event", depth + 1))
+    if kind == "self_composed":
+        c = d["count"]
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= _MAX_COUNT:
+            raise ConfigError(f"{where}.count: must be an integer in [1, {_MAX_COUNT:g}], got {c!r}")
+        return dpa.SelfComposedDpEvent(event_from_json(d["event"], f"{where}.event", depth + 1), c)
+    if kind == "composed":
+        evs = d["events"]
+        if not isinstance(evs, list) or not 1 <= len(evs) <= 10_000:
+            raise ConfigError(f"{where}.events: must be a list of 1 to 10,000 events")
+        return dpa.ComposedDpEvent([event_from_json(x, f"{where}.events[{i}]", depth + 1) for i, x in enumerate(evs)])
+    return dpa.dp_event.RepeatAndSelectDpEvent(event_from_json(d["event"], f"{where}.event", depth + 1),
+                                               num("mean", 1, 1e6), num("shape", 0, 1e3, lo_open=True))
+
+
+def _rho_of(event) -> float | None:
+    """The zCDP cost a simple event states (None for composite events, which charge a calibrated rho)."""
+    if isinstance(event, dpa.NonPrivateDpEvent):
+        return math.inf
+    if isinstance(event, dpa.ZCDpEvent):
+        return float(event.rho)
+    if isinstance(event, dpa.GaussianDpEvent):
+        return 1.0 / (2.0 * float(event.noise_multiplier) ** 2)
+    return None
+
+
+def _close(a: float, b: float, rel: float = 1e-6) -> bool:
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
 class SavedAccount:
-    """The privacy account a saved model carries: what its ledger said when it was saved.
+    """The privacy account a saved model carries: a claim, checked when the file is read.
+
+    A model file is untrusted input, and so is its privacy claim.  Reading it rebuilds a
+    :class:`PrivacyLedger` from the file's request and replays every recorded charge (each
+    ``dp_accounting`` event type- and range-checked, each charge's rho checked against what its
+    event states), so the ledger refuses charges past the request as it did at fit time; the
+    (epsilon, delta) is then *recomputed* from the events with the RDP accountant and must match
+    the claim.  The saved report and breakdown are not trusted: they are recomputed.
+    :meth:`check_measurements` binds the noisy measurements a model file holds to the charges
+    (each one's noise scale must be the one its charge calibrated).  What no reader can check: a
+    forger who rewrites the events, the measurements and the model consistently; the report says so.
 
     It answers the same questions as a :class:`PrivacyLedger` (``spent``, ``breakdown``,
-    ``report``, ``private``, ``replayable``), so a loaded synthesizer has one state for them;
-    the report says it was read from the file, not recomputed.
+    ``report``, ``private``, ``replayable``), so a loaded synthesizer has one state for them.
     """
 
-    FROM_FILE = "(as saved in the model file; read from it, not recomputed)"
+    FROM_FILE = ("(read from the model file and verified as far as a file allows: the (epsilon, delta) above was "
+                 "recomputed from the file's {n} recorded mechanism events with the RDP accountant and matches the "
+                 "claim; each charge's cost matches its event and all stay within the requested budget{meas}. "
+                 "A file rewritten consistently -- events, measurements and model together -- cannot be told "
+                 "apart: the guarantee holds for a file from a source you trust)")
 
     def __init__(self, doc: dict):
+        where = "model file: privacy"
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{where}: must be an object")
+        need = {"requested", "reserved_delta", "charges", "spent"}
+        missing = sorted(need - set(doc))
+        if missing:
+            raise ConfigError(f"{where}: missing {missing} (a file without its recorded charges cannot be verified; "
+                              "files saved before synthzoo recorded them must be refitted)")
+        unknown = sorted(set(doc) - need - {"report", "breakdown", "replayable_noise"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {unknown}")
+        req = doc["requested"]
+        if not (isinstance(req, list) and len(req) == 2):
+            raise ConfigError(f"{where}.requested: must be [epsilon or null, delta]")
         try:
-            eps, delta = doc["spent"]
-            self._spent = PrivacySpent(float(eps), float(delta))
-            self._report = str(doc["report"])
-            self._breakdown = [dict(r) for r in doc["breakdown"]]
-            self.replayable = bool(doc.get("replayable_noise", False))
-        except (KeyError, TypeError, ValueError) as e:
-            raise ConfigError(f"model file: malformed privacy account ({e!r})") from None
+            eps, delta = check_privacy_params(req[0], req[1])
+        except ConfigError as e:
+            raise ConfigError(f"{where}.requested: {e}") from None
+        rd = doc["reserved_delta"]
+        if isinstance(rd, bool) or not isinstance(rd, (int, float)):
+            raise ConfigError(f"{where}.reserved_delta: must be a number, got {rd!r}")
+        rep = doc.get("replayable_noise", False)
+        if not isinstance(rep, bool):
+            raise ConfigError(f"{where}.replayable_noise: must be true or false, got {rep!r}")
+        charges = doc["charges"]
+        if not isinstance(charges, list) or len(charges) > 1_000_000:
+            raise ConfigError(f"{where}.charges: must be a list of charges")
+        try:
+            ledger = PrivacyLedger(eps, delta, reserved_delta=rd if eps is not None else 0.0)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        # dp_accounting logs a warning for each fractional RDP order whose series does not converge (the
+        # order is then excluded: safe); replaying a DP-SGD event would fill the log with them
+        absl = logging.getLogger("absl")
+        level = absl.level
+        absl.setLevel(logging.ERROR)
+        try:
+            for i, c in enumerate(charges):
+                w = f"{where}.charges[{i}]"
+                if not isinstance(c, dict) or set(c) != {"module", "mechanism", "event", "rho", "note", "extra_delta"}:
+                    raise ConfigError(f"{w}: must be an object with module, mechanism, event, rho, note, extra_delta")
+                if not all(isinstance(c[k], str) for k in ("module", "mechanism", "note")):
+                    raise ConfigError(f"{w}: module, mechanism and note must be strings")
+                event = event_from_json(c["event"], f"{w}.event")
+                rho, extra = c["rho"], c["extra_delta"]
+                if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
+                    raise ConfigError(f"{w}.rho: must be a positive number (Infinity for a non-private access), got {rho!r}")
+                if isinstance(extra, bool) or not isinstance(extra, (int, float)) or not 0 <= extra < 1:
+                    raise ConfigError(f"{w}.extra_delta: must be a number in [0, 1), got {extra!r}")
+                stated = _rho_of(event)
+                if (stated is not None and not _close(float(rho), stated)) or (stated is None and math.isinf(rho)):
+                    raise ConfigError(f"{w}: the charge's rho={rho!r} does not match its {c['event']['type']} event "
+                                      "(the account was edited)")
+                if eps is None and not isinstance(event, dpa.NonPrivateDpEvent):
+                    raise ConfigError(f"{w}: a non-private account holds a private event (the account was edited)")
+                try:
+                    ledger.charge(c["module"], c["mechanism"], event, float(rho), c["note"], extra_delta=float(extra))
+                except BudgetExceededError as e:
+                    raise ConfigError(f"{w}: replaying the recorded charges fails: {e} (the account was edited)") from None
+            claim = doc["spent"]
+            if not (isinstance(claim, list) and len(claim) == 2
+                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in claim)):
+                raise ConfigError(f"{where}.spent: must be [epsilon, delta]")
+            got = ledger.spent()
+        finally:
+            absl.setLevel(level)
+        if not (_close(float(claim[0]), got.epsilon) and _close(float(claim[1]), got.delta)):
+            raise ConfigError(f"{where}.spent: the file claims (epsilon={claim[0]!r}, delta={claim[1]!r}) but its "
+                              f"recorded events give {got} -- the privacy claim was edited, or the events were")
+        self.ledger = ledger
+        self.requested = (eps, delta)
+        self.replayable = bool(rep)
+        self.checked_measurements: int | None = None
+
+    def modules(self) -> set:
+        return {c.module for c in self.ledger.charges}
+
+    def check_measurements(self, measurements) -> int:
+        """Bind noisy measurements a model file holds to this account: each one needs a charge of its
+        own (a ``marginal ...`` note over its clique) whose calibrated noise is the measurement's
+        ``sigma`` (0 in a non-private run).  Returns how many were checked; ConfigError otherwise."""
+        from .mechanisms import gaussian_sigma
+
+        pool: dict[str, list[float]] = {}
+        for c in self.ledger.charges:
+            if c.note.startswith("marginal "):
+                pool.setdefault(c.note, []).append(0.0 if math.isinf(c.rho) else gaussian_sigma(c.rho, 1.0))
+        for m in measurements:
+            note = f"marginal {'x'.join(m.clique)}"
+            have = pool.get(note, [])
+            hit = next((i for i, s in enumerate(have) if _close(s, float(m.sigma), 1e-6) or s == float(m.sigma)), None)
+            if hit is None:
+                raise ConfigError(f"model file: the measurement over {list(m.clique)} (noise sigma={m.sigma:g}) has no "
+                                  "matching charge in the privacy account (the model or the account was edited)")
+            have.pop(hit)
+        self.checked_measurements = len(measurements)
+        return len(measurements)
 
     def account(self) -> dict:
-        """The account as saved (see :meth:`PrivacyLedger.account`)."""
-        return {"spent": list(self._spent), "report": self._report, "breakdown": self.breakdown(),
-                "replayable_noise": self.replayable}
+        """The account to save again (recomputed from the verified charges)."""
+        out = self.ledger.account()
+        out["replayable_noise"] = self.replayable
+        return out
 
     @property
     def private(self) -> bool:
-        return self._spent.private
+        return self.ledger.private
 
     def spent(self) -> PrivacySpent:
-        return self._spent
+        return self.ledger.spent()
 
     def breakdown(self) -> list[dict]:
-        return [dict(r) for r in self._breakdown]
+        return self.ledger.breakdown()
 
     def report(self) -> str:
-        text = self._report
+        text = self.ledger.report()
         if self.replayable and REPLAYABLE_WARNING not in text:
             text += "\n" + REPLAYABLE_WARNING
-        return text + "\n" + self.FROM_FILE
+        meas = ""
+        if self.checked_measurements:
+            meas = f"; the model's {self.checked_measurements} noisy measurements carry the noise their charges calibrated"
+        if not self.private:
+            return text + f"\n(read from the model file: a non-private run, as its {len(self.ledger.charges)} recorded " \
+                          "events say)"
+        return text + "\n" + self.FROM_FILE.format(n=len(self.ledger.charges), meas=meas)

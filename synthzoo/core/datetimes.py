@@ -1,0 +1,289 @@
+"""Datetime columns as users have them: parsing, resolution, time zones and output types.
+
+Inside synthzoo a datetime value is a float: seconds since 1970-01-01 00:00 of the *wall clock* in
+the column's zone (its ``"tz"``, else UTC), so that a day is a day on that wall clock and every
+encoder treats datetimes as numbers.  Everything that decides how values are read and written back
+is public schema knowledge, never read from the rows:
+
+* ``resolution`` -- ``"day"``, ``"hour"``, ``"minute"``, ``"second"``, ``"millisecond"``,
+  ``"microsecond"`` or ``"nanosecond"``; synthetic values are whole multiples of it.  Where the
+  schema omits it, it follows the *form* of the bounds (``"1930-01-01"`` means days,
+  ``"1930-01-01 08:00"`` minutes, ...), which is schema text too.
+* ``format`` -- strftime codes for parsing text (``"%d/%m/%Y"``) and for writing it back;
+  without it text must be ISO 8601.
+* ``tz`` -- an IANA zone (``"Europe/Paris"``): values are read and returned in that zone.
+  Values with different UTC offsets are converted (to the zone, else to UTC with a warning), so
+  pandas' own ``to_csv`` output of a tz-aware column (one offset per DST period) reads back.
+* ``dtype`` -- ``"datetime"`` (default; ``datetime64[ns]``, tz-aware in ``tz``) or ``"string"``
+  (text at the resolution, or in ``format``).
+
+Messages show datetimes as ISO text at the column's resolution, never as epoch seconds, and never
+suggest pandas arguments a synthzoo user cannot pass.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .errors import SchemaError
+
+#: Length of one step of each resolution, in nanoseconds.
+RESOLUTIONS = {"day": 86_400 * 10 ** 9, "hour": 3_600 * 10 ** 9, "minute": 60 * 10 ** 9, "second": 10 ** 9,
+               "millisecond": 10 ** 6, "microsecond": 10 ** 3, "nanosecond": 1}
+#: Output types a datetime column may declare with its ``"dtype"`` key.
+DATETIME_DTYPES = ("datetime", "string")
+# datetime64[ns] spans 1677-09-21 .. 2262-04-11; bounds must lie inside (with a day to spare)
+_NS_MIN, _NS_MAX = -9_223_285_636.854775, 9_223_285_636.854775
+
+_TEXT_FORMS = [  # (regex on ISO text, resolution it states)
+    (re.compile(r"\d{4}-\d{2}-\d{2}"), "day"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}"), "hour"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}"), "minute"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}"), "second"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.,]\d{1,3}"), "millisecond"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.,]\d{4,6}"), "microsecond"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}[.,]\d{7,9}"), "nanosecond"),
+]
+_ZONE_SUFFIX = re.compile(r"(Z|[+-]\d{2}(:?\d{2})?)$")
+_ORDER = ["day", "hour", "minute", "second", "millisecond", "microsecond", "nanosecond"]
+
+
+def check_tz(tz, name: str) -> str | None:
+    """``tz`` if it names a time zone pandas knows (``"UTC"``, ``"Europe/Paris"``), else SchemaError."""
+    if tz is None:
+        return None
+    if not isinstance(tz, str) or not tz:
+        raise SchemaError(f"column {name!r}: \"tz\" must be a time zone name such as \"UTC\" or \"Europe/Paris\", "
+                          f"got {tz!r}")
+    try:
+        pd.Timestamp("2000-01-01").tz_localize(tz)
+    except Exception:  # noqa: BLE001 - pandas raises several types for unknown zones
+        raise SchemaError(f"column {name!r}: unknown time zone {tz!r} (use an IANA name such as \"Europe/Paris\" "
+                          "or \"UTC\")") from None
+    return tz
+
+
+def check_format(fmt, name: str) -> str | None:
+    if fmt is None:
+        return None
+    if not isinstance(fmt, str) or "%" not in fmt:
+        raise SchemaError(f"column {name!r}: \"format\" must be strftime codes such as \"%d/%m/%Y\", got {fmt!r}")
+    return fmt
+
+
+def finer(a: str, b: str) -> str:
+    return a if _ORDER.index(a) >= _ORDER.index(b) else b
+
+
+def resolution_of_bound(value, fmt: str | None = None) -> str:
+    """The resolution a bound's *form* states: ``"1930-01-01"`` -> day, ``"1930-01-01 08:00"`` ->
+    minute; a bound in ``format`` -> the finest code it uses; a Timestamp/datetime -> the finest
+    non-zero part; a date -> day; a number (epoch seconds) -> second unless fractional."""
+    if isinstance(value, str):
+        if fmt is not None:
+            for code, res in (("%f", "microsecond"), ("%S", "second"), ("%M", "minute"), ("%H", "hour"),
+                              ("%I", "hour")):
+                if code in fmt:
+                    return res
+            return "day"
+        text = value.strip()
+        if re.search(r"[T ]\d{2}", text):  # only a time of day carries a zone suffix
+            text = _ZONE_SUFFIX.sub("", text)
+        found = [res for rx, res in _TEXT_FORMS if rx.fullmatch(text)]
+        return found[0] if found else "second"
+    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        return "day"
+    if isinstance(value, (_dt.datetime, np.datetime64)):
+        t = pd.Timestamp(value)
+        if t.nanosecond:
+            return "nanosecond"
+        if t.microsecond:
+            return "millisecond" if t.microsecond % 1000 == 0 else "microsecond"
+        if t.second:
+            return "second"
+        if t.minute:
+            return "minute"
+        return "hour" if t.hour else "day"
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return "second"
+    return "second" if math.isfinite(x) and x == round(x) else "nanosecond"
+
+
+def bound_seconds(value, name: str, which: str, tz: str | None, fmt: str | None) -> float:
+    """One public bound as wall-clock seconds in the column's zone (numbers are taken as seconds)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise SchemaError(f"column {name!r}: '{which}' must be a date/time, got {value!r}")
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        x = float(value)
+    else:
+        try:
+            v = to_seconds(pd.Series([value], dtype=object if isinstance(value, str) else None), name, tz=tz,
+                           fmt=fmt, warn=False)
+        except SchemaError:
+            need = (f"text in the column's \"format\" {fmt!r}" if fmt is not None
+                    else "ISO 8601 text such as 2020-01-31 or 2020-01-31 14:05:00")
+            raise SchemaError(f"column {name!r}: '{which}' bound {value!r} is not a datetime; expected {need}") from None
+        x = float(v[0])
+    if not math.isfinite(x):
+        raise SchemaError(f"column {name!r}: '{which}' must be a date/time, got {value!r}")
+    if not _NS_MIN <= x <= _NS_MAX:
+        raise SchemaError(f"column {name!r}: '{which}' bound {value!r} lies outside the datetimes pandas can "
+                          "hold (1677-09-22 to 2262-04-10)")
+    return x
+
+
+def _wall_seconds(ts: pd.Series, tz: str | None) -> np.ndarray:
+    """A datetime64 Series (naive or tz-aware) as float wall-clock seconds in ``tz`` (else UTC)."""
+    if getattr(ts.dt, "tz", None) is not None:
+        ts = ts.dt.tz_convert(tz or "UTC").dt.tz_localize(None)
+    arr = ts.to_numpy()
+    unit = np.datetime_data(arr.dtype)[0]
+    scale = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}.get(unit)
+    if scale is None:  # D, h, m: whole units
+        arr, scale = arr.astype("datetime64[s]"), 1.0
+    out = arr.astype("int64").astype(float) / scale
+    out[pd.isna(arr)] = np.nan
+    return out
+
+
+def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn: bool = True) -> np.ndarray:
+    """Datetime values (datetime64, Timestamps/dates, or text) as float wall-clock seconds in ``tz``
+    (else UTC); NaN for missing.
+
+    Text is ISO 8601, or ``fmt``'s layout.  Values with different UTC offsets are converted through
+    UTC (to ``tz``, else to UTC with a warning when ``warn``).  Raises :class:`SchemaError` naming the
+    column and showing the values that are not datetimes.
+    """
+    s = pd.Series(s).reset_index(drop=True)
+    if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        return _wall_seconds(s, tz)
+    na = s.isna().to_numpy()
+    if na.all():
+        return np.full(len(s), np.nan)
+    if pd.api.types.is_bool_dtype(s.dtype) or pd.api.types.is_numeric_dtype(s.dtype):
+        ex = pd.Series(pd.unique(s[~na])[:3]).tolist()
+        raise SchemaError(f"column {name!r}: holds numbers ({ex}, dtype {s.dtype}), not dates or times; give "
+                          "them as text such as 2020-01-31 or 2020-01-31 14:05:00, or as datetime values")
+    kw = {"format": fmt} if fmt is not None else {"format": "ISO8601"}
+    mixed = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas' parsing advice names arguments synthzoo users cannot pass
+        try:
+            ts = pd.to_datetime(s, errors="coerce", **kw)
+        except (ValueError, TypeError, OverflowError):
+            ts = None  # e.g. mixed UTC offsets
+        if ts is None or ts.dtype == object or bool((ts.isna().to_numpy() & ~na).any()):
+            # mixed offsets (text), or Timestamps in different zones (which pandas turns into NaT)
+            try:
+                alt = pd.to_datetime(s, errors="coerce", utc=True, **kw)
+            except (ValueError, TypeError, OverflowError):
+                alt = None
+            if alt is not None and (ts is None or ts.dtype == object
+                                    or int((alt.isna().to_numpy() & ~na).sum()) < int((ts.isna().to_numpy() & ~na).sum())):
+                ts, mixed = alt, True
+    if ts is None or ts.dtype == object:
+        bad = ~na
+    else:
+        bad = ts.isna().to_numpy() & ~na
+    if bad.any():
+        ex = [str(x)[:40] for x in pd.unique(s[bad])[:3]]
+        if fmt is not None:
+            hint = f"they do not match the column's \"format\" {fmt!r}"
+        else:
+            hint = ("expected ISO 8601 text such as 2020-01-31 or 2020-01-31 14:05:00; for another layout declare "
+                    "the column's \"format\" in the schema with strftime codes, e.g. \"%d/%m/%Y\"")
+        raise SchemaError(f"column {name!r}: {int(bad.sum())} value(s) that are not datetimes, e.g. {ex}; {hint}")
+    if mixed and tz is None and warn:
+        warnings.warn(f"column {name!r}: the values carry different UTC offsets (time zones); they were converted "
+                      "to UTC. Declare the column's \"tz\" (e.g. \"Europe/Paris\") to read and write them in one zone",
+                      UserWarning, stacklevel=4)
+    return _wall_seconds(ts, tz)
+
+
+def aligned_bounds(lower: float, upper: float, resolution: str) -> tuple[int, int]:
+    """The first and last admissible values within [lower, upper], in steps of ``resolution``
+    (integers: value = step * RESOLUTIONS[resolution] nanoseconds)."""
+    step = RESOLUTIONS[resolution] / 1e9
+    lo = math.ceil(lower / step - 1e-9)
+    hi = math.floor(upper / step + 1e-9)
+    return lo, hi
+
+
+def off_resolution(v: np.ndarray, resolution: str) -> np.ndarray:
+    """Which (non-missing) values are not whole multiples of ``resolution`` (wall clock)."""
+    if resolution == "nanosecond":
+        return np.zeros(v.shape, dtype=bool)
+    step = RESOLUTIONS[resolution] / 1e9
+    q = v / step
+    with np.errstate(invalid="ignore"):  # a microsecond of slack for float seconds
+        return np.abs(q - np.round(q)) > max(1e-6 / step, 1e-9)
+
+
+def from_seconds(v, resolution: str, tz: str | None, lower: float, upper: float, snap: bool = True) -> pd.Series:
+    """Wall-clock seconds as a datetime64[ns] Series (tz-aware in ``tz``); with ``snap`` each value is
+    floored to its resolution and kept within the admissible range of [lower, upper] (without, the
+    values are kept as they are)."""
+    v = np.asarray(v, dtype=float)
+    na = np.isnan(v)
+    ns = np.zeros(v.shape, dtype=np.int64)
+    x = v[~na]
+    if snap:
+        step = RESOLUTIONS[resolution]
+        lo, hi = aligned_bounds(lower, upper, resolution)
+        ticks = np.clip(np.floor(np.clip(x, lower, upper) / (step / 1e9) + 1e-9), lo, hi)
+        ns[~na] = ticks.astype(np.int64) * step
+    else:
+        ns[~na] = np.round(x * 1e9).astype(np.int64)
+    out = pd.Series(ns.view("datetime64[ns]"))
+    out[na] = pd.NaT
+    out = out.astype("datetime64[ns]")
+    if tz is not None:
+        # wall times a DST change skips move forward; repeated ones take the standard-time reading
+        out = out.dt.tz_localize(tz, ambiguous=np.zeros(len(out), dtype=bool), nonexistent="shift_forward")
+    return out
+
+
+_TEXT = {"day": "%Y-%m-%d", "hour": "%Y-%m-%d %H:%M", "minute": "%Y-%m-%d %H:%M", "second": "%Y-%m-%d %H:%M:%S",
+         "millisecond": "%Y-%m-%d %H:%M:%S.%f", "microsecond": "%Y-%m-%d %H:%M:%S.%f",
+         "nanosecond": "%Y-%m-%d %H:%M:%S.%f"}
+
+
+def to_text(ts: pd.Series, resolution: str, fmt: str | None = None) -> pd.Series:
+    """Datetimes as text: ``fmt`` if given, else ISO 8601 at ``resolution`` (``2020-01-31``,
+    ``2020-01-31 14:05:00``; a tz-aware value ends with its offset, ``+01:00``).  Missing stays NaN."""
+    na = ts.isna().to_numpy()
+    out = np.full(len(ts), np.nan, dtype=object)
+    if (~na).any():
+        t = ts[~na]
+        if fmt is not None:
+            text = t.dt.strftime(fmt)
+        else:
+            text = t.dt.strftime(_TEXT[resolution])
+            if resolution == "millisecond":
+                text = text.str[:-3]
+            elif resolution == "nanosecond":
+                text = text + t.dt.nanosecond.map(lambda x: f"{x:03d}")
+            if getattr(t.dt, "tz", None) is not None:
+                off = t.dt.strftime("%z")
+                text = text + off.str[:3] + ":" + off.str[3:]
+        out[~na] = text.to_numpy(dtype=object)
+    return pd.Series(out)
+
+
+def show(seconds: float, resolution: str, tz: str | None = None) -> str:
+    """One wall-clock value as ISO text at ``resolution`` (with the zone's name when there is one)."""
+    if seconds is None or not math.isfinite(float(seconds)):
+        return str(seconds)
+    ns = int(round(float(seconds) * 1e9))
+    step = RESOLUTIONS[resolution]
+    t = pd.Series(np.array([ns - ns % step], dtype=np.int64).view("datetime64[ns]"))
+    text = to_text(t, resolution).iloc[0]
+    return f"{text} ({tz})" if tz else text

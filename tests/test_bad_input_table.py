@@ -1,0 +1,219 @@
+"""The bad-input table of issue 15 (items 1-3), one test per row: dates as users have them and privacy
+settings that make no sense.  (Hostile model files, item 4: tests/test_model_files.py.)
+
+Every test name says the input; its body checks the behaviour."""
+
+import io
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthzoo as sz
+from synthzoo.core.errors import ConfigError, PrivacySettingsWarning, SchemaError
+from synthzoo.core.schema import Column, Schema, numeric_values
+from synthzoo.datasets import make_demo
+
+
+def _one(col: Column, values) -> pd.DataFrame:
+    return pd.DataFrame({col.name: values})
+
+
+def _sample(schema: Schema, df: pd.DataFrame, n=300, **kw) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.Synthesizer(select="mst", model="pgm", epsilon=None, schema=schema, seed=0, **kw).fit(df)
+    return synth.sample(n, seed=1), synth
+
+
+def _dates(n=400, seed=0, start="1950-01-01", days=20_000):
+    rng = np.random.default_rng(seed)
+    return pd.Timestamp(start) + pd.to_timedelta(rng.integers(0, days, n), unit="D")
+
+
+# ------------------------------------------------------------------------------------------- dates
+def test_date_only_bounds_mean_days_and_the_release_holds_dates():
+    col = Column("dob", "datetime", lower="1930-01-01", upper="2010-12-31")
+    assert col.resolution == "day"
+    fake, _ = _sample(Schema([col]), _one(col, _dates()))
+    assert fake["dob"].dtype == np.dtype("datetime64[ns]")
+    assert (fake["dob"] == fake["dob"].dt.normalize()).all()  # no 20:29:43.926528
+
+
+def test_declared_resolution_wins_over_the_form_of_the_bounds():
+    col = Column("t", "datetime", lower="2020-01-01 00:00:00", upper="2021-01-01 00:00:00", resolution="hour")
+    assert col.resolution == "hour"
+    df = _one(col, pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(300) * 7, unit="h"))
+    fake, _ = _sample(Schema([col]), df)
+    assert (fake["t"] == fake["t"].dt.floor("h")).all() and (fake["t"] != fake["t"].dt.normalize()).any()
+
+
+def test_iso_date_text_declared_as_string_comes_back_as_the_same_text():
+    col = Column("d", "datetime", lower="2000-01-01", upper="2020-12-31", dtype="string")
+    df = _one(col, _dates(start="2000-01-01", days=7000).strftime("%Y-%m-%d"))
+    fake, _ = _sample(Schema([col]), df)
+    assert fake["d"].dtype == col.output_dtype and fake["d"].str.fullmatch(r"\d{4}-\d{2}-\d{2}").all()
+
+
+def test_text_in_a_declared_format_is_parsed_and_written_back_in_it():
+    col = Column("d", "datetime", lower="01/01/2000", upper="31/12/2020", format="%d/%m/%Y", dtype="string")
+    assert col.resolution == "day"
+    df = _one(col, _dates(start="2000-01-01", days=7000).strftime("%d/%m/%Y"))
+    fake, _ = _sample(Schema([col]), df)
+    assert fake["d"].str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()
+
+
+def test_tz_aware_column_comes_back_in_its_zone():
+    col = Column("t", "datetime", lower="2020-01-01", upper="2021-01-01", tz="Europe/Paris", resolution="minute")
+    df = _one(col, pd.Series(pd.date_range("2020-01-01", periods=400, freq="13h", tz="Europe/Paris")))
+    fake, synth = _sample(Schema([col]), df)
+    assert str(fake["t"].dt.tz) == "Europe/Paris" and fake["t"].dtype == col.output_dtype
+    again = sz.Synthesizer.from_json(synth.to_json())
+    assert again.sample(50, seed=2).equals(synth.sample(50, seed=2))
+
+
+def test_pandas_to_csv_of_a_tz_aware_column_reads_back():
+    # to_csv writes one UTC offset per DST period (+01:00 in winter, +02:00 in summer)
+    col = Column("t", "datetime", lower="2020-01-01", upper="2021-01-01", tz="Europe/Paris", resolution="hour")
+    s = pd.Series(pd.date_range("2020-01-01", periods=300, freq="29h", tz="Europe/Paris"))
+    buf = io.StringIO()
+    s.to_frame("t").to_csv(buf, index=False)
+    back = pd.read_csv(io.StringIO(buf.getvalue()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the zone is declared: no mixed-zone warning
+        Schema([col]).validate(back)
+    assert np.array_equal(numeric_values(back["t"], col), numeric_values(s, col))
+
+
+def test_mixed_time_zones_are_converted_to_utc_with_a_warning():
+    col = Column("t", "datetime", lower="2019-01-01", upper="2021-01-01", resolution="second")
+    df = _one(col, ["2020-01-01 10:00:00+01:00", "2020-07-01 10:00:00+02:00", "2020-03-01 10:00:00-05:00"])
+    with pytest.warns(UserWarning, match=r"'t'.*different UTC offsets.*converted to UTC"):
+        Schema([col]).validate(df)
+    with pytest.warns(UserWarning, match="converted to UTC"):
+        v = numeric_values(df["t"], col)
+    assert v[0] == pd.Timestamp("2020-01-01 09:00").timestamp()
+
+
+def test_text_that_is_not_iso_names_the_value_and_the_schemas_format_key_not_pandas_arguments():
+    col = Column("dob", "datetime", lower="1930-01-01", upper="2010-12-31")
+    with pytest.raises(SchemaError) as e:
+        Schema([col]).validate(_one(col, ["1980-01-01", "31/12/1999"]))
+    msg = str(e.value)
+    assert "'dob'" in msg and "31/12/1999" in msg and '"format"' in msg
+    assert "passing `format`" not in msg and "dayfirst" not in msg and "ISO8601'" not in msg
+
+
+def test_numbers_in_a_datetime_column_are_refused_by_name():
+    col = Column("dob", "datetime", lower="1930-01-01", upper="2010-12-31")
+    with pytest.raises(SchemaError, match=r"'dob': holds numbers"):
+        Schema([col]).validate(_one(col, [1.0e9, 1.1e9]))
+
+
+def test_values_finer_than_the_resolution_are_refused_with_the_resolution_named():
+    col = Column("dob", "datetime", lower="1930-01-01", upper="2010-12-31")
+    with pytest.raises(SchemaError, match=r"'dob'.*resolution is 'day'.*1983-09-25 20:29:43"):
+        Schema([col]).validate(_one(col, pd.to_datetime(["1983-09-25 20:29:43", "1990-01-01"], format="ISO8601")))
+
+
+def test_out_of_bounds_datetimes_are_shown_as_iso_dates_never_epoch_seconds():
+    col = Column("dob", "datetime", lower="1930-01-01", upper="2010-12-31")
+    with pytest.raises(SchemaError) as e:
+        Schema([col]).validate(_one(col, pd.to_datetime(["1920-05-01", "1990-01-01"])))
+    msg = str(e.value)
+    assert "[1930-01-01, 2010-12-31]" in msg and "1920-05-01" in msg
+    assert "e+" not in msg and "-1262304000" not in msg
+
+
+def test_clipping_datetimes_keeps_them_datetimes():
+    col = Column("dob", "datetime", lower="1930-01-01", upper="2010-12-31")
+    with pytest.warns(UserWarning, match=r"clipped"):
+        out = Schema([col]).validate(_one(col, pd.to_datetime(["1920-05-01", "1990-01-01"])), out_of_bounds="clip")
+    assert out["dob"].iloc[0] == pd.Timestamp("1930-01-01")
+
+
+def test_iso_date_text_from_a_csv_without_a_schema_is_inferred_as_dates_written_back_as_text():
+    df = pd.read_csv(io.StringIO(_one(Column("d", "categorical", categories=["x"]),
+                                      _dates().strftime("%Y-%m-%d")).to_csv(index=False)))
+    with pytest.warns(UserWarning, match="NOT covered by differential privacy"):
+        schema = Schema.infer(df)
+    col = schema["d"]
+    assert (col.kind, col.resolution, col.dtype) == ("datetime", "day", "string")
+    fake, _ = _sample(schema, df)
+    assert fake["d"].str.fullmatch(r"\d{4}-\d{2}-\d{2}").all() and fake["d"].nunique() > 50
+
+
+@pytest.mark.parametrize("spec, match", [
+    ({"type": "datetime", "lower": "2000-01-01", "upper": "2001-01-01", "tz": "Mars/Olympus"}, "unknown time zone"),
+    ({"type": "datetime", "lower": "2000-01-01", "upper": "2001-01-01", "resolution": "fortnight"},
+     "unknown resolution"),
+    ({"type": "datetime", "lower": "2000-01-01", "upper": "2001-01-01", "dtype": "int"}, "'dtype'"),
+    ({"type": "numerical", "lower": 0, "upper": 1, "resolution": "day"}, "datetime columns only"),
+    ({"type": "datetime", "lowr": "2000-01-01", "upper": "2001-01-01"}, r"unknown key\(s\) \['lowr'\]"),
+    ({"type": "datetime", "lower": "2000-01-01 12:00", "upper": "2000-01-01 18:00", "resolution": "day"},
+     "no whole day"),
+])
+def test_malformed_datetime_descriptions_name_the_column_and_key(spec, match):
+    with pytest.raises(SchemaError, match=match):
+        Schema.from_dict({"columns": {"x": spec}})
+
+
+# ------------------------------------------------------------------------------------------- privacy settings
+def test_epsilon_true_is_refused():
+    with pytest.raises(ConfigError, match="epsilon must be a positive number"):
+        sz.make("mst", epsilon=True)
+
+
+def test_epsilon_as_text_is_refused():
+    with pytest.raises(ConfigError, match="epsilon"):
+        sz.make("mst", epsilon="1")
+
+
+def test_delta_that_gives_no_guarantee_is_refused_before_any_budget_is_spent():
+    with pytest.raises(ConfigError, match="delta=0.5 gives no meaningful guarantee"):
+        sz.make("mst", delta=0.5)
+    with pytest.raises(ConfigError, match="delta"):
+        sz.dp_schema(pd.DataFrame({"a": [1.0, 2.0]}), epsilon=1.0, delta=0.2)
+
+
+def test_delta_not_small_warns_before_the_fit():
+    with pytest.warns(PrivacySettingsWarning, match=r"delta=0.01 is not small"):
+        sz.make("mst", delta=0.01)
+
+
+def test_the_readmes_delta_passes_silently():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacySettingsWarning)
+        sz.make("mst", epsilon=1.0, delta=1e-5)
+
+
+def test_one_row_table_fits_and_warns_from_the_dp_row_estimate():
+    df, schema = make_demo(n=1, seed=0)
+    with pytest.warns(PrivacySettingsWarning, match=r"rows \(DP estimate\): far too few rows"):
+        sz.make("mst", epsilon=1.0, schema=schema).fit(df)
+
+
+def test_two_row_non_private_table_warns_from_the_exact_count_and_says_so():
+    df, schema = make_demo(n=2, seed=0)
+    with pytest.warns(PrivacySettingsWarning, match=r"about 2 rows \(exact count, non-private run\)"):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="epsilon=None")
+            sz.make("mst", epsilon=None, schema=schema).fit(df)
+
+
+def test_epsilon_below_what_the_table_carries_warns():
+    df, schema = make_demo(n=1500, seed=0)
+    with pytest.warns(PrivacySettingsWarning, match=r"epsilon=0.01 is below what this table carries"):
+        sz.make("mst", epsilon=0.01, schema=schema).fit(df)
+
+
+def test_delta_large_against_the_dp_row_count_warns_after_the_fit():
+    df, schema = make_demo(n=3000, seed=0)
+    with pytest.warns(PrivacySettingsWarning, match=r"delta=0.001 is not small against this table's about"):
+        sz.make("mst", epsilon=1.0, delta=1e-3, schema=schema).fit(df)
+
+
+def test_dp_schema_refuses_epsilon_true():
+    with pytest.raises(ConfigError, match="epsilon"):
+        sz.dp_schema(pd.DataFrame({"a": [1.0, 2.0]}), epsilon=True)

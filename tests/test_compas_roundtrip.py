@@ -1,0 +1,166 @@
+"""A COMPAS-like table through every surface: a date-only column (datetime64 at midnight), a date
+given as ISO text, sentinel values, rare categories and missing values keep their dtypes and date
+resolution through fit, sample, save, load and the command line; ``dp_schema`` at epsilon 0.1 does
+not damage it."""
+
+import json
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthzoo as sz
+from synthzoo.cli import main as cli
+from synthzoo.core.dpschema import OTHER, dp_schema, dp_schema_report
+from synthzoo.core.schema import numeric_values
+from synthzoo.datasets import make_compas_like
+
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@pytest.fixture(scope="module")
+def compas():
+    return make_compas_like(n=2500, seed=3)
+
+
+@pytest.fixture(scope="module")
+def fitted(compas):
+    df, schema = compas
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sz.make("privsyn", epsilon=1.0, delta=1e-5, schema=schema, seed=0).fit(df)
+
+
+def _check_release(fake: pd.DataFrame, schema):
+    assert list(fake.columns) == schema.names
+    assert {c: fake[c].dtype for c in fake} == {c.name: c.output_dtype for c in schema}
+    dob = fake["dob"]
+    assert dob.dtype == np.dtype("datetime64[ns]")
+    assert (dob == dob.dt.normalize()).all()  # dates, not timestamps with random nanoseconds
+    assert fake["screening_date"].map(lambda s: bool(DATE.fullmatch(s))).all()  # ISO date text, as given
+    assert fake["days_b_screening_arrest"].dtype == pd.Int64Dtype()  # integer with missing values
+    assert set(fake["race"]) <= set(schema["race"].categories)
+    schema.validate(fake)
+
+
+def test_the_generator_has_what_makes_real_extracts_hard(compas):
+    df, schema = compas
+    schema.validate(df)
+    assert df["dob"].dtype == np.dtype("datetime64[ns]") and schema["dob"].resolution == "day"
+    assert df["screening_date"].map(lambda s: bool(DATE.fullmatch(s))).all() and schema["screening_date"].dtype == "string"
+    assert (df["decile_score"] == -1).any() and (df["is_recid"] == "-1").any()  # sentinels
+    shares = df["race"].value_counts(normalize=True)
+    assert shares[["Asian", "Native American"]].max() < 0.01 and 0.03 < shares["Other"] < 0.08
+    assert 0.02 < df["days_b_screening_arrest"].isna().mean() < 0.07
+
+
+def test_fit_sample_keep_dtypes_and_date_resolution(fitted, compas):
+    _check_release(fitted.sample(3000, seed=1), compas[1])
+
+
+def test_save_load_keeps_dtypes_resolution_and_samples(fitted, compas, tmp_path):
+    fitted.save(tmp_path / "compas.szm")
+    again = sz.Synthesizer.load(tmp_path / "compas.szm")
+    a, b = fitted.sample(800, seed=5), again.sample(800, seed=5)
+    pd.testing.assert_frame_equal(a, b)
+    _check_release(b, compas[1])
+    doc = json.loads((tmp_path / "compas.szm").read_text())
+    assert doc["schema"]["columns"]["dob"]["resolution"] == "day" and doc["schema"]["columns"]["dob"]["lower"] == "1900-01-01"
+
+
+def test_cli_round_trip_writes_dates_as_dates(compas, tmp_path, capsys):
+    df, schema = compas
+    df.to_csv(tmp_path / "compas.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli(["fit", str(tmp_path / "compas.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
+                    "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 0
+        assert cli(["sample", str(tmp_path / "m.szm"), "-n", "500", "--out", str(tmp_path / "fake.csv")]) == 0
+    text = pd.read_csv(tmp_path / "fake.csv", dtype=str, keep_default_na=False)
+    assert text["dob"].map(lambda s: bool(DATE.fullmatch(s))).all()  # no " 00:00:00", no nanoseconds
+    assert text["screening_date"].map(lambda s: bool(DATE.fullmatch(s))).all()
+    back = pd.read_csv(tmp_path / "fake.csv")
+    schema.validate(back)
+    days = back["days_b_screening_arrest"].dropna()
+    assert (days == np.round(days)).all()  # an integer column with missing values is written as integers
+
+
+# ------------------------------------------------------------------------------------------------ dp_schema
+def _kinds(schema, codebook=True):
+    """What a data owner publishes without the rows: types, integer-ness, date resolution and text
+    form, and (codebook) the category lists of a data dictionary."""
+    out = {}
+    for c in schema:
+        if c.kind == "categorical":
+            out[c.name] = {"type": "categorical", "categories": c.categories} if codebook else "categorical"
+        elif c.kind == "numerical":
+            out[c.name] = {"type": "numerical", "integer": c.integer}
+        else:
+            out[c.name] = {"type": "datetime", "resolution": c.resolution, **({"dtype": c.dtype} if c.dtype else {})}
+    return out
+
+
+def _damage(df, schema) -> dict:
+    """Share of each column's non-missing values that the schema clips or merges."""
+    out = {}
+    for col in schema:
+        s = df[col.name]
+        if col.kind == "categorical":
+            out[col.name] = float((~s.dropna().astype(str).isin(col.categories)).mean())
+        else:
+            v = numeric_values(s, col)
+            v = v[~np.isnan(v)]
+            out[col.name] = float(((v < col.lower) | (v > col.upper)).mean())
+    return out
+
+
+@pytest.mark.parametrize("noise_seed", range(5))
+def test_dp_schema_at_epsilon_0_1_clips_under_2_percent_of_any_column(noise_seed):
+    # the full 7,214 rows, the README's settings (epsilon 0.1, delta 1e-6), the public facts of a data
+    # dictionary; bounds of the 8 numeric and date columns are measured under DP
+    df, public = make_compas_like()
+    schema, ledger = dp_schema(df, _kinds(public), epsilon=0.1, delta=1e-6, noise_seed=noise_seed)
+    assert ledger.spent().epsilon <= 0.1 + 1e-9
+    damage = _damage(df, schema)
+    assert max(damage.values()) < 0.02, damage
+    # birth dates are bounded on year blocks over history, not power-of-two seconds around 1970
+    assert schema["dob"].resolution == "day" and schema["dob"].lower <= pd.Timestamp("1945-01-01").timestamp()
+    assert schema["age"].upper >= 90  # not capped at 64
+    # missing declared on DP evidence (2 sigma): of the 13 columns without missing values, a false one at most
+    assert sum(c.missing for c in schema if c.name != "days_b_screening_arrest") <= 1
+    report = dp_schema_report(schema)
+    assert "days_b_screening_arrest" in report and "widened" in report
+
+
+def test_dp_schema_report_is_in_privacy_report_and_says_what_was_merged(compas):
+    df, _ = compas
+    public = make_compas_like()[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema, led = dp_schema(df, _kinds(public, codebook=False), epsilon=0.3, delta=1e-6, noise_seed=0)
+        fixed = sz.conform(df, schema)
+        synth = sz.make("mst", epsilon=1.0, delta=1e-5, schema=schema, schema_ledger=led).fit(fixed)
+    text = synth.privacy_report()
+    assert "schema measured under DP (epsilon=0.3" in text and f"merged into {OTHER!r}" in text
+    assert "list the public categories in kinds" in text
+    with pytest.warns(UserWarning, match=r"race: \d+ value\(s\) .* merged into '__other__'"):
+        sz.conform(df, schema)
+
+
+def test_cli_dp_schema_with_a_partial_schema(compas, tmp_path, capsys):
+    df, public = compas
+    df.to_csv(tmp_path / "c.csv", index=False)
+    (tmp_path / "partial.json").write_text(json.dumps({"name": "compas", "columns": _kinds(public)}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli(["fit", str(tmp_path / "c.csv"), "--schema", str(tmp_path / "partial.json"), "--dp-schema", "0.2",
+                    "--synth", "mst", "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 0
+        assert cli(["sample", str(tmp_path / "m.szm"), "-n", "300", "--out", str(tmp_path / "f.csv")]) == 0
+    out = capsys.readouterr()
+    assert "schema measured under DP (epsilon=0.2" in out.err + out.out
+    text = pd.read_csv(tmp_path / "f.csv", dtype=str, keep_default_na=False)
+    assert text["dob"].map(lambda s: bool(DATE.fullmatch(s))).all()
+    assert sz.Synthesizer.load(tmp_path / "m.szm").privacy_spent().epsilon <= 1.0 + 1e-9

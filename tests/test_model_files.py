@@ -1,0 +1,338 @@
+"""Model files are untrusted input: loading validates the whole document before building anything,
+bounds what a file can make ``sample`` do, and checks the privacy claim against the recorded events.
+
+The fuzz test mutates saved files of every model family (every key deleted, retyped, nested deeply)
+and asserts that only :class:`ConfigError` comes out -- of loading, and of sampling from what loads.
+"""
+
+import copy
+import json
+import math
+import random
+import warnings
+
+import dp_accounting as dpa
+import pytest
+
+import synthzoo as sz
+from synthzoo.core.errors import ConfigError
+from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.datasets import make_demo
+from synthzoo.modelfile import MAX_DEPTH
+
+# one fitted file per model family: measurement models (GUM with consistent marginals, PGM with the
+# noisy measurements themselves), and record models (a torch MLP generator, a torch nn.Module)
+FAMILIES = {
+    "privsyn": dict(preset="privsyn", model={"name": "gum", "iterations": 5}),
+    "mst": dict(preset="mst", model={"name": "pgm", "iters": 50}),
+    "gn": dict(preset="gem", select={"name": "rap++", "degree": 2, "rounds": 2, "q": 1, "select_share": 0.5},
+               model={"name": "gn", "hidden": (16,), "iters": 10, "batch": 32}),
+    "tvae": dict(preset="dp-tvae", model={"name": "tvae", "embedding_dim": 4, "compress_dims": (8,),
+                                          "decompress_dims": (8,), "epochs": 1, "batch_size": 100}),
+}
+
+
+def _fit(kind, epsilon=1.0):
+    spec = dict(FAMILIES[kind])
+    preset = spec.pop("preset")
+    df, schema = make_demo(n=400, seed=1)
+    df, schema = df[["age", "education", "income", "signup_date", "churn"]], \
+        sz.Schema([schema[c] for c in ("age", "education", "income", "signup_date", "churn")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.make(preset, epsilon=epsilon, delta=1e-5, schema=schema, seed=0, **spec).fit(df)
+    return synth
+
+
+@pytest.fixture(scope="module")
+def docs():
+    out = {}
+    for kind in FAMILIES:
+        try:
+            out[kind] = _fit(kind).to_json()
+        except ConfigError as e:  # a preset/model combination the pipeline refuses: say so loudly
+            raise AssertionError(f"{kind}: {e}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def nonprivate_mst():
+    return _fit("mst", epsilon=None).to_json()
+
+
+def _load(doc):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sz.Synthesizer.from_json(copy.deepcopy(doc))
+
+
+# ---------------------------------------------------------------------------------------------- fuzz
+def _paths(node, path=()):
+    """Every key of every object and, for lists, the list itself plus its first and last items."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield path + (k,)
+            yield from _paths(v, path + (k,))
+    elif isinstance(node, list) and node:
+        for i in sorted({0, len(node) - 1}):
+            yield path + (i,)
+            yield from _paths(node[i], path + (i,))
+
+
+def _deep(depth):
+    x = 0
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+MUTATIONS = {
+    "delete": None,
+    "null": lambda v: None,
+    "string": lambda v: "x",
+    "negative": lambda v: -1,
+    "huge": lambda v: 1e308,
+    "nan": lambda v: float("nan"),
+    "bool": lambda v: True,
+    "list": lambda v: [],
+    "object": lambda v: {},
+    "deep": lambda v: _deep(MAX_DEPTH + 8),
+}
+
+
+def _mutate(doc, path, how):
+    d = copy.deepcopy(doc)
+    parent = d
+    for p in path[:-1]:
+        parent = parent[p]
+    if how == "delete":
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = MUTATIONS[how](parent[path[-1]])
+    return d
+
+
+def _check_only_config_error(doc, path, how):
+    try:
+        synth = _load(doc)
+    except ConfigError:
+        return "refused"
+    except Exception as e:  # noqa: BLE001 - this is what the test looks for
+        raise AssertionError(f"{'/'.join(map(str, path))} {how}: {type(e).__name__}: {e}") from None
+    try:  # what loads must sample, or refuse with a ConfigError
+        synth.sample(5)
+    except ConfigError:
+        return "refused at sample"
+    except Exception as e:  # noqa: BLE001
+        raise AssertionError(f"{'/'.join(map(str, path))} {how}: loads, then sample raises "
+                             f"{type(e).__name__}: {e}") from None
+    return "loaded"
+
+
+@pytest.mark.parametrize("kind", list(FAMILIES))
+def test_fuzzed_model_files_raise_only_config_errors(docs, kind):
+    doc = docs[kind]
+    cases = [(p, how) for p in _paths(doc) for how in MUTATIONS]
+    # the fast suite runs a fixed random quarter of the cases of each file; -m slow runs them all
+    rng = random.Random(15)
+    sample = rng.sample(cases, k=min(len(cases), 400))
+    outcomes = {}
+    for path, how in sample:
+        out = _check_only_config_error(_mutate(doc, path, how), path, how)
+        outcomes[out] = outcomes.get(out, 0) + 1
+    assert outcomes.get("refused", 0) > len(sample) / 3, outcomes  # most mutations are caught at load
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(FAMILIES))
+def test_fuzzed_model_files_every_case(docs, kind):
+    doc = docs[kind]
+    for path in _paths(doc):
+        for how in MUTATIONS:
+            _check_only_config_error(_mutate(doc, path, how), path, how)
+
+
+def test_every_top_level_key_deleted_is_named(docs):
+    for key in docs["mst"]:
+        if key == "warning":
+            continue
+        d = copy.deepcopy(docs["mst"])
+        del d[key]
+        with pytest.raises(ConfigError, match=key if key != "format" else "not a synthzoo model"):
+            _load(d)
+
+
+# ---------------------------------------------------------------------------------------------- structure
+def test_deep_nesting_in_the_text_is_a_config_error(tmp_path):
+    p = tmp_path / "deep.szm"
+    p.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ConfigError, match="nested too deeply|not a synthzoo model"):
+        sz.Synthesizer.load(p)
+
+
+def test_deep_nesting_inside_a_document_names_the_field(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["config"]["model"]["iters"] = _deep(100)
+    with pytest.raises(ConfigError, match=r"config\.model\.iters.*nested deeper"):
+        _load(d)
+
+
+def test_unknown_and_missing_columns_are_named(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["encoder"]["ghost"] = {"type": "bins", "edges": [0, 1]}
+    with pytest.raises(ConfigError, match=r"encoder: unknown column\(s\) \['ghost'\]"):
+        _load(d)
+    d = copy.deepcopy(docs["mst"])
+    del d["encoder"]["age"]
+    with pytest.raises(ConfigError, match=r"no encoder for column\(s\) \['age'\]"):
+        _load(d)
+    d = copy.deepcopy(docs["mst"])
+    d["columns"].append("ghost")
+    with pytest.raises(ConfigError, match="columns: unknown column"):
+        _load(d)
+
+
+def test_a_typo_in_a_saved_schema_is_named(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["schema"]["columns"]["age"]["lowr"] = 3
+    with pytest.raises(ConfigError, match=r"schema.*'age'.*unknown key.*lowr"):
+        _load(d)
+
+
+def test_file_too_large_is_not_read(tmp_path, docs):
+    p = tmp_path / "m.szm"
+    p.write_text(json.dumps(docs["mst"]))
+    with pytest.raises(ConfigError, match="max_bytes"):
+        sz.Synthesizer.load(p, max_bytes=100)
+
+
+# ---------------------------------------------------------------------------------------------- state
+def test_state_parameters_cannot_shadow_methods(docs):
+    for name in ("sample", "_set_state", "set_state", "__class__", "domain_", "get_tags"):
+        d = copy.deepcopy(docs["privsyn"])
+        d["model_state"]["params"][name] = 1
+        with pytest.raises(ConfigError, match=f"{name}"):
+            _load(d)
+
+
+def test_bin_edges_must_lie_within_the_schema_bounds(docs):
+    # the edit that made a loaded model sample ages -31,789 ... 40,851
+    d = copy.deepcopy(docs["privsyn"])
+    edges = d["encoder"]["age"]["edges"]
+    d["encoder"]["age"]["edges"] = [e * 450 - 40_000 for e in edges]
+    with pytest.raises(ConfigError, match=r"encoder of column 'age'.*bin edges"):
+        _load(d)
+    d = copy.deepcopy(docs["privsyn"])
+    d["encoder"]["age"]["edges"] = edges[::-1]
+    with pytest.raises(ConfigError, match="'age'"):
+        _load(d)
+
+
+def test_sample_cost_parameters_are_limited(docs):
+    d = copy.deepcopy(docs["privsyn"])
+    d["model_state"]["params"]["iterations"] = 10 ** 9
+    with pytest.raises(ConfigError, match=r"iterations=1000000000 exceeds what a model file may set"):
+        _load(d)
+
+
+def test_absurd_network_widths_are_refused_before_allocating(docs):
+    d = copy.deepcopy(docs["tvae"])
+    d["model_state"]["params"]["decompress_dims"] = [10 ** 9]
+    d["config"]["model"]["decompress_dims"] = [10 ** 9]
+    with pytest.raises(ConfigError, match="shape"):  # on a real allocation this would need 4e9 bytes per input
+        _load(d)
+
+
+def test_default_sample_size_is_bounded(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["n_estimate"] = 1e15
+    with pytest.raises(ConfigError, match="n_estimate"):
+        _load(d)
+
+
+def test_a_valid_file_still_loads_and_samples_as_fitted(docs):
+    for kind, doc in docs.items():
+        a, b = _load(doc), _load(doc)
+        assert a.sample(20, seed=3).equals(b.sample(20, seed=3)), kind
+
+
+# ---------------------------------------------------------------------------------------------- privacy claim
+def test_editing_only_the_claim_is_detected(nonprivate_mst, docs):
+    d = copy.deepcopy(nonprivate_mst)
+    d["privacy"]["spent"] = [0.1, 1e-5]
+    with pytest.raises(ConfigError, match="privacy"):
+        _load(d)
+    d = copy.deepcopy(docs["mst"])
+    d["privacy"]["spent"][0] = d["privacy"]["spent"][0] / 10
+    with pytest.raises(ConfigError, match=r"privacy\.spent.*recorded events give"):
+        _load(d)
+
+
+def _forge_private_account(doc, epsilon=0.1, rho=1e-6):
+    """Rewrite a non-private file's account as private: every event a zCDP event, the claim recomputed."""
+    d = copy.deepcopy(doc)
+    d["config"]["epsilon"] = epsilon
+    ledger = PrivacyLedger(epsilon, d["config"]["delta"])
+    for c in d["privacy"]["charges"]:
+        c["event"], c["rho"] = {"type": "zcdp", "rho": rho, "xi": 0.0}, rho
+        ledger.charge(c["module"], c["mechanism"], dpa.ZCDpEvent(rho), rho)
+    d["privacy"].update(requested=[epsilon, d["config"]["delta"]], reserved_delta=0.0, spent=list(ledger.spent()))
+    return d
+
+
+def test_a_non_private_model_rewritten_as_private_is_caught_by_its_measurements(nonprivate_mst):
+    # events, request and claim rewritten consistently: the exact (sigma 0) measurements still give it away
+    with pytest.raises(ConfigError, match="measurement over .* has no matching charge"):
+        _load(_forge_private_account(nonprivate_mst))
+
+
+def test_event_costs_must_match_their_charges(docs):
+    d = copy.deepcopy(docs["mst"])
+    c = next(c for c in d["privacy"]["charges"] if c["event"]["type"] == "zcdp")
+    c["rho"] = c["rho"] / 100
+    with pytest.raises(ConfigError, match="does not match its zcdp event"):
+        _load(d)
+
+
+def test_a_measurement_with_edited_noise_is_caught(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["model_state"]["measurements"][0]["sigma"] *= 3
+    with pytest.raises(ConfigError, match="no matching charge"):
+        _load(d)
+
+
+def test_charges_past_the_request_are_refused(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["privacy"]["charges"] += copy.deepcopy(d["privacy"]["charges"])
+    with pytest.raises(ConfigError, match="replaying the recorded charges fails"):
+        _load(d)
+
+
+def test_request_must_agree_with_the_configuration(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["config"]["epsilon"] = 5.0
+    with pytest.raises(ConfigError, match="differs from the configuration"):
+        _load(d)
+
+
+def test_files_without_recorded_charges_cannot_be_verified(docs):
+    d = copy.deepcopy(docs["mst"])
+    del d["privacy"]["charges"]
+    with pytest.raises(ConfigError, match="cannot be verified"):
+        _load(d)
+
+
+def test_report_says_read_from_file_and_verified_and_what_is_not_checkable(docs):
+    text = _load(docs["mst"]).privacy_report()
+    assert "read from the model file and verified as far as a file allows" in text
+    assert "recomputed from the file's" in text and "noisy measurements" in text
+    assert "source you trust" in text
+    # a GUM file holds no measurements to bind: the report does not claim it checked any
+    assert "noisy measurements" not in _load(docs["privsyn"]).privacy_report()
+
+
+def test_the_saved_report_text_is_not_trusted(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["privacy"]["report"] = "privacy spent: (epsilon=0.00042, delta=1e-12)"
+    text = _load(d).privacy_report()
+    assert "0.00042" not in text and math.isclose(_load(d).privacy_spent().epsilon, 1.0, rel_tol=1e-6)
