@@ -32,6 +32,9 @@ from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, Pri
 from .core.schema import Schema
 
 FORMAT = "synthzoo-model"
+#: Rows per block of a sample: every sample is generated block by block, block k from a random stream
+#: derived from the seed and k, so that one-go, chunked and streamed samples hold the same rows.
+SAMPLE_BLOCK = 100_000
 DEFAULT_NUMERIC = {"name": "uniform"}  # numeric columns no preprocessor claims are binned on public bounds
 DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled numbers, one-hot categories
 
@@ -294,8 +297,52 @@ class Synthesizer:
         (:attr:`n_estimate_`, computed from the noisy release; the exact count is never used).
         Without ``seed`` the k-th call after fit/load draws from a stream fixed by the
         synthesizer's seed and k, so the same seed gives the same synthetic data.
+
+        The rows are drawn in blocks of :data:`SAMPLE_BLOCK`, exactly as :meth:`sample_chunks`
+        and :meth:`sample_to_csv` draw them: the same model and seed give the same rows whether
+        they are sampled in one go, in chunks of any size or to a file.
+        """
+        parts = list(self.sample_chunks(n, chunk=SAMPLE_BLOCK, seed=seed))
+        return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+    def sample_chunks(self, n: int | None = None, chunk: int | None = None, seed: int | None = None,
+                      progress: bool | None = False):
+        """Iterate over ``n`` synthetic rows as data frames of ``chunk`` rows (the last one shorter),
+        so that memory does not grow with ``n``.
+
+        The rows are those :meth:`sample` returns for the same ``n`` and ``seed``, whatever ``chunk``
+        is: they are generated in fixed blocks of :data:`SAMPLE_BLOCK` rows, block ``k`` from a
+        random stream derived from the seed and ``k``, and regrouped into chunks (memory holds
+        about ``max(chunk, SAMPLE_BLOCK)`` rows).  ``chunk=None`` yields whole blocks.
+        ``progress``: a bar over the rows on stderr (None: when stderr is a terminal and ``n`` spans
+        several blocks).
         """
         self._check_fitted()
+        n = self._sample_size(n)
+        if chunk is None:
+            chunk = SAMPLE_BLOCK
+        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+            raise ConfigError(f"chunk must be a positive integer, got {chunk!r}")
+        base = self._sample_entropy(seed)
+        return self._chunks(n, int(chunk), base, progress)
+
+    def sample_to_csv(self, path, n: int | None = None, chunk: int | None = None, seed: int | None = None,
+                      progress: bool | None = None, **to_csv) -> int:
+        """Write ``n`` synthetic rows to the CSV file ``path`` chunk by chunk (the rows :meth:`sample`
+        returns for the same ``n`` and ``seed``; memory does not grow with ``n``).  ``to_csv``
+        keywords go to :meth:`pandas.DataFrame.to_csv` (``sep``, ``encoding``, ...).  Returns the
+        number of rows written."""
+        to_csv.setdefault("index", False)
+        encoding = to_csv.pop("encoding", None)
+        rows = 0
+        chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
+        with open(path, "w", newline="", encoding=encoding or "utf-8") as fh:
+            for part in chunks:
+                part.to_csv(fh, header=rows == 0, **to_csv)
+                rows += len(part)
+        return rows
+
+    def _sample_size(self, n) -> int:
         if n is None:
             est = getattr(self, "n_estimate_", float("nan"))
             if not (isinstance(est, float) and math.isfinite(est)):
@@ -303,14 +350,45 @@ class Synthesizer:
             n = max(1, int(round(est)))
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ConfigError(f"n must be a positive integer, got {n!r}")
+        return int(n)
+
+    def _sample_entropy(self, seed) -> list[int]:
+        """The entropy every random stream of one sample derives from: the seed given, or the
+        synthesizer's seed and the number of earlier seedless calls."""
         if seed is None:
-            ss = np.random.SeedSequence([self.seed, 1, self._sample_calls])
+            base = [self.seed, 1, self._sample_calls]
             self._sample_calls += 1
-        else:
-            ss = np.random.SeedSequence([int(seed), 2])
-        r_model, r_decode = (np.random.default_rng(s) for s in ss.spawn(2))
-        codes = self.model.sample(int(n), r_model)
-        raw = self.encoder_.inverse(codes, r_decode)
+            return base
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        return [int(seed), 2]
+
+    def _chunks(self, n: int, chunk: int, base: list[int], progress):
+        """Blocks of SAMPLE_BLOCK rows (block k from SeedSequence(base + [1, k]); what the model's
+        blocks share from SeedSequence(base + [0])), regrouped into chunks of ``chunk`` rows."""
+        from .core.progress import progress_bar
+
+        draw = self.model.sampler(n, np.random.default_rng(np.random.SeedSequence([*base, 0])))
+        starts = range(0, n, SAMPLE_BLOCK)
+        if progress is None:
+            progress = sys.stderr.isatty() and n > SAMPLE_BLOCK
+        bar = progress_bar(starts, total=len(starts), desc=f"sampling {n:,} rows in blocks of {SAMPLE_BLOCK:,}",
+                           enabled=bool(progress))
+        pending, held = [], 0
+        for k, start in enumerate(bar):
+            size = min(SAMPLE_BLOCK, n - start)
+            r_model, r_decode = (np.random.default_rng(s) for s in np.random.SeedSequence([*base, 1, k]).spawn(2))
+            codes = draw(start, size, r_model)
+            pending.append(self._decode(codes, r_decode))
+            held += size
+            while held >= chunk or (start + size == n and held):
+                frame = pending[0] if len(pending) == 1 else pd.concat(pending, ignore_index=True)
+                out, rest = frame.iloc[:chunk], frame.iloc[chunk:]
+                yield out.reset_index(drop=True)
+                pending, held = ([rest] if len(rest) else []), len(rest)
+
+    def _decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+        raw = self.encoder_.inverse(codes, rng)
         return pd.DataFrame({c: self.schema_[c].typed(raw[c].to_numpy()) for c in self.columns_},
                             columns=self.columns_)
 
