@@ -192,9 +192,13 @@ class Synthesizer:
     def fit(self, df: pd.DataFrame, progress: bool = False) -> "Synthesizer":
         """Learn from the private frame ``df``. Every access to it is charged to the ledger.
 
-        ``progress=True`` prints each stage and its time to stderr.
+        ``progress=True`` prints each stage and its time to stderr and, on a terminal, shows the
+        running stage live (elapsed time; for a selector, the share of its budget spent so far).
         """
+        from .core.progress import stage_progress
+
         say = (lambda msg: print(f"  [synthzoo] {msg}", file=sys.stderr, flush=True)) if progress else (lambda m: None)
+        live = None if progress else False  # live lines only on a terminal
         schema = self.schema
         if schema is None:
             if not isinstance(df, pd.DataFrame) or len(df) == 0:
@@ -209,13 +213,14 @@ class Synthesizer:
 
         t0 = time.perf_counter()
         pre_rng = np.random.default_rng(seeds[0])
-        self.encoder_ = self._fit_preprocess(df, schema, pre_rng)
-        if isinstance(self.encoder_, FeatureTable):
-            data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)
-            shape = f"{data.x.shape[1]} features"
-        else:
-            data = EncodedData(self.encoder_.transform(df), self.encoder_.domain)
-            shape = f"domain of {len(data.domain)} columns, {data.domain.size():.3g} cells"
+        with stage_progress("  [synthzoo] preprocess", enabled=live):
+            self.encoder_ = self._fit_preprocess(df, schema, pre_rng)
+            if isinstance(self.encoder_, FeatureTable):
+                data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)
+                shape = f"{data.x.shape[1]} features"
+            else:
+                data = EncodedData(self.encoder_.transform(df), self.encoder_.domain)
+                shape = f"domain of {len(data.domain)} columns, {data.domain.size():.3g} cells"
         timings["preprocess"] = time.perf_counter() - t0
         say(f"preprocess ({', '.join(p.name for p in self.preprocess) or 'default'}): {shape}, "
             f"{timings['preprocess']:.1f}s")
@@ -224,15 +229,19 @@ class Synthesizer:
         rng = np.random.default_rng(seeds[1])
         if self._main_stage == "select":
             budget = self._stage(self.select.name, self.budget_split["select"])
-            measurements = self.select.run(data, budget, rng, model=self.model)
+            spent = (lambda: budget.spent / budget.rho) if budget.private and budget.rho > 0 else None
+            with stage_progress(f"  [synthzoo] select ({self.select.name})", enabled=live, fraction=spent):
+                measurements = self.select.run(data, budget, rng, model=self.model)
             timings["select"] = time.perf_counter() - t0
             say(f"select ({self.select.name}): {len(measurements)} noisy marginals, {timings['select']:.1f}s")
             t0 = time.perf_counter()
-            self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
+            with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
+                self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
             self.n_estimate_ = estimate_total(measurements, floor=0.0)
         else:
             budget = self._stage(self.model.name, self.budget_split["model"])
-            self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
+            with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
+                self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
             self.n_estimate_ = float(getattr(self.model, "total_", float("nan")))
         timings["model"] = time.perf_counter() - t0
         say(f"model ({self.model.name}): {timings['model']:.1f}s; {self.ledger_.spent()}")
