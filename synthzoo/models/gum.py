@@ -197,15 +197,15 @@ class GUM(MeasurementModel):
         Most rounds of (consistency, Norm-Sub) in :meth:`fit`.
     progress : callable or None, default None
         ``callable(round, rounds, mean_l1_error)``; when None a tqdm bar is shown on a TTY.
-    pool : int or None, default 50_000
-        Most records one GUM run fits when the pipeline draws a sample (:meth:`sampler`), or the
-        model's estimate of the number of training records if that is larger.  A sample of up to
-        that size is one GUM run, as in PrivSyn; a larger one is drawn from the run's records, each
-        used equally often (``n // pool`` or one more times) in a random order -- as RAP++ and GSD
-        cycle their fixed synthetic tables -- so that its time per row is close to the other
-        models' rather than growing with GUM's rounds; the decoding (values inside bins, members
-        of merged categories) is drawn afresh for every row.  ``None``: one GUM run on all ``n``
-        records (its time and memory grow with ``n``).
+    pool : int or None, default 20_000
+        When the pipeline draws a sample (:meth:`sampler`), GUM runs on at most ``max(pool, the
+        model's estimate of the number of training records)`` records: a sample up to that size is
+        one GUM run, as in PrivSyn (which synthesises as many records as the table has); a larger
+        one is drawn from that run's records, each used equally often (``n // size`` or one more
+        times, in a random order), as RAP++ and GSD cycle their synthetic tables, so that its time
+        per row stays close to the other models' instead of growing with GUM's rounds.  The
+        decoding (values inside bins, members of merged categories) is drawn afresh for every row.
+        ``None``: one GUM run on all ``n`` records (time and memory grow with ``n``).
 
     Notes
     -----
@@ -231,7 +231,7 @@ class GUM(MeasurementModel):
 
     def __init__(self, iterations: int = 100, alpha: float = 1.0, alpha_decay: float = 0.84, decay_every: int = 20,
                  duplicate_ratio=(0.5, 1.0), duplicate_scope: str = "neighbours", consist_iterations: int = 100,
-                 progress: Callable[[int, int, float], None] | None = None, pool: int | None = 50_000):
+                 progress: Callable[[int, int, float], None] | None = None, pool: int | None = 20_000):
         self.iterations = iterations
         self.alpha = alpha
         self.alpha_decay = alpha_decay
@@ -325,11 +325,13 @@ class GUM(MeasurementModel):
         return rec.astype(np.int64)
 
     def sampler(self, n: int, rng: np.random.Generator):
-        """Draw a sample of ``n`` records block by block from one GUM run on at most ``pool`` records
-        (see the ``pool`` parameter); ``rng`` drives that run and the order the records are used in."""
+        """Draw a sample of ``n`` records block by block from one GUM run on at most ``max(pool,
+        estimated training records)`` records (see the ``pool`` parameter); ``rng`` drives that run
+        and the order its records are used in."""
         self._require_fit()
         n = self._check_n(n)
-        size = n if self.pool is None else min(n, max(int(self.pool), math.ceil(max(self.total_, 0.0))))
+        total = self.total_ if math.isfinite(self.total_) and self.total_ > 0 else 0.0
+        size = n if self.pool is None else min(n, max(int(self.pool), math.ceil(total)))
         pool = self.sample(size, rng)
         if size == n:
             return lambda start, m, r: pool[start:start + m]
