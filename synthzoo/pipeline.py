@@ -339,16 +339,23 @@ class Synthesizer:
                       progress: bool | None = None, **to_csv) -> int:
         """Write ``n`` synthetic rows to the CSV file ``path`` chunk by chunk (the rows :meth:`sample`
         returns for the same ``n`` and ``seed``; memory does not grow with ``n``).  ``to_csv``
-        keywords go to :meth:`pandas.DataFrame.to_csv` (``sep``, ``encoding``, ...).  Returns the
-        number of rows written."""
+        keywords go to :meth:`pandas.DataFrame.to_csv` (``sep``, ``encoding``, ...).  The rows go
+        to ``<path>.part``, renamed to ``path`` once complete (an interrupted run leaves no file
+        that looks finished).  Returns the number of rows written."""
         to_csv.setdefault("index", False)
         encoding = to_csv.pop("encoding", None)
         rows = 0
         chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
-        with open(path, "w", newline="", encoding=encoding or "utf-8") as fh:
-            for part in chunks:
-                part.to_csv(fh, header=rows == 0, **to_csv)
-                rows += len(part)
+        path = Path(path)
+        part_path = path.with_name(path.name + ".part")
+        try:
+            with open(part_path, "w", newline="", encoding=encoding or "utf-8") as fh:
+                for part in chunks:
+                    part.to_csv(fh, header=rows == 0, **to_csv)
+                    rows += len(part)
+            part_path.replace(path)
+        finally:
+            part_path.unlink(missing_ok=True)
         return rows
 
     def _sample_size(self, n) -> int:

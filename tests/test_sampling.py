@@ -158,3 +158,18 @@ def test_draw_codes_follow_the_softmaxes(per):
     # inverse CDF: the same uniforms give the same codes, and small uniforms the first code
     np.testing.assert_array_equal(codes, TorchMLP._draw_codes(net, torch.ones(m, 1), sizes, u, per))
     assert (TorchMLP._draw_codes(net, torch.ones(1, 1), sizes, np.zeros((per, 2)), per) == 0).all()
+
+
+def test_interrupted_csv_leaves_no_finished_looking_file(fitted, small_blocks, tmp_path, monkeypatch):
+    s = fitted["mst"]
+    calls = []
+
+    def failing(codes, rng, real=s._decode):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(codes, rng)
+    monkeypatch.setattr(s, "_decode", failing)
+    with pytest.raises(KeyboardInterrupt):
+        s.sample_to_csv(tmp_path / "f.csv", 1500, chunk=500, seed=0)
+    assert list(tmp_path.iterdir()) == []
