@@ -89,8 +89,8 @@ def _header_line(p: Path, encoding) -> str:
 
 
 def _sep_hint(header: str, sep: str) -> str | None:
-    """'its values look separated by semicolons, ...; pass --sep ';'' when the header line holds
-    another usual separator more often than ``sep``."""
+    """A hint naming the separator to pass, when the header line holds another usual separator
+    (semicolon, tab, pipe, comma) more often than ``sep``; else None."""
     counts = {c: header.count(c) for c in _SEP_NAMES if c != sep}
     c = max(counts, key=counts.get) if counts else None
     if c is None or counts[c] == 0 or counts[c] <= header.count(sep):
