@@ -1,13 +1,18 @@
-"""Command line: ``synthzoo fit | sample | demo | bench | eval | list``."""
+"""Command line: ``synthzoo fit | sample | split | eval | tune | bench | demo | list``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import re
 import sys
 import time
+import warnings
+from pathlib import Path
 
 from ._threads import single_thread_defaults
+from ._version import __version__
 
 
 def _floats(s: str) -> list[float]:
@@ -22,18 +27,118 @@ def _epsilon(s: str):
     return None if s.lower() in ("none", "inf", "nonprivate", "non-private") else float(s)
 
 
-def cmd_fit(a) -> int:
+def _count(s: str) -> int:
+    """A row count as people write it: 1000000, 1_000_000 or 1e6."""
+    try:
+        v = float(s.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of rows: {s!r}") from None
+    if not v.is_integer() or v < 1:
+        raise argparse.ArgumentTypeError(f"a number of rows must be a whole number >= 1, got {s!r}")
+    return int(v)
+
+
+def _sep(s: str) -> str:
+    return {"tab": "\t", "\\t": "\t", "semicolon": ";", "comma": ",", "pipe": "|"}.get(s.lower(), s)
+
+
+_SEP_NAMES = {";": "semicolons", "\t": "tabs", "|": "pipes", ",": "commas"}
+
+
+def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "data", schema=None,
+             decimal: str = "."):
+    """Read a CSV the way every command does, with an error that says what to do for the usual
+    mistakes: a missing or empty (0-byte) file, a wrong text encoding, a separator other than
+    ``sep`` (the file then reads as one column, or as ragged rows)."""
     import pandas as pd
 
+    from .core.errors import ConfigError
+
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{role}: file {str(p)!r} not found")
+    if p.is_dir():
+        raise ConfigError(f"{role}: {str(p)!r} is a folder, not a CSV file")
+    if p.stat().st_size == 0:
+        raise ConfigError(f"{role}: {str(p)!r} is empty (0 bytes); a CSV file needs a header line naming the "
+                          "columns, then one line per row")
+    try:
+        df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{role}: {str(p)!r} is not {encoding or 'utf-8'} text (byte {e.start}: {e.reason}); "
+                          "pass its encoding, e.g. --encoding latin-1") from None
+    except pd.errors.EmptyDataError:
+        raise ConfigError(f"{role}: {str(p)!r} holds no columns (only blank lines?); a CSV file needs a header "
+                          "line naming the columns") from None
+    except pd.errors.ParserError as e:
+        first = str(e).strip().splitlines()[0]
+        hint = _sep_hint(_header_line(p, encoding), sep) or "check --sep"
+        raise ConfigError(f"{role}: {str(p)!r} is not a well-formed CSV file with separator {sep!r} ({first}); "
+                          f"{hint}") from None
+    if df.shape[1] == 1:
+        head = str(df.columns[0])
+        hint = None if schema is not None and head in schema.names else _sep_hint(head, sep)
+        if hint:
+            raise ConfigError(f"{role}: {str(p)!r} reads as a single column named {head[:60]!r}: {hint}")
+    return df
+
+
+def _header_line(p: Path, encoding) -> str:
+    with open(p, encoding=encoding or "utf-8", errors="replace") as fh:
+        return fh.readline()
+
+
+def _sep_hint(header: str, sep: str) -> str | None:
+    """A hint naming the separator to pass, when the header line holds another usual separator
+    (semicolon, tab, pipe, comma) more often than ``sep``; else None."""
+    counts = {c: header.count(c) for c in _SEP_NAMES if c != sep}
+    c = max(counts, key=counts.get) if counts else None
+    if c is None or counts[c] == 0 or counts[c] <= header.count(sep):
+        return None
+    shown = "'\\t'" if c == "\t" else repr(c)
+    return (f"its values look separated by {_SEP_NAMES[c]}, not {_SEP_NAMES.get(sep, repr(sep))}; "
+            f"pass --sep {shown}")
+
+
+@contextlib.contextmanager
+def plain_warnings():
+    """Warnings as one line each (``synthzoo: warning: ...``), without the source file and line
+    Python prints by default: on the command line the message is for the user, not a developer."""
+    old = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        kind = "" if issubclass(category, UserWarning) else f" ({category.__name__})"
+        print(f"synthzoo: warning{kind}: {message}", file=file or sys.stderr, flush=True)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = old
+
+
+def _schema(path):
     import synthzoo as sz
 
-    df = pd.read_csv(a.data)
+    if path is None:
+        return None
+    if not Path(path).exists():
+        from .core.errors import ConfigError
+        raise ConfigError(f"schema: file {str(path)!r} not found")
+    return sz.Schema.from_json(path)
+
+
+def cmd_fit(a) -> int:
+    import synthzoo as sz
+
     schema_ledger = None
     if a.dp_schema is not None:
+        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
         schema, schema_ledger = _measure_schema(a, df)
         df = sz.conform(df, schema)  # warns with what it changed (exact counts: for your eyes only)
     else:
-        schema = sz.Schema.from_json(a.schema) if a.schema else None
+        schema = _schema(a.schema)
+        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, schema=schema)
     over = {}
     if a.preprocess is not None:
         over["preprocess"] = _names(a.preprocess)
@@ -91,10 +196,39 @@ def cmd_sample(a) -> int:
 
     synth = sz.Synthesizer.load(a.model)
     t0 = time.perf_counter()
-    fake = synth.sample(a.n, seed=a.seed)  # n None: the model's DP estimate of the training rows
-    fake.to_csv(a.out, index=False)
-    print(f"sampled {len(fake):,} rows in {time.perf_counter() - t0:.1f}s -> {a.out}", file=sys.stderr)
+    # n None: the model's DP estimate of the training rows; written chunk by chunk, so memory does not
+    # grow with n (the rows are those synth.sample(n, seed) returns, whatever the chunk size)
+    rows = synth.sample_to_csv(a.out, a.n, chunk=a.chunk, seed=a.seed, progress=None, sep=a.sep,
+                               encoding=a.encoding, decimal=a.decimal)
+    print(f"sampled {rows:,} rows in {time.perf_counter() - t0:.1f}s -> {a.out}", file=sys.stderr)
     print(synth.privacy_report())
+    return 0
+
+
+def cmd_split(a) -> int:
+    from synthzoo.datasets import train_test_split
+
+    df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
+    test_size = a.test_size
+    if test_size >= 1:
+        if not float(test_size).is_integer():
+            from .core.errors import ConfigError
+            raise ConfigError(f"--test-size is a fraction in (0, 1) or a whole number of rows, got {test_size:g}")
+        test_size = int(test_size)
+    train, test = train_test_split(df, test_size=test_size, seed=a.seed, stratify=a.stratify)
+    stem = Path(a.data)
+    out_train = Path(a.train) if a.train else stem.with_name(stem.stem + ".train.csv")
+    out_test = Path(a.test) if a.test else stem.with_name(stem.stem + ".test.csv")
+    for path in (out_train, out_test):
+        if path.exists() and not a.force:
+            from .core.errors import ConfigError
+            raise ConfigError(f"{str(path)!r} exists; pass --force to overwrite it, or name other files with "
+                              "--train / --test")
+    kw = {"sep": a.sep, "index": False, "encoding": a.encoding, "decimal": a.decimal}
+    train.to_csv(out_train, **kw)
+    test.to_csv(out_test, **kw)
+    print(f"wrote {out_train} ({len(train):,} rows: fit on these) and {out_test} ({len(test):,} rows: hold them "
+          f"out, for `synthzoo eval ... --test {out_test}`); seed {a.seed}", file=sys.stderr)
     return 0
 
 
@@ -181,15 +315,62 @@ def _bench_grid(a, bench) -> int:
     return 0
 
 
+def _eval_steps(names: list[str]) -> list[list[str]]:
+    """Metrics in the steps ``eval`` reports progress on: the ML metrics together (one set of
+    models serves them all) and the privacy attacks together (they share their distances); every
+    other metric alone."""
+    from synthzoo.metrics.evaluate import METRICS
+
+    ml = [m for m in names if m.startswith("ml_")]
+    attacks = [m for m in names if METRICS[m][0] == "privacy" and m != "mds"]
+    steps, seen = [], set()
+    for m in names:
+        group = ml if m in ml else attacks if m in attacks else [m]
+        if group[0] not in seen:
+            steps.append(group)
+            seen.update(group)
+    return steps
+
+
 def cmd_eval(a) -> int:
     """``synthzoo eval REAL FAKE [--test T] [--schema S] [--out report.html] [--metrics a,b]``: writes the
-    report and prints the metric table."""
+    report and prints the metric table, step by step with progress."""
     import pandas as pd
 
-    from synthzoo.metrics import evaluate_files
+    from synthzoo.core.progress import progress_bar
+    from synthzoo.core.schema import Schema
+    from synthzoo.metrics import evaluate, write_html_report
+    from synthzoo.metrics.evaluate import _resolve_metrics, _task_of
 
+    schema = _schema(a.schema)
+    csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "schema": schema}
+    real = read_csv(a.real, role="real", **csv)
+    fake = read_csv(a.fake, role="synthetic", **csv)
+    test = None if a.test is None else read_csv(a.test, role="test", **csv)
+    if schema is None:
+        schema = Schema.infer(real)  # warns: fine for evaluation, not a differentially private schema
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
-    table = evaluate_files(a.real, a.fake, test=a.test, schema=a.schema, out=a.out, metrics=metrics)
+    steps = _eval_steps(_resolve_metrics(metrics, test is not None, False, _task_of(schema)))
+    live = sys.stderr.isatty()
+    tables, timings = [], {}
+    bar = progress_bar(steps, total=len(steps), desc="eval", enabled=live)
+    for step in bar:
+        label = "ML metrics" if step[0].startswith("ml_") else "privacy attacks" if len(step) > 1 else step[0]
+        if live:
+            bar.set_description(f"eval: {label}")
+        t0 = time.perf_counter()
+        table, details = evaluate(real, fake, test=test, schema=schema, metrics=step, seed=a.seed,
+                                  return_details=True)
+        tables.append(table)
+        for k, v in details["timings"].items():
+            timings[k] = timings.get(k, 0.0) + v
+        if not live:
+            print(f"  [synthzoo] eval: {label} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr, flush=True)
+    table = pd.concat(tables, ignore_index=True)
+    notes = {f"time ({k})": f"{v:.1f} s" for k, v in timings.items()}
+    if test is None:
+        notes["privacy / ML"] = "no --test rows given: ML and privacy metrics need real held-out rows and were skipped"
+    write_html_report(a.out, table, real, fake, schema, notes=notes)
     with pd.option_context("display.width", 160):
         print(table.drop(columns="description").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print(f"# wrote {a.out}")
@@ -211,14 +392,15 @@ def cmd_tune(a) -> int:
 
     import pandas as pd
 
-    import synthzoo as sz
     from synthzoo.datasets import train_test_split
     from tuning import tune
+    from tuning.storage import DEFAULT_STORAGE, _redact
 
-    schema = sz.Schema.from_json(a.schema)
-    train = pd.read_csv(a.data)
+    schema = _schema(a.schema)
+    csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "schema": schema}
+    train = read_csv(a.data, **csv)
     if a.val:
-        val = pd.read_csv(a.val)
+        val = read_csv(a.val, role="val", **csv)
     elif a.privacy == "accounted":
         # no seeded split (one added record would move hundreds of others): every run splits the records
         # itself, each with an independent secret draw, and nothing about the split is printed or stored
@@ -230,65 +412,130 @@ def cmd_tune(a) -> int:
         print(f"no --val: holding out 20% of {a.data} ({len(val):,} rows) for validation", file=sys.stderr)
     else:
         val = None
+    public = read_csv(a.public, role="public", **csv) if a.public else None
     choices = {}
     if a.numeric:
         choices["preprocess.numeric"] = _names(a.numeric)
     if a.select_model:
         choices["select_model"] = _names(a.select_model)
+    storage = a.storage or DEFAULT_STORAGE
+    where = _redact(storage) if "://" in storage else f"{Path(storage).resolve()} (SQLite)"
+    if storage.startswith("sqlite:///"):
+        where = f"{Path(storage[len('sqlite:///'):]).resolve()} (SQLite)"
+    print(f"study database: {where}; an interrupted study resumes from it with the same --storage and "
+          f"--study-name{'' if a.storage else ' (default storage)'}", file=sys.stderr)
+    if a.models_dir:
+        print(f"every run's synthesizer also goes to {Path(a.models_dir).resolve()}/", file=sys.stderr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the privacy statement is printed in the summary below
         res = tune(a.synth, train, val, epsilon=a.epsilon, delta=a.delta, schema=schema, n_trials=a.trials,
-                   privacy=a.privacy, public=pd.read_csv(a.public) if a.public else None, storage=a.storage,
+                   privacy=a.privacy, public=public, storage=a.storage,
                    study_name=a.study_name, weights=_floats(a.weights) if a.weights else None,
                    multi_objective=a.multi_objective, choose_modules=not a.fixed_modules, choices=choices or None,
                    seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout, stopping=a.stopping,
                    models_dir=a.models_dir, isolate=not a.in_process, verbose=True, score_rows=a.score_rows,
                    noise_seed=a.noise_seed)
     print(res.summary())
+    print(f"study {res.metadata.get('study_name')!r} is in {where}", file=sys.stderr)
     if a.out:
         res.save(a.out)
-        print(f"wrote {a.out}" + (" and its .model.json" if res.synthesizer is not None else ""), file=sys.stderr)
+        model = Path(a.out).with_suffix(".model.json")
+        print(f"wrote the tuning metadata to {a.out}" + (f" and the tuned synthesizer to {model} (synthzoo sample "
+                                                         f"{model} -n N --out fake.csv)"
+                                                         if res.synthesizer is not None else
+                                                         "; no synthesizer was released"), file=sys.stderr)
+    elif res.synthesizer is not None:
+        print("the tuned synthesizer was not saved: pass --out tune.json to write it to tune.model.json",
+              file=sys.stderr)
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="synthzoo", description="Tabular data synthesis with differential privacy.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+def _metric_help() -> str:
+    """``--metrics`` help, from the names synthzoo.metrics defines (so it never goes stale)."""
+    from synthzoo.metrics.evaluate import GROUPS, METRICS
 
-    f = sub.add_parser("fit", help="fit a synthesizer on a CSV and save it")
-    f.add_argument("data")
+    return ("comma-separated metric names or groups (default: every metric that applies: ML metrics need the "
+            "schema's target and --test, privacy metrics --test). Groups: "
+            + "; ".join(f"{g} = {', '.join(m)}" for g, m in GROUPS.items())
+            + ". Metrics: " + ", ".join(m for m in METRICS if m != "mds")).replace("%", "%%")
+
+
+def _csv_options(p, what: str = "input CSV files") -> None:
+    p.add_argument("--sep", type=_sep, default=",",
+                   help=f"field separator of the {what} (default ','; e.g. ';', 'tab')")
+    p.add_argument("--encoding", help=f"text encoding of the {what} (default utf-8; e.g. latin-1, cp1252)")
+    p.add_argument("--decimal", default=".", help=f"decimal mark of the numbers in the {what} (default '.'; "
+                                                  "',' for 3,14)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="synthzoo", description="Tabular data synthesis with differential privacy. "
+                                "`synthzoo COMMAND --help` explains each command.")
+    p.add_argument("--version", action="version", version=f"synthzoo {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    f = sub.add_parser("fit", help="fit a synthesizer on a CSV and save it",
+                       description="Fit a synthesizer on a CSV file and save it as a model file (JSON).")
+    f.add_argument("data", help="the private training CSV")
     f.add_argument("--schema", help="public schema JSON (without it, one is inferred and NOT covered by DP)")
-    f.add_argument("--synth", default="privsyn", help="preset name (see `synthzoo list`)")
-    f.add_argument("--preprocess", help="override: comma-separated preprocessors")
-    f.add_argument("--select", help="override: selector ('none' for record models)")
-    f.add_argument("--model", help="override: synthesis model")
-    f.add_argument("--epsilon", type=_epsilon, default=1.0, help="'none' for a non-private run")
-    f.add_argument("--delta", type=float, default=1e-5)
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--clip", action="store_true", help="clip numeric values outside the public bounds")
+    f.add_argument("--synth", default="privsyn", help="preset name (default privsyn; see `synthzoo list`)")
+    f.add_argument("--preprocess", help="override: comma-separated preprocessors, e.g. privtree,rare_merge")
+    f.add_argument("--select", help="override: selector, e.g. mst ('none' for record models)")
+    f.add_argument("--model", help="override: synthesis model, e.g. pgm")
+    f.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget (default 1; 'none' for a "
+                                                                 "non-private run)")
+    f.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5; keep it well below "
+                                                             "1 / number of rows)")
+    f.add_argument("--seed", type=int, default=0, help="seed of sampling and post-processing (default 0); it "
+                                                       "never decides the DP noise")
+    f.add_argument("--clip", action="store_true", help="clip numeric values outside the public bounds (default: an "
+                                                       "error naming the column)")
     f.add_argument("--dp-schema", type=float, default=None, metavar="EPS",
                    help="measure the schema under DP with EPS of --epsilon (bounds, categories, missing values); "
                         "--schema may then be partial: what it gives is kept, what it lacks is measured")
     f.add_argument("--noise-seed", type=int, default=None,
                    help="TEST ONLY: replayable DP noise; the release is private only while this seed stays secret "
                         "(default: noise from OS entropy, never stored)")
-    f.add_argument("--out", required=True, help="model file to write")
+    f.add_argument("--out", required=True, help="model file to write (JSON; no private rows)")
+    _csv_options(f)
     f.set_defaults(func=cmd_fit)
 
-    s = sub.add_parser("sample", help="sample rows from a saved synthesizer")
-    s.add_argument("model")
-    s.add_argument("-n", type=int, default=None,
-                   help="rows to draw (default: the model's DP estimate of the number of training rows)")
-    s.add_argument("--seed", type=int, default=None)
-    s.add_argument("--out", required=True)
+    s = sub.add_parser("sample", help="sample rows from a saved synthesizer into a CSV",
+                       description="Draw synthetic rows from a model file into a CSV, chunk by chunk (memory does "
+                                   "not grow with -n). The same model, -n and --seed give the same rows whatever "
+                                   "--chunk is.")
+    s.add_argument("model", help="model file written by `synthzoo fit` (or `tune --out`)")
+    s.add_argument("-n", type=_count, default=None,
+                   help="rows to draw, e.g. 10000 or 1e7 (default: the model's DP estimate of the number of "
+                        "training rows)")
+    s.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the model's seed)")
+    s.add_argument("--chunk", type=_count, default=None,
+                   help="rows generated and written at a time (default 100,000); bounds the memory used")
+    s.add_argument("--out", required=True, help="CSV file to write")
+    _csv_options(s, "output CSV")
     s.set_defaults(func=cmd_sample)
 
+    sp = sub.add_parser("split", help="split a CSV into training and held-out test rows (for `eval --test`)",
+                        description="Shuffle a CSV and split it into a training file to fit on and a held-out "
+                                    "test file for `synthzoo eval --test` (ML utility and privacy attacks need "
+                                    "real rows the synthesizer never saw). Same seed, same split.")
+    sp.add_argument("data", help="the CSV to split")
+    sp.add_argument("--test-size", type=float, default=0.2,
+                    help="share of rows held out, in (0, 1), or a number of rows (default 0.2)")
+    sp.add_argument("--seed", type=int, default=0, help="shuffling seed (default 0)")
+    sp.add_argument("--stratify", help="column whose value shares are kept (about) equal in both parts")
+    sp.add_argument("--train", help="training file to write (default: DATA with .train.csv)")
+    sp.add_argument("--test", help="test file to write (default: DATA with .test.csv)")
+    sp.add_argument("--force", action="store_true", help="overwrite existing output files")
+    _csv_options(sp, "CSV files (read and written)")
+    sp.set_defaults(func=cmd_split)
+
     d = sub.add_parser("demo", help="end to end on a built-in generated table (no files needed)")
-    d.add_argument("--synth", default="privsyn")
-    d.add_argument("--epsilon", type=_epsilon, default=1.0)
-    d.add_argument("--delta", type=float, default=1e-5)
-    d.add_argument("--n", type=int, default=20_000)
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--synth", default="privsyn", help="preset name (default privsyn)")
+    d.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget (default 1; 'none' for non-private)")
+    d.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
+    d.add_argument("--n", type=_count, default=20_000, help="rows of the generated table (default 20,000)")
+    d.add_argument("--seed", type=int, default=0, help="seed of the table, the split and the sampling (default 0)")
     d.add_argument("--out", help="also write the synthetic rows to this CSV")
     d.set_defaults(func=cmd_demo)
 
@@ -297,13 +544,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--data", help="shared dataset name(s), comma-separated, or a CSV path (with --schema); "
                                   "default adult,hmeq,housing (grid: adult)")
     b.add_argument("--schema", help="public schema JSON of a --data CSV")
-    b.add_argument("--epsilon", default="0.2,1,5")
+    b.add_argument("--epsilon", default="0.2,1,5", help="comma-separated privacy budgets (default 0.2,1,5)")
     b.add_argument("--synth", default="privsyn", help="preset (grid: gives preprocessing and budget split)")
     b.add_argument("--select", help="grid: comma-separated selectors ('none' for record models)")
     b.add_argument("--model", help="grid: comma-separated models")
     b.add_argument("--preprocess", help="grid: comma-separated preprocessors instead of the preset's ('none')")
-    b.add_argument("--seeds", type=int, default=1)
-    b.add_argument("--delta", type=float, default=1e-5)
+    b.add_argument("--seeds", type=int, default=1, help="synthesizer seeds per cell (default 1)")
+    b.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
     b.add_argument("--cell-timeout", type=float, help="grid: seconds before a cell's process is stopped")
     b.add_argument("--no-ml", action="store_true", help="grid: skip the LightGBM macro-F1 / R2 score")
     b.add_argument("--in-process", action="store_true",
@@ -313,13 +560,18 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", help="write the table as CSV (grid default: bench_grid.csv)")
     b.set_defaults(func=cmd_bench)
 
-    e = sub.add_parser("eval", help="evaluate synthetic against real rows; write an HTML report")
-    e.add_argument("real")
-    e.add_argument("fake")
-    e.add_argument("--test")
-    e.add_argument("--schema")
-    e.add_argument("--out", default="report.html")
-    e.add_argument("--metrics", help="comma-separated metric names (default: all fast ones)")
+    e = sub.add_parser("eval", help="evaluate synthetic against real rows; write an HTML report",
+                       description="Score synthetic rows against the real training rows (and, with --test, real "
+                                   "held-out rows: `synthzoo split` makes them), next to baselines; print the table "
+                                   "and write an HTML report.")
+    e.add_argument("real", help="the real training CSV the synthesizer was fitted on")
+    e.add_argument("fake", help="the synthetic CSV")
+    e.add_argument("--test", help="real held-out CSV, never used for fitting (enables ML utility and privacy metrics)")
+    e.add_argument("--schema", help="public schema JSON (default: inferred from the real rows)")
+    e.add_argument("--out", default="report.html", help="HTML report to write (default report.html)")
+    e.add_argument("--metrics", help=_metric_help())
+    e.add_argument("--seed", type=int, default=0, help="seed of the metrics' own randomness (default 0)")
+    _csv_options(e)
     e.set_defaults(func=cmd_eval)
 
     t = sub.add_parser("tune", help="tune a preset with Optuna (fidelity + MLA + query error), privacy stated")
@@ -328,12 +580,15 @@ def build_parser() -> argparse.ArgumentParser:
                                  "its own 20%% record by record with secret randomness)")
     t.add_argument("--public", help="public/proxy CSV for --privacy public")
     t.add_argument("--schema", required=True, help="public schema JSON")
-    t.add_argument("--synth", default="privsyn", help="preset name")
-    t.add_argument("--privacy", default="non-private", choices=["non-private", "public", "accounted"])
-    t.add_argument("--epsilon", type=_epsilon, default=1.0)
-    t.add_argument("--delta", type=float, default=1e-5)
-    t.add_argument("--trials", type=int, default=20, help="trials (accounted: their mean)")
-    t.add_argument("--storage", help="Optuna storage URL or SQLite file (default sqlite:///synthzoo-tune.db)")
+    t.add_argument("--synth", default="privsyn", help="preset name (default privsyn)")
+    t.add_argument("--privacy", default="non-private", choices=["non-private", "public", "accounted"],
+                   help="how tuning touches the private data: non-private (not covered by DP), public (tunes on "
+                        "--public), accounted (the tuning itself is charged)")
+    t.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget of the release (default 1)")
+    t.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
+    t.add_argument("--trials", type=int, default=20, help="trials (accounted: their mean; default 20)")
+    t.add_argument("--storage", help="Optuna storage URL or SQLite file holding the study (default "
+                                     "sqlite:///synthzoo-tune.db in the current folder)")
     t.add_argument("--study-name", help="study name; workers sharing a storage use the same one")
     t.add_argument("--weights", help="a1,a2,a3 for fidelity,MLA,query error (default 1/3 each)")
     t.add_argument("--multi-objective", action="store_true", help="Pareto front over the three terms")
@@ -344,7 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds per trial; a hard limit: the trial's process is killed and the trial pruned")
     t.add_argument("--in-process", action="store_true",
                    help="run trials in this process (debugging; --timeout cannot stop a long native call)")
-    t.add_argument("--stopping", default="geometric", choices=["geometric", "poisson"])
+    t.add_argument("--stopping", default="geometric", choices=["geometric", "poisson"],
+                   help="accounted mode: law of the random number of runs (default geometric)")
     t.add_argument("--models-dir", help="accounted mode: also save each trial's synthesizer here")
     t.add_argument("--score-rows", type=int, default=1000,
                    help="accounted mode: the public number of validation rows each run is scored on (a fixed-size "
@@ -352,10 +608,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--noise-seed", type=int, default=None,
                    help="TEST ONLY: replayable DP noise, stopping coins and score noise; private only while this "
                         "seed stays secret (default: OS entropy, never stored)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="synthesizer and metric seed (default 0)")
     t.add_argument("--sampler-seed", type=int, help="TPE seed (give each worker its own; not used in accounted "
                                                     "mode, whose random search is seeded secretly)")
-    t.add_argument("--out", help="write the tuning metadata JSON (and the best synthesizer as .model.json)")
+    t.add_argument("--out", help="write the tuning metadata JSON here and the tuned synthesizer next to it as "
+                                 "<name>.model.json (without --out the tuned synthesizer is not saved)")
+    _csv_options(t)
     t.set_defaults(func=cmd_tune)
 
     ls = sub.add_parser("list", help="registered modules and presets")
@@ -364,15 +622,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from synthzoo.core.errors import SynthzooError
+    from synthzoo.core.errors import SchemaError, SynthzooError
 
     single_thread_defaults()  # OpenMP spin-waiting hurts on small machines; a user's setting is kept
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (SynthzooError, FileNotFoundError) as e:
-        print(f"synthzoo: error: {e}", file=sys.stderr)
-        return 2
+    with plain_warnings():
+        try:
+            return args.func(args)
+        except (SynthzooError, FileNotFoundError) as e:
+            msg = str(e)
+            if isinstance(e, SchemaError) and "clip" in vars(args):  # say it in the command line's words
+                msg = msg.replace("pass out_of_bounds='clip'", "pass --clip").replace("out_of_bounds='clip'", "--clip")
+            if (isinstance(e, SchemaError) and "non-numeric" in msg and getattr(args, "decimal", ",") != ","
+                    and re.search(r"'-?\d+,\d+'", msg)):
+                msg += "; if the file writes decimals with a comma, pass --decimal ','"
+            print(f"synthzoo: error: {msg}", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ from .core.dpschema import dp_schema_report
 from .core.schema import Schema
 from .modelfile import FORMAT, MAX_BYTES, check_document
 
+#: Rows per block of a sample: every sample is generated block by block, block k from a random stream
+#: derived from the seed and k, so that one-go, chunked and streamed samples hold the same rows.
+SAMPLE_BLOCK = 100_000
 DEFAULT_NUMERIC = {"name": "uniform"}  # numeric columns no preprocessor claims are binned on public bounds
 DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled numbers, one-hot categories
 DEFAULT_TOKENS = {"name": "tokens"}  # a model that fits token rows: category tokens, digits of numbers
@@ -193,9 +196,13 @@ class Synthesizer:
     def fit(self, df: pd.DataFrame, progress: bool = False) -> "Synthesizer":
         """Learn from the private frame ``df``. Every access to it is charged to the ledger.
 
-        ``progress=True`` prints each stage and its time to stderr.
+        ``progress=True`` prints each stage and its time to stderr and, on a terminal, shows the
+        running stage live (elapsed time; for a selector, the share of its budget spent so far).
         """
+        from .core.progress import stage_progress
+
         say = (lambda msg: print(f"  [synthzoo] {msg}", file=sys.stderr, flush=True)) if progress else (lambda m: None)
+        live = None if progress else False  # live lines only on a terminal
         schema = self.schema
         if schema is None:
             if not isinstance(df, pd.DataFrame) or len(df) == 0:
@@ -210,16 +217,17 @@ class Synthesizer:
 
         t0 = time.perf_counter()
         pre_rng = np.random.default_rng(seeds[0])
-        self.encoder_ = self._fit_preprocess(df, schema, pre_rng)
-        if isinstance(self.encoder_, FeatureTable):
-            data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)
-            shape = f"{data.x.shape[1]} features"
-        elif isinstance(self.encoder_, TokenTable):
-            data = TokenData(self.encoder_.transform(df), self.encoder_)
-            shape = f"{data.x.shape[1]} tokens per row, vocabulary {self.encoder_.vocab_size}"
-        else:
-            data = EncodedData(self.encoder_.transform(df), self.encoder_.domain)
-            shape = f"domain of {len(data.domain)} columns, {data.domain.size():.3g} cells"
+        with stage_progress("  [synthzoo] preprocess", enabled=live):
+            self.encoder_ = self._fit_preprocess(df, schema, pre_rng)
+            if isinstance(self.encoder_, FeatureTable):
+                data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)
+                shape = f"{data.x.shape[1]} features"
+            elif isinstance(self.encoder_, TokenTable):
+                data = TokenData(self.encoder_.transform(df), self.encoder_)
+                shape = f"{data.x.shape[1]} tokens per row, vocabulary {self.encoder_.vocab_size}"
+            else:
+                data = EncodedData(self.encoder_.transform(df), self.encoder_.domain)
+                shape = f"domain of {len(data.domain)} columns, {data.domain.size():.3g} cells"
         timings["preprocess"] = time.perf_counter() - t0
         say(f"preprocess ({', '.join(p.name for p in self.preprocess) or 'default'}): {shape}, "
             f"{timings['preprocess']:.1f}s")
@@ -228,17 +236,21 @@ class Synthesizer:
         rng = np.random.default_rng(seeds[1])
         if self._main_stage == "select":
             budget = self._stage(self.select.name, self.budget_split["select"])
-            measurements = self.select.run(data, budget, rng, model=self.model)
+            spent = (lambda: budget.spent / budget.rho) if budget.private and budget.rho > 0 else None
+            with stage_progress(f"  [synthzoo] select ({self.select.name})", enabled=live, fraction=spent):
+                measurements = self.select.run(data, budget, rng, model=self.model)
             timings["select"] = time.perf_counter() - t0
             say(f"select ({self.select.name}): {len(measurements)} noisy marginals, {timings['select']:.1f}s")
             t0 = time.perf_counter()
-            self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
+            with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
+                self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
             self.n_estimate_ = estimate_total(measurements, floor=0.0)
             masses = [m.sigma * math.sqrt(2 / math.pi) * np.size(m.noisy) for m in measurements]
             noise_mass = float(np.median(masses)) if masses else None
         else:
             budget = self._stage(self.model.name, self.budget_split["model"])
-            self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
+            with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
+                self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
             self.n_estimate_ = float(getattr(self.model, "total_", float("nan")))
             noise_mass = None
         timings["model"] = time.perf_counter() - t0
@@ -311,8 +323,59 @@ class Synthesizer:
         (:attr:`n_estimate_`, computed from the noisy release; the exact count is never used).
         Without ``seed`` the k-th call after fit/load draws from a stream fixed by the
         synthesizer's seed and k, so the same seed gives the same synthetic data.
+
+        The rows are drawn in blocks of :data:`SAMPLE_BLOCK`, exactly as :meth:`sample_chunks`
+        and :meth:`sample_to_csv` draw them: the same model and seed give the same rows whether
+        they are sampled in one go, in chunks of any size or to a file.
+        """
+        parts = list(self.sample_chunks(n, chunk=SAMPLE_BLOCK, seed=seed))
+        return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+    def sample_chunks(self, n: int | None = None, chunk: int | None = None, seed: int | None = None,
+                      progress: bool | None = False):
+        """Iterate over ``n`` synthetic rows as data frames of ``chunk`` rows (the last one shorter),
+        so that memory does not grow with ``n``.
+
+        The rows are those :meth:`sample` returns for the same ``n`` and ``seed``, whatever ``chunk``
+        is: they are generated in fixed blocks of :data:`SAMPLE_BLOCK` rows, block ``k`` from a
+        random stream derived from the seed and ``k``, and regrouped into chunks (memory holds
+        about ``max(chunk, SAMPLE_BLOCK)`` rows).  ``chunk=None`` yields whole blocks.
+        ``progress``: a bar over the rows on stderr (None: when stderr is a terminal and ``n`` spans
+        several blocks).
         """
         self._check_fitted()
+        n = self._sample_size(n)
+        if chunk is None:
+            chunk = SAMPLE_BLOCK
+        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+            raise ConfigError(f"chunk must be a positive integer, got {chunk!r}")
+        base = self._sample_entropy(seed)
+        return self._chunks(n, int(chunk), base, progress)
+
+    def sample_to_csv(self, path, n: int | None = None, chunk: int | None = None, seed: int | None = None,
+                      progress: bool | None = None, **to_csv) -> int:
+        """Write ``n`` synthetic rows to the CSV file ``path`` chunk by chunk (the rows :meth:`sample`
+        returns for the same ``n`` and ``seed``; memory does not grow with ``n``).  ``to_csv``
+        keywords go to :meth:`pandas.DataFrame.to_csv` (``sep``, ``encoding``, ...).  The rows go
+        to ``<path>.part``, renamed to ``path`` once complete (an interrupted run leaves no file
+        that looks finished).  Returns the number of rows written."""
+        to_csv.setdefault("index", False)
+        encoding = to_csv.pop("encoding", None)
+        rows = 0
+        chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
+        path = Path(path)
+        part_path = path.with_name(path.name + ".part")
+        try:
+            with open(part_path, "w", newline="", encoding=encoding or "utf-8") as fh:
+                for part in chunks:
+                    part.to_csv(fh, header=rows == 0, **to_csv)
+                    rows += len(part)
+            part_path.replace(path)
+        finally:
+            part_path.unlink(missing_ok=True)
+        return rows
+
+    def _sample_size(self, n) -> int:
         if n is None:
             est = getattr(self, "n_estimate_", float("nan"))
             if not (isinstance(est, float) and math.isfinite(est)):
@@ -320,14 +383,45 @@ class Synthesizer:
             n = max(1, int(round(est)))
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ConfigError(f"n must be a positive integer, got {n!r}")
+        return int(n)
+
+    def _sample_entropy(self, seed) -> list[int]:
+        """The entropy every random stream of one sample derives from: the seed given, or the
+        synthesizer's seed and the number of earlier seedless calls."""
         if seed is None:
-            ss = np.random.SeedSequence([self.seed, 1, self._sample_calls])
+            base = [self.seed, 1, self._sample_calls]
             self._sample_calls += 1
-        else:
-            ss = np.random.SeedSequence([int(seed), 2])
-        r_model, r_decode = (np.random.default_rng(s) for s in ss.spawn(2))
-        codes = self.model.sample(int(n), r_model)
-        raw = self.encoder_.inverse(codes, r_decode)
+            return base
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        return [int(seed), 2]
+
+    def _chunks(self, n: int, chunk: int, base: list[int], progress):
+        """Blocks of SAMPLE_BLOCK rows (block k from SeedSequence(base + [1, k]); what the model's
+        blocks share from SeedSequence(base + [0])), regrouped into chunks of ``chunk`` rows."""
+        from .core.progress import progress_bar
+
+        draw = self.model.sampler(n, np.random.default_rng(np.random.SeedSequence([*base, 0])))
+        starts = range(0, n, SAMPLE_BLOCK)
+        if progress is None:
+            progress = sys.stderr.isatty() and n > SAMPLE_BLOCK
+        bar = progress_bar(starts, total=len(starts), desc=f"sampling {n:,} rows in blocks of {SAMPLE_BLOCK:,}",
+                           enabled=bool(progress))
+        pending, held = [], 0
+        for k, start in enumerate(bar):
+            size = min(SAMPLE_BLOCK, n - start)
+            r_model, r_decode = (np.random.default_rng(s) for s in np.random.SeedSequence([*base, 1, k]).spawn(2))
+            codes = draw(start, size, r_model)
+            pending.append(self._decode(codes, r_decode))
+            held += size
+            while held >= chunk or (start + size == n and held):
+                frame = pending[0] if len(pending) == 1 else pd.concat(pending, ignore_index=True)
+                out, rest = frame.iloc[:chunk], frame.iloc[chunk:]
+                yield out.reset_index(drop=True)
+                pending, held = ([rest] if len(rest) else []), len(rest)
+
+    def _decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+        raw = self.encoder_.inverse(codes, rng)
         return pd.DataFrame({c: self.schema_[c].typed(raw[c].to_numpy()) for c in self.columns_},
                             columns=self.columns_)
 

@@ -48,3 +48,245 @@ def test_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "privtree" in out and "indif" in out and "privsyn" in out
+
+
+# --------------------------------------------------------------------------------------------------
+# the command line as people use it: one test per row of the behaviour table
+import argparse  # noqa: E402
+import json  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import synthzoo as sz  # noqa: E402
+from synthzoo.cli import build_parser, read_csv  # noqa: E402
+from synthzoo.core.errors import ConfigError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def demo_files(tmp_path_factory):
+    """The demo table (1,500 rows) as CSV + schema, and a privsyn model fitted on it."""
+    d = tmp_path_factory.mktemp("cli")
+    df, schema = make_demo(n=1500, seed=0)
+    df.to_csv(d / "data.csv", index=False)
+    schema.to_json(d / "schema.json")
+    sz.make("privsyn", epsilon=1.0, schema=schema, seed=0).fit(df).save(d / "model.szm")
+    return d, df, schema
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"synthzoo {sz.__version__}"
+
+
+def test_every_argument_has_help():
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {a.dest}" for name, p in subs.choices.items() for a in p._actions
+               if not isinstance(a, argparse._HelpAction) and not (a.help or "").strip()]
+    assert not missing, f"arguments without help: {missing}"
+    assert all((c.help or "").strip() for c in subs._choices_actions)
+
+
+def test_metrics_help_lists_what_the_metrics_package_defines(capsys):
+    from synthzoo.metrics.evaluate import GROUPS, METRICS
+
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for name in [*GROUPS, *(m for m in METRICS if m != "mds")]:
+        assert name in text, name
+
+
+def test_semicolon_csv_says_pass_sep_and_then_works(demo_files, tmp_path, capsys):
+    d, df, _ = demo_files
+    df.to_csv(tmp_path / "semi.csv", sep=";", index=False)
+    args = ["fit", str(tmp_path / "semi.csv"), "--schema", str(d / "schema.json"), "--out", str(tmp_path / "m.szm")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "single column" in err and "semicolons" in err and "--sep ';'" in err and "Traceback" not in err
+    assert main(args + ["--sep", ";"]) == 0 and (tmp_path / "m.szm").exists()
+
+
+def test_tab_separated_input_by_name(demo_files, tmp_path):
+    d, df, _ = demo_files
+    df.to_csv(tmp_path / "t.tsv", sep="\t", index=False)
+    got = read_csv(tmp_path / "t.tsv", sep="\t")
+    assert list(got.columns) == list(df.columns)
+    with pytest.raises(ConfigError, match=r"separated by tabs.*--sep '\\t'"):
+        read_csv(tmp_path / "t.tsv")
+    assert main(["split", str(tmp_path / "t.tsv"), "--sep", "tab"]) == 0
+
+
+def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
+    d, _, _ = demo_files
+    (tmp_path / "empty.csv").write_bytes(b"")
+    assert main(["fit", str(tmp_path / "empty.csv"), "--schema", str(d / "schema.json"),
+                 "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "is empty (0 bytes)" in err and "header line" in err and "Traceback" not in err
+
+
+def test_blank_lines_only_and_missing_file(tmp_path, capsys):
+    (tmp_path / "blank.csv").write_text("\n\n")
+    assert main(["split", str(tmp_path / "blank.csv")]) == 2
+    assert "holds no columns" in capsys.readouterr().err
+    assert main(["split", str(tmp_path / "nope.csv")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_wrong_encoding_says_pass_encoding(tmp_path, capsys):
+    schema = sz.Schema.from_dict({"columns": {"city": {"type": "categorical", "categories": ["Zürich", "Genève"]},
+                                              "n": {"type": "numerical", "lower": 0, "upper": 10}}})
+    df = pd.DataFrame({"city": ["Zürich", "Genève"] * 100, "n": np.arange(200) % 10})
+    df.to_csv(tmp_path / "l1.csv", index=False, encoding="latin-1")
+    schema.to_json(tmp_path / "s.json")
+    args = ["fit", str(tmp_path / "l1.csv"), "--schema", str(tmp_path / "s.json"), "--out", str(tmp_path / "m")]
+    assert main(args) == 2
+    assert "--encoding" in capsys.readouterr().err
+    assert main(args + ["--encoding", "latin-1"]) == 0
+
+
+def test_ragged_rows_point_at_sep(tmp_path, capsys):
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n3,4,5\n")
+    assert main(["split", str(tmp_path / "bad.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "not a well-formed CSV" in err and "--sep" in err
+
+
+def test_out_of_bounds_names_clip_then_clip_warns_in_one_line(demo_files, tmp_path, capsys):
+    d, df, _ = demo_files
+    bad = df.copy()
+    bad.loc[0, "age"] = 140
+    bad.to_csv(tmp_path / "oob.csv", index=False)
+    args = ["fit", str(tmp_path / "oob.csv"), "--schema", str(d / "schema.json"), "--out", str(tmp_path / "m")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "'age'" in err and "--clip" in err and "out_of_bounds=" not in err
+    assert main(args + ["--clip"]) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if line.startswith("synthzoo: warning:")]
+    assert any("'age'" in line and "clipped" in line for line in warned)
+    # one line per warning: no source file, line number or source line
+    assert ".py:" not in err and "warnings.warn" not in err and "UserWarning" not in err
+
+
+def test_warning_display_is_restored_after_the_command(demo_files, tmp_path):
+    import warnings
+
+    before = warnings.showwarning
+    main(["sample", str(demo_files[0] / "model.szm"), "-n", "10", "--out", str(tmp_path / "f.csv")])
+    assert warnings.showwarning is before
+
+
+def test_sample_in_chunks_writes_the_rows_of_one_go(demo_files, tmp_path, capsys):
+    d, _, _ = demo_files
+    assert main(["sample", str(d / "model.szm"), "-n", "2.5e3", "--chunk", "700", "--seed", "4",
+                 "--out", str(tmp_path / "f.csv")]) == 0
+    got = pd.read_csv(tmp_path / "f.csv")
+    one_go = sz.Synthesizer.load(d / "model.szm").sample(2500, seed=4)
+    one_go.to_csv(tmp_path / "g.csv", index=False)
+    pd.testing.assert_frame_equal(got, pd.read_csv(tmp_path / "g.csv"))
+    assert "sampled 2,500 rows" in capsys.readouterr().err
+
+
+def test_sample_writes_with_sep(demo_files, tmp_path):
+    d, df, _ = demo_files
+    assert main(["sample", str(d / "model.szm"), "-n", "50", "--sep", ";", "--out", str(tmp_path / "f.csv")]) == 0
+    assert list(pd.read_csv(tmp_path / "f.csv", sep=";").columns) == list(df.columns)
+
+
+def test_bad_row_counts_are_refused(demo_files, tmp_path, capsys):
+    for n in ("0", "1.5", "ten"):
+        with pytest.raises(SystemExit):
+            main(["sample", str(demo_files[0] / "model.szm"), "-n", n, "--out", str(tmp_path / "f.csv")])
+        assert "-n" in capsys.readouterr().err
+
+
+def test_sample_progress_bar_on_request(demo_files, capsys):
+    s = sz.Synthesizer.load(demo_files[0] / "model.szm")
+    list(s.sample_chunks(300, chunk=100, progress=True))
+    assert "sampling 300 rows" in capsys.readouterr().err
+
+
+def test_fit_stage_progress_reports_the_budget_share():
+    from synthzoo.core.progress import stage_progress
+
+    class Budget:
+        spent, rho = 0.0, 2.0
+
+    import io
+    import sys
+
+    b = Budget()
+    old, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        with stage_progress("select (aim)", enabled=True, fraction=lambda: b.spent / b.rho, interval=0.01):
+            b.spent = 1.0
+        shown = sys.stderr.getvalue()
+    finally:
+        sys.stderr = old
+    assert "select (aim)" in shown and "50% of its budget spent" in shown
+
+
+def test_split_then_eval_with_test_shows_each_step(demo_files, tmp_path, capsys):
+    d, df, _ = demo_files
+    data = tmp_path / "data.csv"
+    df.to_csv(data, index=False)
+    assert main(["split", str(data), "--test-size", "0.2", "--seed", "0"]) == 0
+    train, test = pd.read_csv(tmp_path / "data.train.csv"), pd.read_csv(tmp_path / "data.test.csv")
+    assert (len(train), len(test)) == (1200, 300)
+    assert "data.test.csv" in capsys.readouterr().err
+    assert main(["split", str(data)]) == 2 and "--force" in capsys.readouterr().err
+    assert main(["split", str(data), "--test-size", "100", "--force"]) == 0
+    assert len(pd.read_csv(tmp_path / "data.test.csv")) == 100
+    fake = sz.Synthesizer.load(d / "model.szm").sample(len(train), seed=0)
+    fake.to_csv(tmp_path / "fake.csv", index=False)
+    assert main(["eval", str(tmp_path / "data.train.csv"), str(tmp_path / "fake.csv"), "--test",
+                 str(tmp_path / "data.test.csv"), "--schema", str(d / "schema.json"), "--metrics",
+                 "tvd_2way,ml_f1,ml_affinity,dcr_risk", "--out", str(tmp_path / "r.html")]) == 0
+    cap = capsys.readouterr()
+    assert "[synthzoo] eval: tvd_2way" in cap.err and "[synthzoo] eval: ML metrics" in cap.err
+    assert "[synthzoo] eval: dcr_risk" in cap.err
+    assert {"tvd_2way", "ml_f1", "ml_affinity", "dcr_risk"} <= set(cap.out.split())
+    assert (tmp_path / "r.html").stat().st_size > 1000
+
+
+def test_eval_unknown_metric_is_a_clear_error(demo_files, tmp_path, capsys):
+    d, df, _ = demo_files
+    assert main(["eval", str(d / "data.csv"), str(d / "data.csv"), "--metrics", "tvd_9way",
+                 "--out", str(tmp_path / "r.html")]) == 2
+    assert "tvd_9way" in capsys.readouterr().err
+
+
+def test_tune_says_where_the_study_and_the_model_go(demo_files, tmp_path, capsys):
+    import warnings
+
+    d, _, _ = demo_files
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(["tune", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--trials", "1",
+                   "--storage", str(tmp_path / "t.db"), "--select-model", "indif+gum", "--numeric", "uniform",
+                   "--in-process", "--out", str(tmp_path / "tuned.json")])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert f"study database: {(tmp_path / 't.db').resolve()} (SQLite)" in err
+    assert f"tuned synthesizer to {tmp_path / 'tuned.model.json'}" in err
+    assert json.loads((tmp_path / "tuned.json").read_text())["study_name"] in err
+
+
+def test_european_csv_semicolons_and_decimal_commas(demo_files, tmp_path, capsys):
+    d, df, _ = demo_files
+    df.to_csv(tmp_path / "eu.csv", sep=";", decimal=",", index=False)
+    args = ["fit", str(tmp_path / "eu.csv"), "--schema", str(d / "schema.json"), "--out", str(tmp_path / "m.szm"),
+            "--sep", ";"]
+    assert main(args) == 2
+    assert "--decimal ','" in capsys.readouterr().err
+    assert main(args + ["--decimal", ","]) == 0
+
+
+def test_ragged_rows_from_another_separator_name_it(tmp_path, capsys):
+    (tmp_path / "eu.csv").write_text("a;b;c\n1,5;2;3\n4;5,5;6,25\n")
+    assert main(["split", str(tmp_path / "eu.csv")]) == 2
+    assert "--sep ';'" in capsys.readouterr().err

@@ -207,6 +207,14 @@ class Model(Module):
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` encoded records, shape (n, len(domain))."""
 
+    def sampler(self, n: int, rng: np.random.Generator):
+        """How a sample of ``n`` records is drawn in blocks (the pipeline streams large samples block
+        by block, so that memory does not grow with ``n``): returns ``draw(start, size, rng)``, the
+        records ``start .. start + size`` of the sample.  By default every block is an independent
+        :meth:`sample` with the block's own ``rng``; a model whose records are cheaper drawn together
+        overrides this (GUM's record pool).  ``rng`` drives what the blocks share."""
+        return lambda start, size, r: self.sample(size, r)
+
     # ------------------------------------------------------------------ fitted state
     def _fitted(self, domain: Domain) -> None:
         """Mark the model fitted on ``domain`` (and forget cached answers of an earlier fit)."""

@@ -205,7 +205,11 @@ class TableEncoder:
 
     def inverse(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
         """Raw-typed values: categorical columns as their schema strings, numeric as float (epoch s)."""
-        return pd.DataFrame({c: self.encoders[c].inverse(codes[:, i], rng) for i, c in enumerate(self.schema.names)})
+        # object columns stay object (pandas would otherwise infer a string dtype, a pass over every
+        # value, before the schema types them anyway)
+        return pd.DataFrame({c: pd.Series(self.encoders[c].inverse(codes[:, i], rng), copy=False,
+                                          dtype=object if self.encoders[c].kind == "categorical" else None)
+                             for i, c in enumerate(self.schema.names)})
 
     def to_state(self) -> dict:
         return {c: e.to_state() for c, e in self.encoders.items()}

@@ -61,7 +61,7 @@ from ..core.base import Model, register
 from ..core.domain import Domain, EncodedData
 from ..core.errors import ConfigError
 from ..core.params import Integral, Interval, Options, Real, Text
-from ..core.sampling import allocate, inverse_cdf
+from ..core.sampling import allocate
 from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
 from .merf_features import RandomFourierFeatures, noisy_mean_embedding
 
@@ -108,6 +108,11 @@ class DPMERF(TorchMLP, Model):
     temperature : float, default 1.0
         Gumbel-softmax temperature (``output="gumbel"`` only).
     device : {"auto", "cpu", "cuda"}, default "auto"
+    draws_per_z : int, default 2
+        Records :meth:`sample` draws from each noise vector's product distribution (sampling only).
+        Each record is an exact draw from the generator's mixture; records sharing a noise vector
+        are independent given it.  Sharing halves the network's work per record, which dominates
+        sampling; 1 gives every record its own noise vector.
 
     Examples
     --------
@@ -123,12 +128,13 @@ class DPMERF(TorchMLP, Model):
         "lr": [Interval(Real, 0, None, closed="neither")], "lr_decay": [Interval(Real, 0, 1, closed="right")],
         "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
         "count_share": [Interval(Real, 0, 1, closed="neither")], "label": [None, Text()],
-        "output": [Options(*_OUTPUTS)], "temperature": [Interval(Real, 0, None, closed="neither")]}
+        "output": [Options(*_OUTPUTS)], "temperature": [Interval(Real, 0, None, closed="neither")],
+        "draws_per_z": [Interval(Integral, 1, None)]}
 
     def __init__(self, n_features: int = 2000, length_scale: float = 0.5, hidden=(256, 256), iters: int = 1000,
                  lr: float = 1e-2, lr_decay: float = 0.05, batch: int = 500, noise_dim: int = 10,
                  count_share: float = 0.02, label: str | None = None, output: str = "gumbel",
-                 temperature: float = 1.0, device: str = "auto"):
+                 temperature: float = 1.0, device: str = "auto", draws_per_z: int = 2):
         self.n_features = n_features
         self.length_scale = length_scale
         self.hidden = hidden
@@ -142,6 +148,7 @@ class DPMERF(TorchMLP, Model):
         self.output = output
         self.temperature = temperature
         self.device = device
+        self.draws_per_z = draws_per_z
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -273,8 +280,9 @@ class DPMERF(TorchMLP, Model):
 
     # -------------------------------------------------------------------- sample
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` records: a label from the noisy class shares (when conditioning), a fresh noise vector,
-        and one categorical draw from each attribute's softmax."""
+        """``n`` records: fresh noise vectors (with a label from the noisy class shares when
+        conditioning), each giving ``draws_per_z`` records by one categorical draw from each
+        attribute's softmax."""
         self._require_fit()
         n = self._check_n(n)
         torch = _torch()
@@ -283,23 +291,20 @@ class DPMERF(TorchMLP, Model):
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2 ** 62)))
         cols = [self.domain_.index(a) for a in self.attrs_]
         sizes = [self.domain_[a] for a in self.attrs_]
-        ws = [w.to(dev) for w in self._weights]
-        pad = self._pad_mask(self._sizes(), dev)
-        step = 8192
+        net = self._sampling_net([w.to(dev) for w in self._weights], sizes)
+        per = int(self.draws_per_z)
+        step = 8192 * per
         for lo in range(0, n, step):
             hi = min(n, lo + step)
             m = hi - lo
+            g = -(-m // per)  # noise vectors (and labels) of this step, each giving `per` records
             labels = None
             if self.label is not None:
-                labels = rng.choice(len(self.class_weights_), size=m, p=self.class_weights_)
-                out[lo:hi, self.domain_.index(self.label)] = labels
-            z = torch.randn(m, int(self.noise_dim), generator=gen)
-            with torch.no_grad():
-                probs = torch.softmax(self._logits(ws, self._inputs(z, labels, dev), pad), dim=2)
-                probs = probs.double().cpu().numpy()
-            u = rng.random((m, len(cols)))
-            for j, (c, k) in enumerate(zip(cols, sizes)):  # inverse CDF, one uniform per record and attribute
-                out[lo:hi, c] = inverse_cdf(probs[:, j, :k], u[:, j])
+                labels = rng.choice(len(self.class_weights_), size=g, p=self.class_weights_)
+                out[lo:hi, self.domain_.index(self.label)] = np.repeat(labels, per)[:m]
+            z = torch.randn(g, int(self.noise_dim), generator=gen)
+            codes = self._draw_codes(net, self._inputs(z, labels, dev), sizes, rng.random((g * per, len(cols))), per)
+            out[lo:hi, cols] = codes[:m]
         return out
 
     # --------------------------------------------------------------------- state

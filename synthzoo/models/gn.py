@@ -9,7 +9,7 @@ attributes ``(a_1..a_k)`` is ``1/B * sum_b  G(z_b)_{a_1} x ... x G(z_b)_{a_k}`` 
 outer products of the softmaxes: each noise vector stands for a product distribution, the batch
 for their mixture).  ``G`` is trained with Adam to minimise the error (L1 by default, or
 squared) between these answers and the normalised noisy measurements; ``sample`` draws fresh
-noise vectors and takes one categorical draw from each softmax.
+noise vectors and, from each, ``draws_per_z`` records by one categorical draw from each softmax.
 
 Torch is imported lazily (a :class:`ConfigError` says so when it is missing).  All randomness
 comes from the caller's ``numpy`` generator through a seeded ``torch.Generator``, so the same
@@ -24,7 +24,6 @@ from ..core.base import MeasurementModel, register
 from ..core.domain import Domain, Measurement
 from ..core.measurements import normalised_targets
 from ..core.params import Boolean, Integral, Interval, Options, Real
-from ..core.sampling import inverse_cdf
 from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
 
 _PAPER = ("Liu, Vietri, Steinke, Ullman, Wu, Iterative Methods for Private Synthetic Data: Unifying Framework "
@@ -93,6 +92,12 @@ class GN(TorchMLP, MeasurementModel):
         A repeated ``fit`` on the same domain (adaptive selectors) continues from the previous weights.
     device : {"auto", "cpu", "cuda"}, default "auto"
         CUDA when available, else CPU.
+    draws_per_z : int, default 4
+        Records :meth:`sample` draws from each noise vector's product distribution (sampling only).
+        Each record is an exact draw from the generator's mixture; records sharing a noise vector are
+        independent given it.  The network's forward pass dominates sampling, so sharing divides its
+        cost per record (GEM's reference code draws every record of a sample from one batch of
+        1,024 noise vectors); 1 gives every record its own noise vector.
 
     Examples
     --------
@@ -103,11 +108,12 @@ class GN(TorchMLP, MeasurementModel):
     _parameter_constraints = {
         **MLP_CONSTRAINTS, "iters": [Interval(Integral, 0, None)], "lr": [Interval(Real, 0, None, closed="neither")],
         "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
-        "loss": [Options("l1", "l2")], "warm_start": [Boolean()]}
+        "loss": [Options("l1", "l2")], "warm_start": [Boolean()], "draws_per_z": [Interval(Integral, 1, None)]}
     _test_params = {"hidden": (32,), "iters": 60, "batch": 64}
 
     def __init__(self, hidden=(128,), iters: int = 500, lr: float = 1e-3, batch: int = 256,
-                 noise_dim: int = 32, loss: str = "l1", warm_start: bool = True, device: str = "auto"):
+                 noise_dim: int = 32, loss: str = "l1", warm_start: bool = True, device: str = "auto",
+                 draws_per_z: int = 4):
         self.hidden = hidden
         self.iters = iters
         self.lr = lr
@@ -116,6 +122,7 @@ class GN(TorchMLP, MeasurementModel):
         self.loss = loss
         self.warm_start = warm_start
         self.device = device
+        self.draws_per_z = draws_per_z
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -226,19 +233,22 @@ class GN(TorchMLP, MeasurementModel):
         return _mixture_marginal(ops) * (self.total_ / _EVAL_BATCH)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` records: a fresh noise vector per record, one categorical draw from each softmax."""
+        """``n`` records: fresh noise vectors, each giving ``draws_per_z`` records by one categorical
+        draw from each of its softmaxes."""
         self._require_fit()
         n, d = self._check_n(n), len(self.domain_)
         torch = _torch()
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2 ** 62)))
         out = np.empty((n, d), dtype=np.int64)
-        step = 8192
+        sizes = list(self.domain_.shape)
+        net = self._sampling_net([w.to(self._device()) for w in self._weights], sizes)
+        per = int(self.draws_per_z)
+        step = 8192 * per
         for lo in range(0, n, step):
             hi = min(n, lo + step)
-            probs = self._probs(torch.randn(hi - lo, int(self.noise_dim), generator=gen))
-            u = rng.random((hi - lo, d))
-            for j, p in enumerate(probs):  # inverse CDF, one uniform per record and attribute
-                out[lo:hi, j] = inverse_cdf(p, u[:, j])
+            g = -(-(hi - lo) // per)  # noise vectors of this step, each giving `per` records
+            z = torch.randn(g, int(self.noise_dim), generator=gen).to(self._device())
+            out[lo:hi] = self._draw_codes(net, z, sizes, rng.random((g * per, d)), per)[:hi - lo]
         return out
 
     # ---------------------------------------------------------------------- state

@@ -16,6 +16,7 @@ marginals.  Post-processing only: no privacy cost.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -47,12 +48,17 @@ class _Target:
         self.copy_cols = None  # columns a duplicated record takes from its source (None: all)
 
     def keys(self, rec: np.ndarray) -> np.ndarray:
-        """Cell index of every record (uint16 where the marginal has at most 65,536 cells: numpy sorts
-        16-bit keys by radix, ten times faster than 64-bit ones)."""
+        """Cell index of every record.  Where the marginal has at most 65,536 cells the key is computed in
+        16 bits from 16-bit records (numpy counts and compares 16-bit keys several times faster)."""
+        if self.key_dtype == np.uint16 and rec.dtype == np.uint16:
+            key = rec[:, self.cols[0]] * np.uint16(self.strides[0])
+            for c, s in zip(self.cols[1:], self.strides[1:]):
+                key += rec[:, c] * np.uint16(s)  # no overflow: every key is below cells <= 65,536
+            return key
         wide = np.int32 if self.cells < 2 ** 31 else np.int64
         key = rec[:, self.cols[0]].astype(wide) * self.strides[0]
         for c, s in zip(self.cols[1:], self.strides[1:]):
-            key += rec[:, c] * s
+            key += rec[:, c].astype(wide) * s
         return key.astype(self.key_dtype, copy=False)
 
     def error(self, rec: np.ndarray) -> float:
@@ -75,26 +81,46 @@ def _reduce_level(excess: np.ndarray, synth: np.ndarray, need: float) -> float:
     return float(min(1.0, (need - done[k]) / rest[k])) if rest[k] > 0 else 1.0
 
 
-def _windows(start: np.ndarray, cnt: np.ndarray, take: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Positions (into the cell-sorted record order) of ``take[c]`` records of each cell ``c``: a cyclic
-    window at a uniformly random offset inside the cell's block.  Cells come out grouped, in order."""
-    offset = np.floor(rng.random(take.size) * cnt).astype(np.int64)
+def _pick(key: np.ndarray, cnt: np.ndarray, want: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Positions of ``want[c]`` records of every cell ``c`` (all of its records where it has fewer),
+    grouped by cell in cell order; every record of a cell is picked with the same probability.
+
+    A first pass keeps each record of cell ``c`` with probability ``q_c``, set so that about
+    ``want + 4 sqrt(want) + 4`` of the cell's records pass (fewer than ``want`` pass with negligible
+    probability; then all that passed are taken); the cell's picks are a cyclic window of its
+    candidates at a random offset.  Only the candidates are sorted (by cell, a radix sort on 16-bit
+    keys), never all records, and the records need no reshuffling between rounds.
+    """
+    want = np.minimum(want, cnt)
+    live = want > 0
+    w = want[live].astype(float)
+    thr = np.zeros(cnt.size, dtype=np.uint32)  # q_c in units of 2**-16 (rounded up)
+    thr[live] = np.ceil(np.minimum(1.0, (w + 4.0 * np.sqrt(w) + 4.0) / cnt[live]) * 65536)
+    cand = np.flatnonzero(rng.integers(0, 65536, key.size, dtype=np.uint16) < thr[key])
+    ck = key[cand]
+    o = np.argsort(ck, kind="stable")
+    cand, ck = cand[o], ck[o]
+    ccnt = np.bincount(ck, minlength=cnt.size)
+    take = np.minimum(want, ccnt)
+    start = np.cumsum(ccnt) - ccnt
+    offset = np.floor(rng.random(cnt.size) * ccnt).astype(np.int64)
     j = np.arange(int(take.sum())) - np.repeat(np.cumsum(take) - take, take)
-    return np.repeat(start, take) + (np.repeat(offset, take) + j) % np.repeat(np.maximum(cnt, 1), take)
+    return cand[np.repeat(start, take) + (np.repeat(offset, take) + j) % np.repeat(np.maximum(ccnt, 1), take)]
 
 
-def _update(rec: np.ndarray, tgt: _Target, alpha: float, dup_ratio: float, rng: np.random.Generator) -> None:
+def _update(rec: np.ndarray, tgt: _Target, alpha: float, dup_ratio: float, rng: np.random.Generator) -> float:
     """One GUM step on one marginal, in place: move records from over- to under-represented cells.
+    Returns the marginal's L1 error before the step (the next round's order of the marginals).
 
-    Which records of a cell
-    are moved or copied is a random cyclic window of the cell's records in storage order; the caller
-    shuffles the storage order between rounds, so the choice is a uniformly random subset.
+    The records an over-represented cell gives up, and those an under-represented cell lends as
+    sources of copies, are uniformly random subsets of the cell (:func:`_pick`).
     """
     n = rec.shape[0]
     key = tgt.keys(rec)
     cnt = np.bincount(key, minlength=tgt.cells)
     s = cnt / n
     t = tgt.share
+    err = float(np.abs(s - t).sum())
     under = (s < t) & (cnt > 0)
     zero = (cnt == 0) & (t > 0)
     add = np.zeros(tgt.cells, dtype=np.int64)
@@ -102,22 +128,26 @@ def _update(rec: np.ndarray, tgt: _Target, alpha: float, dup_ratio: float, rng: 
     add[under] = np.rint(np.minimum(t[under] - s[under], alpha * s[under]) * n)
     add[zero] = np.rint(alpha * t[zero] * n)
     need = int(add.sum())
-    over = np.flatnonzero(s > t)
+    is_over = s > t
+    over = np.flatnonzero(is_over)
     if need == 0 or over.size == 0:
-        return
+        return err
     beta = _reduce_level(s[over] - t[over], s[over], need / n)
     red = np.minimum(np.rint(np.minimum(s[over] - t[over], beta * s[over]) * n).astype(np.int64), cnt[over])
-
-    order = np.argsort(key, kind="stable")  # records grouped by cell (radix sort on small keys)
-    start = np.cumsum(cnt) - cnt
-    throw = order[_windows(start[over], cnt[over], red, rng)]
-    if throw.size == 0:
-        return
 
     cells_u = np.flatnonzero(under & (add > 0))
     a_u = add[cells_u]
     k_dup = np.minimum(np.rint(dup_ratio * a_u).astype(np.int64), cnt[cells_u])
-    src = order[_windows(start[cells_u], cnt[cells_u], k_dup, rng)]
+    want = np.zeros(tgt.cells, dtype=np.int64)  # over and under cells are disjoint: one pass picks both
+    want[over] = red
+    want[cells_u] = k_dup
+    picked = _pick(key, cnt, want, rng)
+    from_over = is_over[key[picked]]
+    throw = picked[from_over]
+    if throw.size == 0:
+        return err
+    src = picked[~from_over]  # grouped by cell, in the order of cells_u
+    k_dup = np.bincount(key[src], minlength=tgt.cells)[cells_u]  # what each cell could lend
     cells_z = np.flatnonzero(zero)
     rep_cells = np.concatenate([np.repeat(cells_u, a_u - k_dup), np.repeat(cells_z, add[cells_z])])
 
@@ -142,6 +172,7 @@ def _update(rec: np.ndarray, tgt: _Target, alpha: float, dup_ratio: float, rng: 
         rows = throw[n_dup:]
         for c, col in enumerate(tgt.cols):
             rec[rows, col] = tgt.table[rep_cells, c]
+    return err
 
 
 @register("model", "gum")
@@ -166,6 +197,15 @@ class GUM(MeasurementModel):
         Most rounds of (consistency, Norm-Sub) in :meth:`fit`.
     progress : callable or None, default None
         ``callable(round, rounds, mean_l1_error)``; when None a tqdm bar is shown on a TTY.
+    pool : int or None, default 20_000
+        When the pipeline draws a sample (:meth:`sampler`), GUM runs on at most ``max(pool, the
+        model's estimate of the number of training records)`` records: a sample up to that size is
+        one GUM run, as in PrivSyn (which synthesises as many records as the table has); a larger
+        one is drawn from that run's records, each used equally often (``n // size`` or one more
+        times, in a random order), as RAP++ and GSD cycle their synthetic tables, so that its time
+        per row stays close to the other models' instead of growing with GUM's rounds.  The
+        decoding (values inside bins, members of merged categories) is drawn afresh for every row.
+        ``None``: one GUM run on all ``n`` records (time and memory grow with ``n``).
 
     Notes
     -----
@@ -188,11 +228,11 @@ class GUM(MeasurementModel):
         "alpha_decay": [Interval(Real, 0, 1, closed="right")], "decay_every": [Interval(Integral, 1, None)],
         "duplicate_ratio": [Interval(Real, 0, 1), Sequence(Interval(Real, 0, 1), length=2)],
         "duplicate_scope": [Options("neighbours", "record")], "consist_iterations": [Interval(Integral, 1, None)],
-        "progress": [None, Function()]}
+        "progress": [None, Function()], "pool": [None, Interval(Integral, 1, None)]}
 
     def __init__(self, iterations: int = 100, alpha: float = 1.0, alpha_decay: float = 0.84, decay_every: int = 20,
                  duplicate_ratio=(0.5, 1.0), duplicate_scope: str = "neighbours", consist_iterations: int = 100,
-                 progress: Callable[[int, int, float], None] | None = None):
+                 progress: Callable[[int, int, float], None] | None = None, pool: int | None = 20_000):
         self.iterations = iterations
         self.alpha = alpha
         self.alpha_decay = alpha_decay
@@ -201,6 +241,7 @@ class GUM(MeasurementModel):
         self.duplicate_scope = duplicate_scope
         self.consist_iterations = consist_iterations
         self.progress = progress
+        self.pool = pool
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -256,8 +297,10 @@ class GUM(MeasurementModel):
         if n == 0:
             return np.zeros((0, d), dtype=np.int64)
         targets, one_way = self._targets()
-        # column-major: every step reads whole columns, while only the moved rows are written
-        rec = np.empty((n, d), dtype=np.int32, order="F")
+        # column-major: every step reads whole columns, while only the moved rows are written; 16-bit
+        # codes where the domain allows (half the memory traffic, and 16-bit cell keys)
+        wide = max(self.domain_.shape) > 2 ** 16
+        rec = np.empty((n, d), dtype=np.int32 if wide else np.uint16, order="F")
         for i, p in enumerate(one_way):
             rec[:, i] = rng.permutation(np.repeat(np.arange(p.size), allocate(p, n)))
 
@@ -269,8 +312,6 @@ class GUM(MeasurementModel):
         ratios = self._dup_ratios()
         for it in range(rounds):
             alpha = self.alpha * self.alpha_decay ** (it // self.decay_every)
-            # fresh storage order, so that the cyclic windows in _update pick uniformly random records
-            rec = np.asfortranarray(rec[rng.permutation(n)])
             # worst-fitting marginals first, as PrivSyn does
             errors = np.array([tg.error(rec) for tg in targets])
             for k in np.argsort(-errors, kind="stable"):
@@ -283,6 +324,36 @@ class GUM(MeasurementModel):
         if bar is not None:
             bar.close()
         return rec.astype(np.int64)
+
+    def sampler(self, n: int, rng: np.random.Generator):
+        """Draw a sample of ``n`` records block by block from one GUM run on at most ``max(pool,
+        estimated training records)`` records (see the ``pool`` parameter); ``rng`` drives that run
+        and the order its records are used in."""
+        self._require_fit()
+        n = self._check_n(n)
+        total = self.total_ if math.isfinite(self.total_) and self.total_ > 0 else 0.0
+        size = n if self.pool is None else min(n, max(int(self.pool), math.ceil(total)))
+        pool = self.sample(size, rng)
+        if size == n:
+            return lambda start, m, r: pool[start:start + m]
+        order_seed = int(rng.integers(0, 2 ** 62))
+        perms: dict = {}
+
+        def draw(start: int, m: int, r) -> np.ndarray:
+            # row i of the sample is pool[perm_e[i - e * size]] with e = i // size: every record is used
+            # once per `size` rows, whichever blocks the rows are drawn in
+            out = np.empty((m, pool.shape[1]), dtype=pool.dtype)
+            i = start
+            while i < start + m:
+                e, off = divmod(i, size)
+                if e not in perms:
+                    perms.clear()
+                    perms[e] = np.random.default_rng([order_seed, e]).permutation(size)
+                k = min(size - off, start + m - i)
+                out[i - start:i - start + k] = pool[perms[e][off:off + k]]
+                i += k
+            return out
+        return draw
 
     # --------------------------------------------------------------- project
     def _project(self, clique: tuple) -> np.ndarray:

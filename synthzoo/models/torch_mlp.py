@@ -71,6 +71,39 @@ class TorchMLP:
         logits = (h @ ws[-2].T + ws[-1]).view(inp.shape[0], pad.shape[0], -1)
         return logits.masked_fill(pad, float("-inf"))
 
+    @staticmethod
+    def _sampling_net(ws, sizes) -> list:
+        """The weights for sampling: the output layer without the rows of its padding logits, so a
+        forward pass computes only the ``sum(sizes)`` real logits (a third of the padded layer's
+        work on adult)."""
+        torch = torch_module("mlp")
+        k_max = max(sizes)
+        keep = torch.as_tensor(np.concatenate([j * k_max + np.arange(k) for j, k in enumerate(sizes)]))
+        return [*ws[:-2], ws[-2][keep].contiguous(), ws[-1][keep].contiguous()]
+
+    @staticmethod
+    def _draw_codes(net, inp, sizes, u: np.ndarray, per: int = 1) -> np.ndarray:
+        """Categorical draws from the softmaxes of the network ``net`` (from :meth:`_sampling_net`)
+        on the ``m`` rows of ``inp``: ``per`` records for each row (record ``i * per + r`` from row
+        ``i``), each attribute drawn by inverse CDF on the uniforms ``u`` (``m * per`` records,
+        attributes) -- the code whose cumulative probability first exceeds ``u``."""
+        torch = torch_module("mlp")
+        with torch.no_grad():
+            h = inp
+            for i in range(0, len(net) - 2, 2):
+                h = torch.relu(torch.addmm(net[i + 1], h, net[i].T))
+            logits = torch.addmm(net[-1], h, net[-2].T)
+            m = logits.shape[0]
+            u_t = torch.as_tensor(u, dtype=torch.float32, device=logits.device).view(m, per, len(sizes))
+            out = torch.empty((m, per, len(sizes)), dtype=torch.int64, device=logits.device)
+            off = 0
+            for j, k in enumerate(sizes):
+                cdf = torch.softmax(logits[:, off:off + k], dim=1).cumsum_(dim=1)
+                # the number of codes whose cumulative probability is below u: a binary search per record
+                out[:, :, j] = torch.searchsorted(cdf, u_t[:, :, j] * cdf[:, -1:]).clamp_(max=k - 1)
+                off += k
+        return out.view(m * per, len(sizes)).cpu().numpy()
+
     def _weights_state(self) -> list[dict]:
         return [{"shape": list(w.shape), "values": w.reshape(-1).tolist()} for w in self._weights]
 

@@ -1,0 +1,175 @@
+"""Sampling that scales: fixed blocks seeded by (seed, block), so one-go, chunked and streamed
+samples hold the same rows; GUM's record pool; the generator models' sampling head."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthzoo as sz
+import synthzoo.pipeline as pipeline
+from synthzoo.core.errors import ConfigError
+from synthzoo.datasets import make_demo
+from synthzoo.models.torch_mlp import TorchMLP, torch_module
+
+SMALL = {"privsyn": {"model": {"name": "gum", "iterations": 20, "pool": 700}},
+         "mst": {"model": {"name": "pgm", "iters": 200}},
+         "rap++": {"select": {"name": "rap++", "rounds": 3, "q": 2}, "model": {"name": "rp", "n_rows": 100}}}
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    df, schema = make_demo(n=1500, seed=1)
+    return {name: sz.make(name, epsilon=1.0, schema=schema, seed=0, **kw).fit(df) for name, kw in SMALL.items()}
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(pipeline, "SAMPLE_BLOCK", 500)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_one_go_chunks_and_file_hold_the_same_rows(fitted, small_blocks, name, tmp_path):
+    s = fitted[name]
+    one_go = s.sample(1800, seed=7)
+    assert len(one_go) == 1800
+    for chunk in (1, 333, 500, 1200, 5000):
+        parts = list(s.sample_chunks(1800, chunk=chunk, seed=7))
+        assert [len(p) for p in parts[:-1]] == [chunk] * (len(parts) - 1) and len(parts[-1]) <= chunk
+        pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), one_go)
+    assert s.sample_to_csv(tmp_path / "f.csv", 1800, chunk=400, seed=7) == 1800
+    one_go.to_csv(tmp_path / "g.csv", index=False)
+    assert (tmp_path / "f.csv").read_text() == (tmp_path / "g.csv").read_text()
+    assert not s.sample(1800, seed=8).equals(one_go)
+
+
+def test_seedless_calls_are_a_stream_fixed_by_the_seed(fitted, small_blocks, tmp_path):
+    s = fitted["mst"]
+    s.save(tmp_path / "m.szm")
+    a, b = sz.Synthesizer.load(tmp_path / "m.szm"), sz.Synthesizer.load(tmp_path / "m.szm")
+    first = a.sample(1200)
+    pd.testing.assert_frame_equal(first, pd.concat(list(b.sample_chunks(1200, chunk=250)), ignore_index=True))
+    assert not a.sample(1200).equals(first)  # the second call draws on
+
+
+def test_block_k_depends_on_the_seed_and_k_only(fitted, small_blocks):
+    # models without shared state (here PGM): the first blocks of a longer sample are those of a shorter one
+    s = fitted["mst"]
+    pd.testing.assert_frame_equal(s.sample(1000, seed=3), s.sample(2300, seed=3).iloc[:1000])
+
+
+def test_chunk_and_seed_are_checked(fitted):
+    s = fitted["mst"]
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ConfigError, match="chunk"):
+            s.sample_chunks(100, chunk=bad)
+    with pytest.raises(ConfigError, match="seed"):
+        s.sample(10, seed=-1)
+    with pytest.raises(ConfigError, match="n must be"):
+        s.sample_chunks(0)
+
+
+def test_chunks_are_drawn_lazily(fitted, small_blocks, monkeypatch):
+    s = fitted["mst"]
+    calls = []
+    real = s.model.sample
+    monkeypatch.setattr(s.model, "sample", lambda n, rng: calls.append(n) or real(n, rng))
+    it = s.sample_chunks(10 ** 9, chunk=500, seed=0)  # a billion rows: only what is read is drawn
+    next(it)
+    assert calls == [500]
+
+
+def test_gum_pool_up_to_its_size_is_one_gum_run(fitted):
+    m = fitted["privsyn"].model
+    draw = m.sampler(600, np.random.default_rng(5))
+    np.testing.assert_array_equal(np.concatenate([draw(0, 250, None), draw(250, 350, None)]),
+                                  m.sample(600, np.random.default_rng(5)))
+
+
+def test_gum_larger_samples_use_every_pool_record_equally_often(fitted):
+    m = fitted["privsyn"].model
+    size = max(m.pool, int(np.ceil(m.total_)))
+    n = 2 * size + 123
+    pool = m.sample(size, np.random.default_rng(9))
+    draw = m.sampler(n, np.random.default_rng(9))
+    rows = np.concatenate([draw(s, min(400, n - s), None) for s in range(0, n, 400)])
+
+    def canon(a):
+        return a[np.lexsort(a.T[::-1])]
+    for e in range(2):  # each full pass over the pool is a permutation of it
+        np.testing.assert_array_equal(canon(rows[e * size:(e + 1) * size]), canon(pool))
+    tail = {tuple(r) for r in rows[2 * size:]}
+    assert len(rows[2 * size:]) == 123 and tail <= {tuple(r) for r in pool}
+    # the same rows whatever the blocks
+    again = m.sampler(n, np.random.default_rng(9))
+    np.testing.assert_array_equal(np.concatenate([again(0, 1000, None), again(1000, n - 1000, None)]), rows)
+
+
+def test_gum_pool_none_fits_all_records(fitted):
+    m = fitted["privsyn"].model
+    old = m.pool
+    try:
+        m.pool = None
+        n = 3 * old
+        draw = m.sampler(n, np.random.default_rng(2))
+        np.testing.assert_array_equal(draw(0, n, None), m.sample(n, np.random.default_rng(2)))
+    finally:
+        m.pool = old
+
+
+def test_gum_pool_parameter_is_checked():
+    with pytest.raises(ConfigError, match="pool"):
+        sz.models.GUM(pool=0)
+
+
+# ------------------------------------------------------------------ generator models' sampling head
+class _Net(TorchMLP):
+    name = "net"
+
+
+def test_sampling_net_keeps_exactly_the_real_logits():
+    torch = torch_module("test")
+    gen = torch.Generator().manual_seed(0)
+    sizes = [3, 1, 5, 2]
+    K = max(sizes)
+    ws = [torch.randn(8, 4, generator=gen), torch.randn(8, generator=gen),
+          torch.randn(len(sizes) * K, 8, generator=gen), torch.randn(len(sizes) * K, generator=gen)]
+    pad = TorchMLP._pad_mask(sizes, "cpu")
+    x = torch.randn(6, 4, generator=gen)
+    padded = TorchMLP._padded_logits(ws, x, pad)
+    net = TorchMLP._sampling_net(ws, sizes)
+    compact = torch.relu(x @ net[0].T + net[1]) @ net[2].T + net[3]
+    expect = torch.cat([padded[:, j, :k] for j, k in enumerate(sizes)], dim=1)
+    torch.testing.assert_close(compact, expect)
+
+
+@pytest.mark.parametrize("per", [1, 4])
+def test_draw_codes_follow_the_softmaxes(per):
+    torch = torch_module("test")
+    sizes = [3, 2]
+    logits = torch.tensor([np.log([0.2, 0.5, 0.3]).tolist() + np.log([0.9, 0.1]).tolist()], dtype=torch.float32)
+    # a network whose output does not depend on its input: every row has the softmaxes above
+    net = [torch.zeros(5, 1), logits[0]]
+    m = 40_000 // per
+    u = np.random.default_rng(0).random((m * per, 2))
+    codes = TorchMLP._draw_codes(net, torch.ones(m, 1), sizes, u, per)
+    assert codes.shape == (m * per, 2)
+    np.testing.assert_allclose(np.bincount(codes[:, 0], minlength=3) / len(codes), [0.2, 0.5, 0.3], atol=0.01)
+    np.testing.assert_allclose(np.bincount(codes[:, 1], minlength=2) / len(codes), [0.9, 0.1], atol=0.01)
+    # inverse CDF: the same uniforms give the same codes, and small uniforms the first code
+    np.testing.assert_array_equal(codes, TorchMLP._draw_codes(net, torch.ones(m, 1), sizes, u, per))
+    assert (TorchMLP._draw_codes(net, torch.ones(1, 1), sizes, np.zeros((per, 2)), per) == 0).all()
+
+
+def test_interrupted_csv_leaves_no_finished_looking_file(fitted, small_blocks, tmp_path, monkeypatch):
+    s = fitted["mst"]
+    calls = []
+
+    def failing(codes, rng, real=s._decode):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(codes, rng)
+    monkeypatch.setattr(s, "_decode", failing)
+    with pytest.raises(KeyboardInterrupt):
+        s.sample_to_csv(tmp_path / "f.csv", 1500, chunk=500, seed=0)
+    assert list(tmp_path.iterdir()) == []
