@@ -48,14 +48,16 @@ class CategoricalEncoder:
         return len(self.groups) if self.column.missing else None
 
     def transform(self, s: pd.Series) -> np.ndarray:
-        na = s.isna().to_numpy()
-        out = np.full(len(s), -1, dtype=np.int64)
-        keys = s[~na].map(category_key)
-        idx = keys.map(self._index)
-        if idx.isna().any():
-            raise ValueError(f"column {self.column.name!r}: values {sorted(set(keys[idx.isna()]))[:5]} "
+        # each distinct value is matched once (factorize), then every row is one array lookup
+        idx, uniques = pd.factorize(s, use_na_sentinel=True)
+        keys = [category_key(u) for u in uniques]
+        pos = np.array([self._index.get(k, -1) for k in keys], dtype=np.int64)
+        if (pos < 0).any():
+            raise ValueError(f"column {self.column.name!r}: values {sorted(k for k, p in zip(keys, pos) if p < 0)[:5]} "
                              "not among the schema's categories")
-        out[~na] = self._code_of[idx.to_numpy(dtype=np.int64)]
+        lookup = np.append(self._code_of[pos], -1) if pos.size else np.array([-1], dtype=np.int64)
+        out = lookup[idx]  # the sentinel -1 (missing) reads the appended -1
+        na = idx < 0
         if na.any():
             if self.missing_code is None:
                 raise ValueError(f"column {self.column.name!r}: missing values but the schema allows none")
