@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .domain import Domain
+from .domain import Domain, code_dtype
 from .schema import Column, Schema, category_key, numeric_values, per_column
 
 
@@ -164,8 +164,16 @@ class TableEncoder:
         self.encoders = per_column(schema, encoders)
         self.domain = Domain(schema.names, [self.encoders[c].size for c in schema.names])
 
-    def transform(self, df: pd.DataFrame) -> np.ndarray:
-        return np.stack([self.encoders[c].transform(df[c]) for c in self.schema.names], axis=1)
+    def transform(self, df: pd.DataFrame, chunk: int = 1 << 20) -> np.ndarray:
+        """The (n, d) code matrix in the domain's smallest integer type, filled column by column in
+        row chunks: no frame-sized temporary, only one chunk of one column at a time."""
+        n = len(df)
+        out = np.empty((n, len(self.schema.names)), dtype=code_dtype(self.domain.shape))
+        for j, c in enumerate(self.schema.names):
+            col, enc = df[c], self.encoders[c]
+            for lo in range(0, n, chunk):
+                out[lo:lo + chunk, j] = enc.transform(col.iloc[lo:lo + chunk])
+        return out
 
     def inverse(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
         """Raw-typed values: categorical columns as their schema strings, numeric as float (epoch s)."""
