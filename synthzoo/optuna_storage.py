@@ -32,6 +32,8 @@ def rdb_storage(storage, heartbeat_interval=None, grace_period=None, retry: bool
         if retry:
             kw.update(_retry_callback_kw())
     engine = {"pool_pre_ping": True} if url.startswith("postgresql") else None
+    if url.startswith("sqlite:"):  # several local workers write to one file: wait for its lock
+        engine = {"connect_args": {"timeout": 60}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat: stable in practice
         return optuna.storages.RDBStorage(url, engine_kwargs=engine, **kw)
