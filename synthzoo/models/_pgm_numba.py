@@ -137,7 +137,7 @@ def _evaluate(lb, total, y, w, node_lo, parent, child_ptr, child_list, sep_lo, s
 
 
 @njit(cache=True, nogil=True)
-def mirror_descent(T, y, w, total, iters, tol, window, alpha, node_lo, parent, child_ptr, child_list, sep_lo,
+def mirror_descent(T, y, w, total, iters, tol, window, scale, alpha, node_lo, parent, child_ptr, child_list, sep_lo,
                    sep_of, pp, pp_lo, hu_cell, hu_u, ut_u, ut_t, U, mp_t, mp_m):  # pragma: no cover - compiled
     """The loop of :func:`synthzoo.models.pgm_engine.mirror_descent`; returns
     ``(T, marg, iterations, loss, alpha, converged)``.  ``T`` is updated in place."""
@@ -193,7 +193,7 @@ def mirror_descent(T, y, w, total, iters, tol, window, alpha, node_lo, parent, c
         else:
             alpha *= 0.5
         hist[done] = loss
-        if tol > 0 and done >= window and hist[done - window] - loss <= tol * max(loss, 1e-300):
+        if tol > 0 and done >= window and hist[done - window] - loss <= tol * max(loss, scale):
             converged = True
             break
     return T, marg, done, loss, alpha, converged

@@ -310,16 +310,19 @@ class _JunctionTree:
         one = dict(sizes, **{a: 1})
         per = self._peak(q, order, parent, one)
         k = max(1, min(sizes[a], self.limit // max(per, 1)))
-        parts = []
-        for lo in range(0, self.domain[a], k):
-            blk = slice(lo, min(lo + k, self.domain[a]))
+        whole = ev.get(a, slice(0, self.domain[a]))
+        out = np.empty([sizes[x] for x in query])  # blocks are written in place: no second copy
+        ax = query.index(a)
+        for lo in range(whole.start, whole.stop, k):
+            blk = slice(lo, min(lo + k, whole.stop))
             sub = dict(sizes, **{a: blk.stop - blk.start})
             sub_ev = dict(ev, **{a: blk})
-            if self._peak(q, order, parent, sub) <= self.limit:
-                parts.append(self._eliminate(query, order, parent, sub, sub_ev))
-            else:
-                parts.append(self._blocked(query, order, parent, sub, sub_ev))
-        return np.concatenate(parts, axis=query.index(a))
+            part = (self._eliminate(query, order, parent, sub, sub_ev) if self._peak(q, order, parent, sub) <= self.limit
+                    else self._blocked(query, order, parent, sub, sub_ev))
+            idx = [slice(None)] * len(query)
+            idx[ax] = slice(lo - whole.start, blk.stop - whole.start)
+            out[tuple(idx)] = part
+        return out
 
     def project(self, clique: tuple) -> np.ndarray:
         by_comp: dict[int, list[str]] = {}

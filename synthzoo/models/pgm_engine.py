@@ -190,24 +190,8 @@ class Plan:
         self.pp = np.concatenate(pp) if pp else np.zeros(0, itype)
         self.pp_lo = pp_lo
 
-        # ---- levels (numpy path): per-node scalars broadcast over cells, parent cells per pp entry
-        self.levels: list[_Level] = []
-        first = 0
-        for li, lvl in enumerate(by_level):
-            L = _Level()
-            a, b = first, first + len(lvl)
-            first = b
-            L.lo, L.hi = int(self.node_lo[a]), int(self.node_lo[b])
-            L.starts = self.node_lo[a:b] - L.lo
-            L.cell_node = np.repeat(np.arange(len(lvl), dtype=itype), sizes[a:b])
-            L.s_lo, L.s_hi = int(self.sep_lo[a]), int(self.sep_lo[b])
-            if li:
-                L.sep = self.sep_of[L.lo:L.hi] - L.s_lo
-                plo = self.levels[li - 1].lo
-                L.pp_cell = np.concatenate([np.arange(self.size[self.parent[c]], dtype=itype)
-                                            + (self.offset[self.parent[c]] - plo) for c in lvl])
-                L.pp_sep = self.pp[int(self.pp_lo[a]):int(self.pp_lo[a]) + len(L.pp_cell)] - L.s_lo
-            self.levels.append(L)
+        self._by_level = [len(lvl) for lvl in by_level]
+        self._levels = None
 
         # ---- potentials (flat vector T), their host nodes, and per host node the union of the
         # potentials it holds (vector U): node -> union -> potential costs |node| + k |union| per
@@ -255,10 +239,39 @@ class Plan:
         self.mp_m = np.concatenate(mm) if mm else np.zeros(0, itype)
 
     @property
+    def levels(self) -> list:
+        """Per-level arrays of the numpy path (built on first use: the numba kernel does not need them)."""
+        if self._levels is not None:
+            return self._levels
+        itype, sizes = self.itype, [self.size[n] for n in self.order]
+        levels: list[_Level] = []
+        first = 0
+        for li, count in enumerate(self._by_level):
+            lvl = self.order[first:first + count]
+            L = _Level()
+            a, b = first, first + count
+            first = b
+            L.lo, L.hi = int(self.node_lo[a]), int(self.node_lo[b])
+            L.starts = self.node_lo[a:b] - L.lo
+            L.cell_node = np.repeat(np.arange(len(lvl), dtype=itype), sizes[a:b])
+            L.s_lo, L.s_hi = int(self.sep_lo[a]), int(self.sep_lo[b])
+            if li:
+                L.sep = self.sep_of[L.lo:L.hi] - L.s_lo
+                plo = levels[li - 1].lo
+                L.pp_cell = np.concatenate([np.arange(self.size[self.parent[c]], dtype=itype)
+                                            + (self.offset[self.parent[c]] - plo) for c in lvl])
+                L.pp_sep = self.pp[int(self.pp_lo[a]):int(self.pp_lo[a]) + len(L.pp_cell)] - L.s_lo
+            levels.append(L)
+
+        self._levels = levels
+        return levels
+
+    @property
     def nbytes(self) -> int:
         """Bytes held by the plan's index arrays."""
         arrays = [self.sep_of, self.pp, self.hu_cell, self.hu_u, self.ut_u, self.ut_t, self.mp_t, self.mp_m]
-        arrays += [a for L in self.levels for a in (L.cell_node, L.pp_cell) if a is not None and hasattr(a, "nbytes")]
+        arrays += [getattr(L, k) for L in self._levels or [] for k in ("cell_node", "sep", "pp_cell", "pp_sep")
+                   if hasattr(L, k)]
         return int(sum(a.nbytes for a in arrays))
 
     # ------------------------------------------------------------------ flat <-> tables
@@ -381,7 +394,8 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
                    compiled: bool | None = None) -> Result:
     """At most ``iters`` steps of mirror descent from ``theta`` (clique -> log-potential table).
 
-    ``tol > 0`` stops early once the loss fell by less than ``tol`` (relative) over the last
+    ``tol > 0`` stops early once the loss fell by less than ``tol`` times the larger of the loss and its
+    noise level (half a squared standard deviation per measured cell, ``M / 2``) over the last
     :data:`WINDOW` iterations -- the objective has converged; ``tol=0`` runs all ``iters``.
     ``alpha`` starts the step size elsewhere than ``mbi``'s ``2 / (L_grad * total)`` (a warm start
     passes the previous fit's final step; the Armijo rule still checks every step).  ``compiled``:
@@ -394,7 +408,7 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
     alpha = a0 if alpha is None or not alpha > 0 else float(alpha)
     if (_nb is not None) if compiled is None else compiled:
         T, marg, done, loss, alpha, converged = _nb.mirror_descent(
-            T, y, w, float(total), int(iters), float(tol), WINDOW, alpha, plan.node_lo, plan.parent_ix,
+            T, y, w, float(total), int(iters), float(tol), WINDOW, 0.5 * plan.M, alpha, plan.node_lo, plan.parent_ix,
             plan.child_ptr, plan.child_list, plan.sep_lo, plan.sep_of, plan.pp, plan.pp_lo, plan.hu_cell,
             plan.hu_u, plan.ut_u, plan.ut_t, plan.U, plan.mp_t, plan.mp_m)
         if done == 0 and not loss == loss:
@@ -429,7 +443,7 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
         else:
             alpha *= 0.5
         hist.append(loss)
-        if tol > 0 and len(hist) > WINDOW and hist[-1 - WINDOW] - loss <= tol * max(loss, 1e-300):
+        if tol > 0 and len(hist) > WINDOW and hist[-1 - WINDOW] - loss <= tol * max(loss, 0.5 * plan.M):
             converged = True
             break
     return Result(plan.tables(T), marg, done, loss, alpha, converged)
