@@ -111,6 +111,10 @@ class EncodedData:
     [0.0, 2.0]
     """
 
+    #: Cells of counted marginals kept in the cache (128 MB): a selector scoring thousands of
+    #: candidates round after round counts each once, and a wide table's pool cannot fill the memory.
+    cache_cells = 1 << 24
+
     def __init__(self, codes: np.ndarray, domain: Domain):
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(domain):
@@ -120,6 +124,7 @@ class EncodedData:
         self.codes = codes.astype(code_dtype(domain.shape), copy=False)
         self.domain = domain
         self._cache: dict[Clique, np.ndarray] = {}
+        self._cached_cells = 0
 
     @property
     def n(self) -> int:
@@ -135,7 +140,9 @@ class EncodedData:
         if hit is None:
             idx = [self.domain.index(a) for a in clique]
             hit = count(self.codes, self.domain.project(clique).shape, cols=idx)
-            self._cache[clique] = hit
+            if self._cached_cells + hit.size <= self.cache_cells:
+                self._cache[clique] = hit
+                self._cached_cells += hit.size
         return hit
 
 
