@@ -60,7 +60,10 @@ def fail_dead_local_trials(study, retry: bool = True) -> None:
         try:
             os.kill(int(pid), 0)
         except ProcessLookupError:
-            study._storage.set_trial_state_values(t._trial_id, state=optuna.trial.TrialState.FAIL)
+            try:
+                study._storage.set_trial_state_values(t._trial_id, state=optuna.trial.TrialState.FAIL)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue  # another worker saw it first and failed (and re-enqueued) it
             if retry:  # re-enqueued with its parameters, as the heartbeat's retry callback does
                 retry_callback(optuna)[1](study, study._storage.get_trial(t._trial_id))
         except PermissionError:
