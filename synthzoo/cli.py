@@ -1,4 +1,4 @@
-"""Command line: ``synthzoo fit | sample | split | eval | tune | bench | demo | list``."""
+"""Command line: ``synthzoo fit | sample | split | eval | tune | bench | bench-worker | demo | list``."""
 
 from __future__ import annotations
 
@@ -304,6 +304,8 @@ def _bench_grid(a, bench) -> int:
     data = data if os.path.isfile(data) or a.schema else _names(data)
     out = a.out or "bench_grid.csv"
     plot = a.plot or os.path.splitext(out)[0] + ".png"
+    if a.storage:  # the grid as a shared study: this process starts --workers, others join with bench-worker
+        return _bench_shared(a, sel, mod, pre, data, out, plot)
     res = bench.grid(data, selectors=sel, models=mod, epsilons=_floats(a.epsilon), seeds=range(a.seeds),
                      delta=a.delta, schema=a.schema, base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout,
                      isolate=not a.in_process, ml=not a.no_ml, root=a.root, out=out, plot=plot,
@@ -330,6 +332,43 @@ def _eval_steps(names: list[str]) -> list[list[str]]:
             steps.append(group)
             seen.update(group)
     return steps
+
+
+def _bench_shared(a, sel, mod, pre, data, out, plot) -> int:
+    """`synthzoo bench ... --storage URL [--study NAME] [--workers N]`: the grid's cells in a shared Optuna
+    study (synthzoo.bench.distributed); N local workers, and any `synthzoo bench-worker` elsewhere."""
+    import subprocess
+
+    from synthzoo.bench import distributed, plot_grid
+
+    n = distributed.create_grid_study(a.storage, a.study, data if isinstance(data, list) else [data], sel, mod,
+                                      _floats(a.epsilon), range(a.seeds), delta=a.delta, schema=a.schema,
+                                      base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout, ml=not a.no_ml,
+                                      root=a.root)
+    print(f"# grid study {a.study!r}: {n} cells; join from any machine with: synthzoo bench-worker --storage "
+          f"URL --study {a.study}", flush=True)
+    procs = [subprocess.Popen([sys.executable, "-m", "synthzoo.cli", "bench-worker", "--storage", a.storage,
+                               "--study", a.study]) for _ in range(a.workers)]
+    rc = max([p.wait() for p in procs], default=0)
+    res = distributed.grid_result(a.storage, a.study)
+    res.to_csv(out, index=False)
+    print(f"# wrote {out}")
+    if plot_grid(res, plot):
+        print(f"# wrote {plot}")
+    cells = res[res["kind"] == "cell"]
+    print(f"# {int((cells['status'] == 'ok').sum())} of {len(cells)} cells ran; "
+          f"{int(res['status'].isin(['pending', 'crashed']).sum())} without a result")
+    return rc
+
+
+def cmd_bench_worker(a) -> int:
+    """`synthzoo bench-worker --storage URL --study NAME`: run cells of a shared grid until it is done."""
+    from synthzoo.bench import distributed
+
+    ran = distributed.grid_worker(a.storage, a.study, heartbeat_interval=a.heartbeat,
+                                  log=lambda s: print(s, flush=True))
+    print(f"# this worker ran {ran} cell(s)", flush=True)
+    return 0
 
 
 def cmd_eval(a) -> int:
@@ -558,7 +597,18 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", help="grid: heatmap PNG (default: the CSV's name with .png)")
     b.add_argument("--root", help="datasets folder (default ../shared/datasets or $SYNTHZOO_DATASETS)")
     b.add_argument("--out", help="write the table as CSV (grid default: bench_grid.csv)")
+    b.add_argument("--storage", help="grid: run the cells as a shared Optuna study in this storage (SQLite file or "
+                                     "PostgreSQL URL); other machines join with bench-worker")
+    b.add_argument("--study", default="synthzoo-grid", help="grid: the shared study's name")
+    b.add_argument("--workers", type=int, default=1, help="grid with --storage: local worker processes to start")
     b.set_defaults(func=cmd_bench)
+
+    bw = sub.add_parser("bench-worker", help="run cells of a shared grid study (synthzoo bench --storage) until done")
+    bw.add_argument("--storage", required=True)
+    bw.add_argument("--study", default="synthzoo-grid")
+    bw.add_argument("--heartbeat", type=int, default=10, help="seconds between heartbeats (a dead worker's cell "
+                                                              "is re-run after 3 missed ones, at once on its host)")
+    bw.set_defaults(func=cmd_bench_worker)
 
     e = sub.add_parser("eval", help="evaluate synthetic against real rows; write an HTML report",
                        description="Score synthetic rows against the real training rows (and, with --test, real "

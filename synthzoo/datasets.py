@@ -4,6 +4,8 @@
   model (no files, no downloads), with the public :class:`Schema` of its design.
 * :func:`make_compas_like` generates a table shaped like ProPublica's COMPAS extract (dates, a
   date given as text, sentinels, rare categories, missing values), with its public schema.
+* :func:`make_wide` generates a table of many mixed columns (100 by default) with known structure
+  (:func:`wide_structure`), for scaling tests.
 * :func:`load_shared` reads ``shared/datasets/<name>/`` (CSV + ``schema.json``).
 * :func:`train_test_split` splits a frame reproducibly (optionally stratified).
 """
@@ -268,6 +270,100 @@ def make_compas_like(n: int = 7214, seed: int = 0) -> tuple[pd.DataFrame, Schema
         "two_year_recid": two_year,
     })
     return df, compas_schema()
+
+
+# -------------------------------------------------------------------------------------------------
+# wide table (many columns, known structure)
+# -------------------------------------------------------------------------------------------------
+def wide_structure(n_columns: int = 100) -> list[dict]:
+    """The public design of :func:`make_wide`: per column its name, kind, size (categories or
+    bounds) and parents (earlier columns it depends on, with weights).  Fixed by ``n_columns`` alone
+    (drawn from a generator seeded by it), so schema and structure are public knowledge."""
+    if isinstance(n_columns, bool) or not isinstance(n_columns, (int, np.integer)) or n_columns < 2:
+        raise ConfigError(f"n_columns must be an integer >= 2, got {n_columns!r}")
+    rng = np.random.default_rng(1_000_003 + int(n_columns))
+    cols = []
+    for j in range(int(n_columns)):
+        r = rng.random()
+        if r < 0.5:
+            kind, spec = "categorical", {"k": int(rng.choice([2, 3, 4, 5, 8, 12, 20]))}
+        elif r < 0.75:
+            kind, spec = "continuous", {"skew": bool(rng.random() < 0.5)}
+        else:
+            kind, spec = "count", {"upper": int(rng.choice([10, 50, 200]))}
+        # a chain to the previous column, and sometimes a second parent further back
+        parents = {}
+        if j:
+            parents[j - 1] = float(rng.choice([-1, 1]) * rng.uniform(0.5, 1.2))
+            if j >= 3 and rng.random() < 0.4:
+                parents[int(rng.integers(0, j - 1))] = float(rng.choice([-1, 1]) * rng.uniform(0.3, 0.9))
+        cols.append({"name": f"{kind[:3]}_{j:03d}", "kind": kind, "parents": parents,
+                     "missing": bool(rng.random() < 0.1), **spec})
+    return cols
+
+
+def wide_schema(n_columns: int = 100) -> Schema:
+    """The public schema of :func:`make_wide`."""
+    out = []
+    for c in wide_structure(n_columns):
+        if c["kind"] == "categorical":
+            out.append(Column(c["name"], "categorical", categories=[f"v{i}" for i in range(c["k"])],
+                              missing=c["missing"]))
+        elif c["kind"] == "continuous":
+            lo, hi = (0.0, 1000.0) if c["skew"] else (-10.0, 10.0)
+            out.append(Column(c["name"], "numerical", lower=lo, upper=hi, missing=c["missing"]))
+        else:
+            out.append(Column(c["name"], "numerical", lower=0, upper=c["upper"], integer=True, missing=c["missing"]))
+    meta = {"name": f"wide_{n_columns}", "target": out[-1].name if out[-1].kind == "categorical" else None,
+            "source": "synthzoo.datasets.make_wide: a Gaussian latent chain with random long-range parents "
+                      "(wide_structure gives it); no real people"}
+    if meta["target"] is not None:
+        meta["task"] = "classification"
+    return Schema(out, {k: v for k, v in meta.items() if v is not None})
+
+
+def make_wide(n: int = 5000, n_columns: int = 100, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
+    """A mixed table of ``n`` rows and ``n_columns`` columns with known structure, and its schema.
+
+    Each column has a standard-normal latent ``z_j = sum_p w_jp z_p + e_j`` (rescaled to unit
+    variance) over its parents in :func:`wide_structure`: the previous column (a chain through the
+    whole table) and, for about 40 % of the columns, one further back.  The latent becomes a
+    categorical column (2-20 levels, by fixed thresholds with uneven level sizes), a continuous one
+    (symmetric on [-10, 10] or log-normal on [0, 1000]) or a count (Poisson, 0 to 10/50/200);
+    about 10 % of the columns have 5 % missing values.  Its 2-way marginals along the chain and the
+    extra edges carry signal, the others are close to independent: the scaling test for marginal
+    methods (how their candidates, model sizes and times grow with the columns) and record models."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ConfigError(f"n must be a positive integer, got {n!r}")
+    structure = wide_structure(n_columns)
+    rng = np.random.default_rng(int(seed))
+    z = np.empty((int(n), len(structure)))
+    data = {}
+    for j, c in enumerate(structure):
+        zj = rng.standard_normal(n)
+        for p, w in c["parents"].items():
+            zj = zj + w * z[:, p]
+        zj = zj / np.sqrt(1.0 + sum(w * w for w in c["parents"].values()))
+        z[:, j] = zj
+        if c["kind"] == "categorical":
+            k = c["k"]
+            cuts = np.quantile(np.random.default_rng(k).standard_normal(4000), np.cumsum(np.linspace(2, 1, k))[:-1]
+                               / np.linspace(2, 1, k).sum())
+            col = np.asarray([f"v{i}" for i in range(k)], dtype=object)[np.searchsorted(cuts, zj)]
+        elif c["kind"] == "continuous":
+            col = np.clip(np.exp(4.0 + 1.0 * zj), 0, 1000) if c["skew"] else np.clip(3.0 * zj, -10, 10)
+            col = np.round(col, 3)
+        else:
+            col = np.clip(rng.poisson(c["upper"] / 10.0 * np.exp(0.5 * zj - 0.125)), 0, c["upper"]).astype(float)
+        if c["missing"]:
+            col = col.astype(object) if c["kind"] == "categorical" else col.astype(float)
+            col[rng.random(n) < 0.05] = np.nan
+        data[c["name"]] = col
+    df = pd.DataFrame(data)
+    for c in structure:  # counts without missing values stay integers
+        if c["kind"] == "count" and not c["missing"]:
+            df[c["name"]] = df[c["name"]].astype(np.int64)
+    return df, wide_schema(n_columns)
 
 
 # -------------------------------------------------------------------------------------------------

@@ -183,3 +183,30 @@ def test_train_test_split_bad_arguments():
         train_test_split(df, stratify="zz")
     with pytest.raises(ConfigError, match="2 rows"):
         train_test_split(df.iloc[:1])
+
+
+def test_wide_table_validates_and_has_its_designed_structure():
+    from synthzoo.datasets import make_wide, wide_schema, wide_structure
+
+    df, schema = make_wide(3000, n_columns=100, seed=0)
+    assert df.shape == (3000, 100) and list(df.columns) == schema.names
+    assert schema.validate(df) is df
+    assert schema.to_dict() == wide_schema(100).to_dict()  # public: fixed by n_columns, not by the rows
+    kinds = {c.kind for c in schema}
+    assert kinds == {"categorical", "numerical"}
+    assert {c.name for c in schema if c.missing} >= {c for c in df.columns if df[c].isna().any()}
+    # the designed chain carries signal between neighbours; far, unlinked columns are near independent
+    structure = wide_structure(100)
+    num = [j for j, c in enumerate(structure) if c["kind"] != "categorical" and not c["missing"]]
+    pairs = [(a, b) for a, b in zip(num, num[1:]) if b == a + 1]
+    assert pairs
+    near = np.mean([abs(df.iloc[:, a].rank().corr(df.iloc[:, b].rank())) for a, b in pairs])
+    far_pairs = [(a, b) for a in num for b in num if b > a + 20 and a not in structure[b]["parents"]][:30]
+    far = np.mean([abs(df.iloc[:, a].rank().corr(df.iloc[:, b].rank())) for a, b in far_pairs])
+    assert near > 0.3 > 0.1 > far
+    b, _ = make_wide(3000, n_columns=100, seed=0)
+    pd.testing.assert_frame_equal(df, b)
+    with pytest.raises(ConfigError, match="n_columns"):
+        make_wide(10, n_columns=1)
+    with pytest.raises(ConfigError, match="n must"):
+        make_wide(0)

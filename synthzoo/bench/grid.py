@@ -144,7 +144,6 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     (PNG heatmaps) when given; ``log`` gets one line per cell as it finishes.
     """
     from ..core.errors import ConfigError
-    from ..pipeline import Synthesizer
 
     selectors, models = list(selectors), list(models)
     epsilons, seeds = [float(e) for e in epsilons], [int(s) for s in seeds]
@@ -163,32 +162,20 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     rows, done = [], 0
     for name, df, sch in loaded:
         train, test = train_test_split(df, test_size=0.2, seed=0)
-        common = {"dataset": name, "n_train": len(train), "n_test": len(test)}
         if references:
-            for label, fake in (("TRAIN", train), ("INDEPENDENT", independent_sample(train, seed=0))):
-                rows.append({**common, "kind": "reference", "selector": "-", "model": label, "epsilon": np.nan,
-                             "seed": 0, "status": "ok", "reason": "", **_grid_score(train, fake, test, sch, ml)})
+            for label in REFERENCES:
+                rows.append(reference_row(name, train, test, sch, label, ml))
                 log(f"[ref] {name} {label}: tvd2={rows[-1]['tvd_2way']:.4f} q3={rows[-1]['query_3way']:.4f}"
                     f"{_ml_txt(rows[-1])}")
-        sdict = sch.to_dict()
         for sel in selectors:
             for mod in models:
-                cfg = grid_config(sel, mod, base, preprocess)
                 for eps in epsilons:
                     for seed in seeds:
                         done += 1
-                        row = {**common, "kind": "cell", "selector": sel, "model": _name(mod), "epsilon": eps,
-                               "seed": seed,
-                               "status": "ok", "reason": ""}
-                        try:  # construction checks names and combination before any data is read
-                            Synthesizer(epsilon=eps, delta=delta, schema=sch, seed=seed, **cfg)
-                        except ConfigError as e:
-                            row.update(status="skipped", reason=str(e))
-                        if row["status"] == "ok":
-                            row.update(_run_cell(train, test, sch, sdict, cfg, eps, delta, seed, isolate,
-                                                 cell_timeout, ml))
-                        rows.append(row)
-                        log(f"[{done}/{total}] {_cell_txt(row)}")
+                        rows.append(cell_row(name, train, test, sch, sel, mod, eps, seed, delta=delta, base=base,
+                                             preprocess=preprocess, isolate=isolate, cell_timeout=cell_timeout,
+                                             ml=ml))
+                        log(f"[{done}/{total}] {_cell_txt(rows[-1])}")
                         if out:  # rewritten after every cell: a long grid stopped midway keeps what it did
                             pd.DataFrame(rows).reindex(columns=GRID_COLUMNS).to_csv(out, index=False)
     res = pd.DataFrame(rows).reindex(columns=GRID_COLUMNS)
@@ -200,6 +187,39 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
         if plot_grid(res, plot):
             log(f"# wrote {plot}")
     return res
+
+
+#: The reference rows of every dataset: the real training rows, and each column resampled alone.
+REFERENCES = ("TRAIN", "INDEPENDENT")
+
+
+def reference_row(name: str, train: pd.DataFrame, test: pd.DataFrame, sch, label: str, ml: bool = True) -> dict:
+    """A reference row (``kind="reference"``): ``TRAIN`` scores the training rows themselves (the
+    floor set by sampling noise), ``INDEPENDENT`` each training column resampled alone."""
+    fake = train if label == "TRAIN" else independent_sample(train, seed=0)
+    return {"dataset": name, "n_train": len(train), "n_test": len(test), "kind": "reference", "selector": "-",
+            "model": label, "epsilon": np.nan, "seed": 0, "status": "ok", "reason": "",
+            **_grid_score(train, fake, test, sch, ml)}
+
+
+def cell_row(name: str, train: pd.DataFrame, test: pd.DataFrame, sch, selector: str, model, epsilon: float,
+             seed: int, delta: float = 1e-5, base: str = "privsyn", preprocess=None, isolate: bool = True,
+             cell_timeout: float | None = None, ml: bool = True) -> dict:
+    """One grid cell, fitted on ``train`` and scored on ``test``: the row :func:`grid` writes
+    (``status`` "skipped" with the reason when the pipeline refuses the combination)."""
+    from ..core.errors import ConfigError
+    from ..pipeline import Synthesizer
+
+    cfg = grid_config(selector, model, base, preprocess)
+    row = {"dataset": name, "n_train": len(train), "n_test": len(test), "kind": "cell", "selector": selector,
+           "model": _name(model), "epsilon": float(epsilon), "seed": int(seed), "status": "ok", "reason": ""}
+    try:  # construction checks names and combination before any data is read
+        Synthesizer(epsilon=epsilon, delta=delta, schema=sch, seed=seed, **cfg)
+    except ConfigError as e:
+        return {**row, "status": "skipped", "reason": str(e)}
+    row.update(_run_cell(train, test, sch, sch.to_dict(), cfg, float(epsilon), delta, int(seed), isolate,
+                         cell_timeout, ml))
+    return row
 
 
 def _run_cell(train, test, sch, sdict, cfg, eps, delta, seed, isolate, timeout, ml) -> dict:

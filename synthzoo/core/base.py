@@ -35,6 +35,10 @@ from .errors import ConfigError, NotFittedError, SchemaError
 from .privacy.ledger import Budget
 from .schema import Column
 
+#: Cells of a model's answers to marginal queries kept between calls (32 MB): an adaptive selector asks
+#: for the same candidates after each round, but thousands of them on a wide table must not pile up.
+ANSWER_CACHE_CELLS = 1 << 22
+
 #: Tags every module has, with their defaults.  ``spends_budget``: it charges the ledger itself;
 #: ``kinds``: column kinds a preprocessor encodes; ``output``: what a preprocessor's encoders make,
 #: integer ``"codes"`` (a Domain), continuous ``"features"`` (a FeatureTable) or ``"tokens"`` (a
@@ -220,6 +224,7 @@ class Model(Module):
         """Mark the model fitted on ``domain`` (and forget cached answers of an earlier fit)."""
         self.domain_ = domain
         self._answers: dict = {}
+        self._answer_cells = 0
 
     def _require_fit(self) -> None:
         if getattr(self, "domain_", None) is None:
@@ -332,8 +337,12 @@ class MeasurementModel(Model):
             raise ConfigError(f"{self._label()}.project: attributes {bad or list(clique)} are not in the domain "
                               "(or repeated)")
         hit = self._answers.get(clique)
-        if hit is None:
-            hit = self._answers[clique] = np.asarray(self._project(clique), dtype=float)
+        if hit is not None:
+            return hit.copy()
+        hit = np.asarray(self._project(clique), dtype=float)
+        if getattr(self, "_answer_cells", 0) + hit.size <= ANSWER_CACHE_CELLS:  # a wide pool cannot fill memory
+            self._answers[clique] = hit
+            self._answer_cells = getattr(self, "_answer_cells", 0) + hit.size
         return hit.copy()
 
     @abc.abstractmethod

@@ -66,22 +66,43 @@ class Domain:
 
 
 MAX_CELLS = 50_000_000
+#: Rows per chunk when counting: the flat cell index of a chunk is the only row-sized temporary.
+CHUNK_ROWS = 1 << 18
 
 
-def count(codes: np.ndarray, shape: Sequence[int]) -> np.ndarray:
-    """Histogram of rows of integer ``codes`` (n, k) over a grid of ``shape``; no Python row loop."""
+def code_dtype(shape: Sequence[int]) -> np.dtype:
+    """The smallest unsigned integer type holding every code of a domain of ``shape`` (codes of a
+    table are stored in it: a few bytes per row instead of eight per value)."""
+    top = max((int(s) for s in shape), default=1)
+    for t in (np.uint8, np.uint16, np.uint32):
+        if top - 1 <= np.iinfo(t).max:
+            return np.dtype(t)
+    return np.dtype(np.int64)
+
+
+def count(codes: np.ndarray, shape: Sequence[int], chunk: int = CHUNK_ROWS, cols=None) -> np.ndarray:
+    """Histogram of rows of integer ``codes`` (n, k) -- or of its columns ``cols`` -- over a grid of
+    ``shape``; no Python row loop.  Rows are counted in chunks, so memory beyond the histogram is
+    one chunk's flat index."""
     shape = tuple(int(s) for s in shape)
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if size > MAX_CELLS:
         raise ValueError(f"marginal with {size:,} cells is too large to count (limit {MAX_CELLS:,})")
-    if codes.shape[1] == 0:
+    if (codes.shape[1] if cols is None else len(cols)) == 0:
         return np.array(float(codes.shape[0]))
-    flat = np.ravel_multi_index(tuple(codes.T), shape) if codes.shape[1] > 1 else codes[:, 0]
-    return np.bincount(flat, minlength=size).astype(float).reshape(shape)
+    out = np.zeros(size, dtype=np.int64)
+    for lo in range(0, codes.shape[0], chunk):
+        part = codes[lo:lo + chunk] if cols is None else codes[lo:lo + chunk][:, list(cols)]
+        flat = np.ravel_multi_index(tuple(part.T), shape) if part.shape[1] > 1 else part[:, 0]
+        out += np.bincount(flat, minlength=size)
+    return out.astype(float).reshape(shape)
 
 
 class EncodedData:
     """Integer-coded records over a :class:`Domain`, with a cache of counted marginals.
+
+    Codes are kept in the smallest unsigned type of the domain (:func:`code_dtype`); marginals are
+    counted in row chunks (:func:`count`).
 
     Examples
     --------
@@ -90,15 +111,20 @@ class EncodedData:
     [0.0, 2.0]
     """
 
+    #: Cells of counted marginals kept in the cache (128 MB): a selector scoring thousands of
+    #: candidates round after round counts each once, and a wide table's pool cannot fill the memory.
+    cache_cells = 1 << 24
+
     def __init__(self, codes: np.ndarray, domain: Domain):
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(domain):
             raise ValueError(f"codes of shape {codes.shape} do not match a domain of {len(domain)} attributes")
         if codes.size and (codes.min() < 0 or np.any(codes.max(axis=0) >= np.array(domain.shape))):
             raise ValueError("codes fall outside the domain")
-        self.codes = codes.astype(np.int64, copy=False)
+        self.codes = codes.astype(code_dtype(domain.shape), copy=False)
         self.domain = domain
         self._cache: dict[Clique, np.ndarray] = {}
+        self._cached_cells = 0
 
     @property
     def n(self) -> int:
@@ -113,8 +139,10 @@ class EncodedData:
         hit = self._cache.get(clique)
         if hit is None:
             idx = [self.domain.index(a) for a in clique]
-            hit = count(self.codes[:, idx], self.domain.project(clique).shape)
-            self._cache[clique] = hit
+            hit = count(self.codes, self.domain.project(clique).shape, cols=idx)
+            if self._cached_cells + hit.size <= self.cache_cells:
+                self._cache[clique] = hit
+                self._cached_cells += hit.size
         return hit
 
 

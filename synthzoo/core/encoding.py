@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .domain import Domain
+from .domain import Domain, code_dtype
 from .errors import ConfigError
 from .schema import Column, Schema, category_key, numeric_values, per_column
 
@@ -49,14 +49,16 @@ class CategoricalEncoder:
         return len(self.groups) if self.column.missing else None
 
     def transform(self, s: pd.Series) -> np.ndarray:
-        na = s.isna().to_numpy()
-        out = np.full(len(s), -1, dtype=np.int64)
-        keys = s[~na].map(category_key)
-        idx = keys.map(self._index)
-        if idx.isna().any():
-            raise ValueError(f"column {self.column.name!r}: values {sorted(set(keys[idx.isna()]))[:5]} "
+        # each distinct value is matched once (factorize), then every row is one array lookup
+        idx, uniques = pd.factorize(s, use_na_sentinel=True)
+        keys = [category_key(u) for u in uniques]
+        pos = np.array([self._index.get(k, -1) for k in keys], dtype=np.int64)
+        if (pos < 0).any():
+            raise ValueError(f"column {self.column.name!r}: values {sorted(k for k, p in zip(keys, pos) if p < 0)[:5]} "
                              "not among the schema's categories")
-        out[~na] = self._code_of[idx.to_numpy(dtype=np.int64)]
+        lookup = np.append(self._code_of[pos], -1) if pos.size else np.array([-1], dtype=np.int64)
+        out = lookup[idx]  # the sentinel -1 (missing) reads the appended -1
+        na = idx < 0
         if na.any():
             if self.missing_code is None:
                 raise ValueError(f"column {self.column.name!r}: missing values but the schema allows none")
@@ -200,8 +202,16 @@ class TableEncoder:
         self.encoders = per_column(schema, encoders)
         self.domain = Domain(schema.names, [self.encoders[c].size for c in schema.names])
 
-    def transform(self, df: pd.DataFrame) -> np.ndarray:
-        return np.stack([self.encoders[c].transform(df[c]) for c in self.schema.names], axis=1)
+    def transform(self, df: pd.DataFrame, chunk: int = 1 << 20) -> np.ndarray:
+        """The (n, d) code matrix in the domain's smallest integer type, filled column by column in
+        row chunks: no frame-sized temporary, only one chunk of one column at a time."""
+        n = len(df)
+        out = np.empty((n, len(self.schema.names)), dtype=code_dtype(self.domain.shape))
+        for j, c in enumerate(self.schema.names):
+            col, enc = df[c], self.encoders[c]
+            for lo in range(0, n, chunk):
+                out[lo:lo + chunk, j] = enc.transform(col.iloc[lo:lo + chunk])
+        return out
 
     def inverse(self, codes: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
         """Raw-typed values: categorical columns as their schema strings, numeric as float (epoch s)."""

@@ -34,20 +34,18 @@ def indif_scores(data: EncodedData) -> tuple[list[tuple[str, str]], np.ndarray]:
 
 
 def model_errors(cliques: list[tuple], data: EncodedData, model) -> np.ndarray:
-    """``||M_r(D) - M_r(model)||_1`` in counts for every clique ``r``, in one vectorised pass.
+    """``||M_r(D) - M_r(model)||_1`` in counts for every clique ``r``.
 
     The model's answers depend on noisy measurements only, so one added or removed record moves
-    each error by at most 1 (one cell of ``M_r(D)`` by one count).
+    each error by at most 1 (one cell of ``M_r(D)`` by one count).  One clique at a time: memory
+    stays at the largest candidate's table (within a selector's model-size cap), not the sum over
+    all candidates (thousands on a wide table).
     """
-    if not cliques:
-        return np.zeros(0)
-    sizes = np.array([data.domain.size(c) for c in cliques], dtype=np.int64)
-    est = []
-    for c, n_c in zip(cliques, sizes):
+    out = np.zeros(len(cliques))
+    for i, c in enumerate(cliques):
+        n_c = data.domain.size(c)
         e = np.asarray(model.project(c), dtype=float).ravel()
         if e.size != n_c:
             raise ConfigError(f"model {model.name!r}: project{tuple(c)} returned {e.size} cells, expected {n_c}")
-        est.append(e)
-    truth = np.concatenate([data.project(c).ravel() for c in cliques])
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    return np.add.reduceat(np.abs(truth - np.concatenate(est)), starts)
+        out[i] = np.abs(data.project(c).ravel() - e).sum()
+    return out

@@ -1,24 +1,23 @@
-"""Private-PGM: a graphical model fitted to noisy marginals, via the ``mbi`` package.
+"""Private-PGM: a graphical model fitted to noisy marginals.
 
 McKenna, Sheldon, Miklau, "Graphical-model based estimation and inference for differential
 privacy" (ICML 2019).  ``fit`` finds the Markov random field whose marginals best match the
 noisy measurements in (inverse-noise) weighted L2 norm, by mirror descent over the marginal
-polytope (the paper's Algorithm 1 with mbi's Armijo step-size rule), built from ``mbi``'s loss
-(``from_linear_measurements``), total estimate and junction-tree message passing.  The whole
-optimisation -- initial marginals, every iteration, final potentials -- is one jitted JAX
-program: calling ``mbi``'s ``Estimator.estimate`` runs its set-up eagerly, which compiles a
-small XLA program per array shape (about 190 for adult, most of the fit's time on a CPU).
+polytope (the paper's Algorithm 1 with ``mbi``'s Armijo step-size rule and Lipschitz bound).
 
-The fitted potentials are then calibrated once on the junction tree in numpy; every later
-question -- ``project`` for an adaptive selector, ``sample`` for records -- is answered in numpy
-from the junction-tree clique marginals, so neither compiles anything per query and sampling
-is seeded from the caller's ``numpy`` generator.
+Estimation runs in :mod:`.pgm_engine` (a flat junction-tree plan; one numba kernel compiled once
+for every model structure, numpy without numba), warm-started between an adaptive selector's
+rounds and stopped once the objective has converged.  ``engine="jax"`` runs the same algorithm
+as one jitted ``mbi`` program instead, compiled per model structure (worth it on a GPU).  The
+engine returns the calibrated junction-tree marginals with the potentials; every later question
+-- ``project`` for an adaptive selector, ``sample`` for records -- is answered in numpy from
+them, within the model-size cap, and sampling is seeded from the caller's ``numpy`` generator.
 
 Post-processing only: the model sees noisy measurements, never records, and spends no budget.
 
-The file is one thing, the PGM model: estimation (the jitted path here, the numpy mirror descent
-in :mod:`.pgm_engine`, warm starts, the model-size cap) and exact inference on its junction
-tree (calibration, marginal queries, sampling), which share the potentials and the tree.
+The file is one thing, the PGM model: estimation (the jitted path here, the engine in
+:mod:`.pgm_engine`, warm starts, the model-size cap) and exact inference on its junction tree
+(marginal queries, sampling), which share the potentials and the tree.
 """
 
 from __future__ import annotations
@@ -45,6 +44,16 @@ _RUN = None
 # cells x iterations the numpy engine is given before the jitted one is worth its compile time:
 # on 2 cores numpy takes ~50 ns per cell-iteration, the compile of a model ~20-40 s
 _NUMPY_WORK = 4e8
+
+
+def _gpu() -> bool:
+    """Whether JAX is installed with a GPU (the jitted engine's case)."""
+    try:
+        import jax
+
+        return any(d.platform == "gpu" for d in jax.devices())
+    except Exception:  # noqa: BLE001 - no jax, or no backend: no GPU
+        return False
 
 
 def _mbi():
@@ -119,11 +128,6 @@ def _aligned(attrs: tuple, arr: np.ndarray, target: tuple) -> np.ndarray:
     return arr.reshape(shape)
 
 
-def _multiply(a_attrs: tuple, a: np.ndarray, b_attrs: tuple, b: np.ndarray) -> tuple[tuple, np.ndarray]:
-    attrs = a_attrs + tuple(x for x in b_attrs if x not in a_attrs)
-    return attrs, _aligned(a_attrs, a, attrs) * _aligned(b_attrs, b, attrs)
-
-
 def _sum_to(attrs: tuple, arr: np.ndarray, keep) -> tuple[tuple, np.ndarray]:
     keep = set(keep)
     axes = tuple(i for i, a in enumerate(attrs) if a not in keep)
@@ -134,28 +138,60 @@ def _safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros(np.broadcast_shapes(num.shape, den.shape)), where=den > 0)
 
 
-def _logsumexp_to(attrs: tuple, arr: np.ndarray, keep) -> tuple[tuple, np.ndarray]:
-    keep = set(keep)
-    axes = tuple(i for i, a in enumerate(attrs) if a not in keep)
-    kept = tuple(a for a in attrs if a in keep)
-    if not axes:
-        return kept, arr
-    top = np.max(arr, axis=axes, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    out = np.log(np.sum(np.exp(arr - top), axis=axes)) + np.squeeze(top, axis=axes)
-    return kept, out
+def _contract(operands: list, keep: tuple, limit: int) -> np.ndarray:
+    """``sum`` over every attribute not in ``keep`` of the product of ``operands`` (``(attrs, table)``
+    pairs), by ``np.einsum``: two operands in one loop that allocates only the result, more with
+    pairwise intermediates of at most ``limit`` cells (or one loop over all indices when no such
+    order exists)."""
+    # first sum each operand over the attributes no other operand and not the result needs
+    reduced = []
+    for i, (attrs, table) in enumerate(operands):
+        need = set(keep).union(*(set(o[0]) for j, o in enumerate(operands) if j != i))
+        if any(a not in need for a in attrs):
+            attrs, table = _sum_to(attrs, table, need)
+        reduced.append((attrs, table))
+    operands = reduced
+    if len(operands) == 1:
+        attrs, table = operands[0]
+        return _aligned(attrs, table, keep) if attrs != keep else table
+    labels: dict[str, int] = {}
+    for attrs, _ in operands:
+        for x in attrs:
+            labels.setdefault(x, len(labels))
+    if len(labels) > 52:  # einsum's label limit (only with many one-value attributes): in turn
+        attrs, table = operands[0]
+        for b_attrs, b in operands[1:]:
+            union = attrs + tuple(x for x in b_attrs if x not in attrs)
+            attrs, table = union, _aligned(attrs, table, union) * _aligned(b_attrs, b, union)
+        return _aligned(*_sum_to(attrs, table, keep), keep)
+    args = []
+    for attrs, table in operands:
+        args += [table, [labels[x] for x in attrs]]
+    out = [labels[x] for x in keep]
+    if len(operands) <= 2:
+        return np.einsum(*args, out, optimize=False)
+    path = np.einsum_path(*args, out, optimize=("greedy", max(int(limit), 1)))[0]
+    return np.einsum(*args, out, optimize=path)
 
 
 class _JunctionTree:
-    """Calibrated junction-tree clique marginals (counts) answering marginal queries and sampling."""
+    """Calibrated junction-tree node marginals (counts) answering marginal queries and sampling.
 
-    def __init__(self, domain: Domain, nodes: list[tuple], edges: list[tuple], potentials: dict, total: float):
+    ``plan`` is the engine's :class:`~synthzoo.models.pgm_engine.Plan` (tree, rooted order) and
+    ``marg`` its calibrated flat node marginals.  A query held by one node is a sum over that node.
+    A query across nodes is variable elimination over the smallest subtree holding it, with
+    intermediates kept within ``limit`` cells: when a message over the query's carried attributes
+    and a separator would exceed it, the query is answered in blocks of values of one query
+    attribute (conditioning), so no array larger than ``limit`` cells -- the model-size cap -- is
+    ever built, however the query straddles the tree."""
+
+    def __init__(self, domain: Domain, plan, marg: np.ndarray, total: float, limit: int):
         self.domain = domain
-        self.nodes = [tuple(c) for c in nodes]
-        self.adj: dict[tuple, list[tuple]] = {c: [] for c in self.nodes}
-        for u, v in edges:
-            self.adj[tuple(u)].append(tuple(v))
-            self.adj[tuple(v)].append(tuple(u))
+        self.nodes = list(plan.order)
+        self.adj = {n: list(plan.adj[n]) for n in self.nodes}
+        self.total = float(total)
+        self.marg = {n: t.copy() for n, t in plan.node_tables(marg).items()}
+        self.limit = max(int(limit), max((t.size for t in self.marg.values()), default=1))
         # connected components (the tree is a forest when attributes are independent)
         self.comp: dict[tuple, int] = {}
         self.roots: list[tuple] = []
@@ -172,87 +208,121 @@ class _JunctionTree:
                         self.comp[v] = self.comp[c]
                         todo.append(v)
         self.home: dict[str, tuple] = {}
-        for c in sorted(self.nodes, key=lambda c: domain.size(c)):  # smallest clique holding each attribute
+        for c in sorted(self.nodes, key=lambda c: domain.size(c)):  # smallest node holding each attribute
             for a in c:
                 self.home.setdefault(a, c)
         missing = [a for a in domain.attrs if a not in self.home]
         if missing:
             raise ConfigError(f"PGM: the junction tree does not cover attributes {missing}")
-        self.total = float(total)
-        self.marg = self._calibrate(potentials)
-
-    def _calibrate(self, potentials: dict) -> dict:
-        """Shafer-Shenoy message passing in log space: every clique's marginal, scaled to the total."""
-        belief = {c: np.zeros(self.domain.project(c).shape) for c in self.nodes}
-        for cl, table in potentials.items():  # each potential goes to the smallest clique holding it
-            host = min((c for c in self.nodes if set(cl) <= set(c)), key=self.domain.size)
-            belief[host] = belief[host] + _aligned(tuple(cl), np.asarray(table, dtype=float), host)
-        msgs: dict[tuple, tuple[tuple, np.ndarray]] = {}
-
-        def send(u, v):
-            table = belief[u]
-            for w in self.adj[u]:
-                if w != v:
-                    m_attrs, m = msgs[(w, u)]
-                    table = table + _aligned(m_attrs, m, u)
-            msgs[(u, v)] = _logsumexp_to(u, table, set(u) & set(v))
-
-        for root in self.roots:
-            order, parent = [root], {root: None}  # breadth-first: parents before children
-            for u in order:
-                for v in self.adj[u]:
-                    if v not in parent:
-                        parent[v] = u
-                        order.append(v)
-            for u in reversed(order[1:]):  # collect towards the root
-                send(u, parent[u])
-            for u in order[1:]:  # distribute from the root
-                send(parent[u], u)
-        marg = {}
-        for c in self.nodes:
-            table = belief[c]
-            for w in self.adj[c]:
-                m_attrs, m = msgs[(w, c)]
-                table = table + _aligned(m_attrs, m, c)
-            table = np.exp(table - np.max(table))
-            marg[c] = table * (self.total / table.sum())
-        return marg
+        self._cond: dict = {}
+        self._cond_cells = 0
 
     # ------------------------------------------------------------------ queries
+    def _conditional(self, v: tuple, parent: tuple) -> np.ndarray:
+        """P(v | separator with ``parent``) as a table over ``v``; cached within the cap."""
+        key = (v, parent)
+        hit = self._cond.get(key)
+        if hit is None:
+            sep = tuple(a for a in v if a in parent)
+            s_attrs, s_tab = _sum_to(v, self.marg[v], sep)
+            hit = _safe_divide(self.marg[v], _aligned(s_attrs, s_tab, v))
+            if self._cond_cells + hit.size <= self.limit:
+                self._cond[key] = hit
+                self._cond_cells += hit.size
+        return hit
+
+    def _subtree(self, q: set, comp: int) -> tuple[tuple, set, dict]:
+        """The smallest subtree holding ``q``: (root, nodes, parent map)."""
+        keep = {c for c in self.nodes if self.comp[c] == comp}
+        changed = True
+        while changed:  # prune leaves holding no query attribute their neighbour lacks
+            changed = False
+            for v in [c for c in self.nodes if c in keep]:
+                nb = [u for u in self.adj[v] if u in keep]
+                if len(keep) > 1 and len(nb) == 1 and (q & set(v)) <= set(nb[0]):
+                    keep.discard(v)
+                    changed = True
+        root = max((c for c in self.nodes if c in keep), key=lambda c: len(q & set(c)))
+        parent, order = {root: None}, [root]
+        for u in order:
+            for w in self.adj[u]:
+                if w in keep and w not in parent:
+                    parent[w] = u
+                    order.append(w)
+        return root, order, parent
+
+    def _eliminate(self, q: tuple, order: list, parent: dict, sizes: dict, ev: dict) -> np.ndarray:
+        """Counts over ``q`` by collecting towards ``order[0]``; ``ev`` restricts attributes to slices."""
+        msgs: dict = {}
+        qs = set(q)
+        for v in reversed(order):
+            p = parent[v]
+            table = self.marg[v] if p is None else self._conditional(v, p)
+            idx = tuple(ev.get(a, slice(None)) for a in v)
+            ops = [(v, table[idx] if ev else table)]
+            carried = set(v) & qs
+            for w in self.adj[v]:
+                if parent.get(w) is v and w in msgs:
+                    ops.append(msgs.pop(w))
+                    carried |= set(ops[-1][0]) & qs
+            keep = tuple(a for a in q if a in carried)
+            if p is not None:
+                keep += tuple(a for a in v if a in p and a not in keep)
+            msgs[v] = (keep, _contract(ops, keep, self.limit))
+        attrs, table = msgs[order[0]]
+        return _aligned(attrs, table, q) if attrs != q else table
+
+    def _peak(self, q: set, order: list, parent: dict, sizes: dict) -> int:
+        """Largest message (cells) the elimination builds, with query attributes of ``sizes``."""
+        below: dict = {}
+        peak = 0
+        for v in reversed(order):
+            carried = set(v) & q
+            for w in self.adj[v]:
+                if parent.get(w) is v:
+                    carried |= below.get(w, set())
+            below[v] = carried
+            attrs = carried | ({a for a in v if a in parent[v]} if parent[v] is not None else set())
+            peak = max(peak, int(np.prod([sizes[a] for a in attrs], dtype=np.float64)))
+        return peak
+
     def _component_marginal(self, query: tuple, comp: int) -> tuple[tuple, np.ndarray]:
-        """Counts over ``query`` (attributes of one tree component), by a collect pass on the
-        smallest subtree holding them: P = prod mu_C / prod mu_S over a connected subtree."""
+        """Counts over ``query`` (attributes of one tree component)."""
         q = set(query)
         holders = [c for c in self.nodes if self.comp[c] == comp and q <= set(c)]
         if holders:
             c = min(holders, key=self.domain.size)
             return _sum_to(c, self.marg[c], q)
-        keep = {c for c in self.nodes if self.comp[c] == comp}
-        changed = True
-        while changed:  # prune leaves that hold no query attribute their neighbour lacks
-            changed = False
-            for v in sorted(keep, key=self.nodes.index):
-                nb = [u for u in self.adj[v] if u in keep]
-                if len(keep) > 1 and len(nb) == 1 and (q & set(v)) <= set(nb[0]):
-                    keep.discard(v)
-                    changed = True
-        root = next(c for c in self.nodes if c in keep)
-        return self._collect(root, None, keep, q)
+        _, order, parent = self._subtree(q, comp)
+        sizes = {a: self.domain[a] for a in self.domain.attrs}
+        if self._peak(q, order, parent, sizes) <= self.limit:
+            return query, self._eliminate(query, order, parent, sizes, {})
+        return query, self._blocked(query, order, parent, sizes, {})
 
-    def _collect(self, v: tuple, parent, keep: set, q: set) -> tuple[tuple, np.ndarray]:
-        attrs, table = v, self.marg[v]
-        if parent is not None:  # conditional of v given its separator with the parent
-            sep = tuple(a for a in v if a in parent)
-            s_attrs, s_tab = _sum_to(v, table, sep)
-            table = _safe_divide(table, _aligned(s_attrs, s_tab, v))
-        for u in self.adj[v]:
-            if u in keep and u != parent:
-                m_attrs, m = self._collect(u, v, keep, q)
-                attrs, table = _multiply(attrs, table, m_attrs, m)
-        keep_attrs = set(q)
-        if parent is not None:
-            keep_attrs |= set(v) & set(parent)
-        return _sum_to(attrs, table, keep_attrs)
+    def _blocked(self, query: tuple, order, parent, sizes: dict, ev: dict) -> np.ndarray:
+        """The query answered in blocks of one attribute's values (conditioning on them), each block
+        small enough that no message exceeds the limit; recursive when one value is still too many."""
+        q = set(query)
+        free = [a for a in query if a not in ev and sizes[a] > 1]
+        if not free:
+            return self._eliminate(query, order, parent, sizes, ev)
+        a = max(free, key=lambda x: sizes[x])
+        one = dict(sizes, **{a: 1})
+        per = self._peak(q, order, parent, one)
+        k = max(1, min(sizes[a], self.limit // max(per, 1)))
+        whole = ev.get(a, slice(0, self.domain[a]))
+        out = np.empty([sizes[x] for x in query])  # blocks are written in place: no second copy
+        ax = query.index(a)
+        for lo in range(whole.start, whole.stop, k):
+            blk = slice(lo, min(lo + k, whole.stop))
+            sub = dict(sizes, **{a: blk.stop - blk.start})
+            sub_ev = dict(ev, **{a: blk})
+            part = (self._eliminate(query, order, parent, sub, sub_ev) if self._peak(q, order, parent, sub) <= self.limit
+                    else self._blocked(query, order, parent, sub, sub_ev))
+            idx = [slice(None)] * len(query)
+            idx[ax] = slice(lo - whole.start, blk.stop - whole.start)
+            out[tuple(idx)] = part
+        return out
 
     def project(self, clique: tuple) -> np.ndarray:
         by_comp: dict[int, list[str]] = {}
@@ -266,7 +336,9 @@ class _JunctionTree:
             if table is None:
                 attrs, table = p_attrs, p
             else:  # independent components: outer product, rescaled to the total
-                attrs, table = _multiply(attrs, table, p_attrs, p / self.total if self.total > 0 else p)
+                p = p / self.total if self.total > 0 else p
+                attrs = attrs + p_attrs
+                table = np.multiply.outer(table, p)
         out = _aligned(attrs, table, tuple(clique))
         return np.asarray(out, dtype=float).reshape(self.domain.project(clique).shape).copy()
 
@@ -372,28 +444,37 @@ def _expand(domain: Domain, pots: dict, cliques: list[tuple]) -> dict | None:
 @register("model", "pgm")
 class PGM(MeasurementModel):
     """Private-PGM (McKenna, Sheldon, Miklau, ICML 2019): a Markov random field fitted to the noisy
-    marginals by mirror descent (``mbi``), sampled from its junction tree.
+    marginals by mirror descent (``mbi``'s algorithm), sampled from its junction tree.
 
     Parameters
     ----------
     iters : int, default 1000
-        Mirror-descent iterations per ``fit``.
+        Most mirror-descent iterations per ``fit``.
     warm_start : bool, default True
         When a ``fit`` receives the measurements of the previous ``fit`` plus new ones (as an
-        adaptive selector such as AIM does every round), start from the previous potentials.
+        adaptive selector such as AIM does every round), start from the previous potentials (and
+        the previous step size; the Armijo rule checks every step).
     max_model_size : float, default 100.0
         Cap in MB on the junction tree (float64 cells, :func:`synthzoo.core.graph.model_size_mb`).
         Exact inference is exponential in the tree width: when the measured marginals would exceed
         the cap (e.g. every pair measured), measurements are kept in the order given -- selectors list
-        the most important first -- skipping those that would break it, with a warning.
+        the most important first -- skipping those that would break it, with a warning.  The cap
+        also bounds every table a marginal query builds (queries across the tree are answered in
+        blocks when their messages would be larger).
     round_iters : int, default 250
-        Iterations of each between-rounds refit an adaptive selector asks for (:meth:`fit_round`);
+        Most iterations of each between-rounds refit an adaptive selector asks for (:meth:`fit_round`);
         warm-started, so a few hundred iterations track the estimate.
     engine : {"auto", "numpy", "jax"}, default "auto"
-        ``"numpy"`` (:mod:`.pgm_engine`, nothing compiled), ``"jax"`` (one jitted program per model
-        structure: faster per iteration, ~20-40 s to compile) or ``"auto"`` (numpy unless
-        junction-tree cells x iterations exceed 4e8).  Both run the same algorithm and agree to
-        ~1e-10 of the marginals.
+        ``"numpy"`` runs :mod:`.pgm_engine` (compiled once by numba when it is installed, nothing
+        compiled per model), ``"jax"`` mbi's jitted program (compiled per model structure: pays off
+        on a GPU), ``"auto"`` the jitted one on a GPU when junction-tree cells x iterations exceed
+        4e8, else numpy.  All run the same algorithm and agree to ~1e-10 of the marginals.
+    tol : float, default 1e-4
+        Stop a ``fit`` once the loss fell by less than ``tol`` (relative) over the last 25
+        iterations: the objective has converged.  0 runs every iteration.
+    round_tol : float, default 1e-3
+        The same for the between-rounds refits (:meth:`fit_round`), whose estimate only ranks
+        the next candidates; the final ``fit`` continues from them with ``tol``.
 
     Examples
     --------
@@ -405,15 +486,18 @@ class PGM(MeasurementModel):
     _parameter_constraints = {
         "iters": [Interval(Integral, 1, None)], "warm_start": [Boolean()],
         "max_model_size": [Interval(Real, 0, None, closed="neither")], "round_iters": [Interval(Integral, 1, None)],
-        "engine": [Options("auto", "numpy", "jax")]}
+        "engine": [Options("auto", "numpy", "jax")], "tol": [Interval(Real, 0, 1, closed="left")],
+        "round_tol": [Interval(Real, 0, 1, closed="left")]}
 
     def __init__(self, iters: int = 1000, warm_start: bool = True, max_model_size: float = 100.0,
-                 round_iters: int = 250, engine: str = "auto"):
+                 round_iters: int = 250, engine: str = "auto", tol: float = 1e-4, round_tol: float = 1e-3):
         self.iters = iters
         self.warm_start = warm_start
         self.max_model_size = max_model_size
         self.round_iters = round_iters
         self.engine = engine
+        self.tol = tol
+        self.round_tol = round_tol
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -433,18 +517,25 @@ class PGM(MeasurementModel):
     def _key(m: Measurement) -> tuple:
         return (m.clique, float(m.sigma), m.noisy.shape, m.noisy.tobytes())
 
+    @property
+    def _limit_cells(self) -> int:
+        """The cap in cells: the largest table a query may build."""
+        return int(float(self.max_model_size) * 2 ** 20 / 8)
+
     def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Estimate the graphical model from noisy marginals (post-processing: spends no budget)."""
-        self._estimate(domain, measurements, int(self.iters), self.engine)
+        self._estimate(domain, measurements, int(self.iters), self.engine, float(self.tol))
 
     def fit_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
-        """An adaptive selector's between-rounds estimate: ``round_iters`` warm-started iterations of
-        the numpy engine (no compilation, and the clique structure changes every round)."""
+        """An adaptive selector's between-rounds estimate: at most ``round_iters`` warm-started
+        iterations of the numpy engine (no compilation per structure, which changes every round),
+        stopped at ``round_tol``."""
         self._estimate(domain, check_measurements(self._label(), domain, measurements), int(self.round_iters),
-                       "numpy")
+                       "numpy", float(self.round_tol))
         return self
 
-    def _estimate(self, domain: Domain, measurements: list[Measurement], iters: int, engine: str) -> None:
+    def _estimate(self, domain: Domain, measurements: list[Measurement], iters: int, engine: str,
+                  tol: float) -> None:
         used = self._within_cap(domain, measurements)
         sigmas = self._stddevs(used)
         meas_cliques = [m.clique for m in used]
@@ -459,15 +550,20 @@ class PGM(MeasurementModel):
         theta = warm if warm is not None else {c: np.zeros(domain.project(c).shape) for c in cliques}
         lip = pgm_engine.lipschitz(domain, cliques, meas_cliques, sigmas)
         nodes, edges = junction_tree(domain, cliques)
-        if engine == "auto":  # numpy unless the iterations would outweigh JAX's compile time
-            cells = sum(domain.size(c) for c in nodes)
-            engine = "numpy" if cells * iters <= _NUMPY_WORK else "jax"
+        plan = pgm_engine.Plan(domain, nodes, edges, cliques, meas_cliques)
+        if engine == "auto":  # numpy unless a GPU makes the jitted program worth its compile time
+            engine = "jax" if plan.N * iters > _NUMPY_WORK and _gpu() else "numpy"
+        alpha = getattr(self, "alpha_", None) if warm is not None else None
+        marg = None
         if engine == "numpy":
-            plan = pgm_engine.Plan(domain, nodes, edges, cliques, meas_cliques)
-            theta = pgm_engine.mirror_descent(plan, [m.noisy for m in used], sigmas, theta, total, iters, lip)
+            res = pgm_engine.mirror_descent(plan, [m.noisy for m in used], sigmas, theta, total, iters, lip,
+                                            tol=tol, alpha=alpha)
+            theta, marg = res.theta, res.marg
+            self.iters_, self.alpha_, self.converged_ = res.iters, res.alpha, res.converged
         else:
             theta = self._jax_fit(domain, used, sigmas, theta, total, iters, lip)
-        self._set_fitted(domain, measurements, theta, total, (nodes, edges))
+            self.iters_, self.alpha_, self.converged_ = iters, None, False
+        self._set_fitted(domain, measurements, theta, total, plan, marg)
         self._keys = keys
         self.warm_started_ = warm is not None
         self.engine_ = engine
@@ -509,10 +605,16 @@ class PGM(MeasurementModel):
         return kept
 
     def _set_fitted(self, domain: Domain, measurements: list[Measurement], pots: dict, total: float,
-                    tree=None) -> None:
+                    plan=None, marg=None) -> None:
+        """Keep the potentials and the calibrated junction tree (calibrated here unless the engine
+        already returned the marginals of ``pots``)."""
         cliques = list(pots)
-        tree = junction_tree(domain, cliques) if tree is None else tree
-        self._tree = _JunctionTree(domain, tree[0], tree[1], pots, total)
+        if plan is None:
+            nodes, edges = junction_tree(domain, cliques)
+            plan = pgm_engine.Plan(domain, nodes, edges, cliques)
+        if marg is None:
+            marg = plan.calibrate(plan.beliefs(plan.flatten(pots)), total)
+        self._tree = _JunctionTree(domain, plan, marg, total, self._limit_cells)
         self._fitted(domain)
         self.measurements_ = measurements
         self.total_ = float(total)

@@ -1,181 +1,368 @@
-"""Mirror descent for Private-PGM in numpy: no compilation, so a changing model costs nothing.
+"""Mirror descent for Private-PGM in numpy: no compilation, few and large array operations.
 
 An adaptive selector (AIM, PrivMRF, RAP++) refits the graphical model after every measurement,
 and every refit has a new set of cliques.  A jitted JAX program is compiled once per clique
 structure -- on adult that compile is most of the round's time.  This engine runs the same
 algorithm (McKenna, Sheldon, Miklau, ICML 2019, Algorithm 1: entropic mirror descent on the
-marginal polytope, ``mbi``'s Armijo step-size rule) with a precomputed plan of numpy
-reductions over the junction tree:
+marginal polytope, ``mbi``'s Armijo step-size rule) on a precomputed :class:`Plan` of the
+junction tree in which every table is a slice of one flat vector:
 
 * potentials live on the maximal measured cliques (as in ``mbi``), so the previous round's
   potentials are a valid warm start for the next round's larger model;
-* calibration is a collect/distribute (Hugin) pass in probability space: beliefs are
-  ``exp(theta - max)``, messages are rescaled to a maximum of 1, so nothing overflows and
-  a message never costs a ``log``;
+* every map between tables -- potentials into their host node, a node onto its separator, a
+  node onto a measured clique, a measurement's gradient back onto its potential -- is one
+  precomputed index array, so it is a single ``bincount`` or gather over all tables at once;
+* calibration is a collect/distribute (Hugin) pass in probability space, batched by tree
+  level: the trees are rooted at their centres and all nodes of one level are computed
+  together, so a pass costs about ten array operations per level whatever the number of
+  nodes.  Beliefs are ``exp(theta - max)`` per node, child messages are combined in log
+  space, nothing overflows;
 * an accepted step's marginals are those of the next iteration, so an iteration costs one
-  calibration (two only when the step is rejected).
+  calibration (two only when the step is rejected);
+* warm-started rounds stop when the objective has converged (``tol``) instead of running a fixed
+  number of iterations.
 
 Loss, gradient and step rule are ``mbi``'s: ``L(mu) = sum_m ||(mu_m - y_m) / sigma_m||^2 / 2``,
 initial step ``2 / (L_grad * total)`` with ``L_grad`` the Lipschitz constant from metadata,
 accept on ``L(mu) - L(mu') >= alpha/2 <grad, mu - mu'>`` and grow alpha by 1 %, else halve it.
+The inner product ``<grad, mu - mu'>`` over the potentials equals ``<w r, M(mu) - M(mu')>`` over
+the measurements (the gradient of a potential is the sum of its measurements' weighted
+residuals), so it costs one dot product over the measured cells.
+
+Memory: the flat vectors hold a few copies of the junction tree (``N`` cells) and the index
+arrays (``int32`` where they fit) about four times ``N`` entries, so a model within a
+``max_model_size`` cap costs a small multiple of that cap.
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 
 import numpy as np
 
 from ..core.domain import Domain
 
+#: The compiled kernels (:mod:`._pgm_numba`), or None: numba missing, or ``SYNTHZOO_PGM_NUMPY=1``
+#: (which runs the numpy path, e.g. to check the two agree).
+try:
+    if os.environ.get("SYNTHZOO_PGM_NUMPY") == "1":
+        raise ImportError("numpy path requested")
+    from . import _pgm_numba as _nb
+except ImportError:  # pragma: no cover - numba is a dependency; the numpy path is the fallback
+    _nb = None
+
+
+def sub_index(domain: Domain, host: tuple, sub: tuple, dtype=np.int64) -> np.ndarray:
+    """For every cell of a table over ``host`` (C order), the flat index of its cell in the table
+    over ``sub`` (a subset of ``host``, in ``sub``'s own axis order); built by broadcasting, so it
+    costs one integer array of the host's size."""
+    shape = [domain[a] for a in host]
+    sub_shape = [domain[a] for a in sub]
+    strides = [1] * len(sub)
+    for k in range(len(sub) - 2, -1, -1):
+        strides[k] = strides[k + 1] * sub_shape[k + 1]
+    idx = np.zeros(shape, dtype=dtype)
+    for k, a in enumerate(sub):
+        ax = host.index(a)
+        view = [1] * len(host)
+        view[ax] = shape[ax]
+        idx += (np.arange(shape[ax], dtype=dtype) * strides[k]).reshape(view)
+    return idx.ravel()
+
+
+def _centre(comp: list, adj: dict) -> tuple:
+    """A centre of a tree (a node of least eccentricity): peel leaves until one or two remain."""
+    if len(comp) <= 2:
+        return comp[0]
+    deg = {n: len(adj[n]) for n in comp}
+    layer = [n for n in comp if deg[n] <= 1]
+    left = len(comp)
+    while left > 2:
+        left -= len(layer)
+        nxt = []
+        for u in layer:
+            for v in adj[u]:
+                deg[v] -= 1
+                if deg[v] == 1:
+                    nxt.append(v)
+        layer = nxt
+    order = {n: i for i, n in enumerate(comp)}
+    return min(layer, key=order.__getitem__)
+
+
+class _Level:
+    """One depth of the rooted forest (numpy path): its nodes' cells are ``[lo, hi)`` of the flat
+    vector, its separators ``[s_lo, s_hi)`` of the flat separator vector."""
+
+    __slots__ = ("lo", "hi", "starts", "cell_node", "s_lo", "s_hi", "sep", "pp_cell", "pp_sep")
+
 
 class Plan:
-    """The reductions of one model structure: junction tree, where each potential and each
-    measurement lives, and the axes every message sums out."""
+    """The flat layout of one model structure: junction tree (nodes ordered by level from the
+    roots), where each potential and each measurement lives, and every index array a mirror-descent
+    iteration needs.  Measurement cliques are optional (a plan for inference only).
+
+    Nodes are numbered in layout order (parents before children); node ``i`` holds the cells
+    ``[node_lo[i], node_lo[i+1])`` of every flat node vector and, when it has a parent, the
+    separator cells ``[sep_lo[i], sep_lo[i+1])`` of every flat separator vector.  ``sep_of[x]`` is the
+    separator cell of node cell ``x``; ``pp[pp_lo[i] + j]`` the separator cell of node ``i`` that cell
+    ``j`` of its parent sums into."""
 
     def __init__(self, domain: Domain, nodes: list[tuple], edges: list[tuple], cliques: list[tuple],
-                 meas_cliques: list[tuple]):
+                 meas_cliques: list[tuple] = ()):
         self.domain = domain
-        self.nodes = [tuple(n) for n in nodes]
-        self.shape = {n: domain.project(n).shape for n in self.nodes}
+        nodes = [tuple(n) for n in nodes]
         self.cliques = [tuple(c) for c in cliques]
-        adj: dict[tuple, list[tuple]] = {n: [] for n in self.nodes}
+        adj: dict[tuple, list[tuple]] = {n: [] for n in nodes}
         for u, v in edges:
             adj[tuple(u)].append(tuple(v))
             adj[tuple(v)].append(tuple(u))
-        # breadth-first order per component: parents before children
-        self.order: list[tuple] = []
+        self.adj = adj
+        # components, each rooted at a centre (fewest levels), breadth first
         self.parent: dict[tuple, tuple | None] = {}
-        for root in self.nodes:
-            if root in self.parent:
+        depth: dict[tuple, int] = {}
+        seen: set = set()
+        by_level: list[list[tuple]] = []
+        for start in nodes:
+            if start in seen:
                 continue
-            self.parent[root] = None
+            comp, queue = [], deque([start])
+            seen.add(start)
+            while queue:
+                u = queue.popleft()
+                comp.append(u)
+                for v in adj[u]:
+                    if v not in seen:
+                        seen.add(v)
+                        queue.append(v)
+            root = _centre(comp, adj)
+            self.parent[root], depth[root] = None, 0
             queue = deque([root])
             while queue:
                 u = queue.popleft()
-                self.order.append(u)
+                if depth[u] == len(by_level):
+                    by_level.append([])
+                by_level[depth[u]].append(u)
                 for v in adj[u]:
-                    if v not in self.parent:
-                        self.parent[v] = u
+                    if v not in depth:
+                        self.parent[v], depth[v] = u, depth[u] + 1
                         queue.append(v)
-        self.children = {n: [v for v in adj[n] if self.parent.get(v) == n] for n in self.nodes}
-        # per non-root node: axes of the node summed out for the upward message, the message's
-        # view in the parent, and the axes of the parent summed out for the downward message
-        self.up: dict[tuple, tuple] = {}
-        for c in self.order:
+        self.order = [n for lvl in by_level for n in lvl]  # parents before children
+        index = {n: i for i, n in enumerate(self.order)}
+        self.size = {n: domain.size(n) for n in self.order}
+        self.shape = {n: tuple(domain[a] for a in n) for n in self.order}
+        sizes = [self.size[n] for n in self.order]
+        self.node_lo = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.offset = {n: int(self.node_lo[i]) for i, n in enumerate(self.order)}
+        self.N = int(self.node_lo[-1])
+        itype = np.int32 if max(self.N, 1) < 2 ** 31 - 1 else np.int64
+        self.itype = itype
+        n_nodes = len(self.order)
+        self.parent_ix = np.array([-1 if self.parent[n] is None else index[self.parent[n]] for n in self.order],
+                                  dtype=np.int64)
+        kids = [[] for _ in range(n_nodes)]
+        for i, p in enumerate(self.parent_ix):
+            if p >= 0:
+                kids[p].append(i)
+        self.child_ptr = np.concatenate([[0], np.cumsum([len(k) for k in kids])]).astype(np.int64)
+        self.child_list = np.array([c for k in kids for c in k], dtype=np.int64)
+
+        # ---- separators: each non-root node's separator with its parent, in the child's axis order
+        sep_sizes, sep_of, pp, pp_lo = [], [], [], np.full(n_nodes, -1, dtype=np.int64)
+        s_pos = pp_pos = 0
+        for i, c in enumerate(self.order):
             p = self.parent[c]
             if p is None:
+                sep_sizes.append(0)
+                sep_of.append(np.zeros(self.size[c], dtype=itype))
                 continue
-            sep_c = tuple(a for a in c if a in p)  # separator, in the child's axis order
-            out_c = tuple(i for i, a in enumerate(c) if a not in p)
-            out_p = tuple(i for i, a in enumerate(p) if a not in c)
-            sep_p = tuple(a for a in p if a in c)  # separator in the parent's order
-            self.up[c] = (out_c, self._shape_in(sep_c, p), out_p, self._shape_in(sep_p, c),
-                          [sep_c.index(a) for a in sep_p])
-        # each potential clique -> its host node (smallest holding it); each measurement -> a clique
-        self.host = {}
+            sep = tuple(a for a in c if a in p)
+            sep_of.append(sub_index(domain, c, sep, itype) + s_pos)
+            pp.append(sub_index(domain, p, sep, itype) + s_pos)
+            pp_lo[i] = pp_pos
+            pp_pos += self.size[p]
+            s_pos += domain.size(sep)
+            sep_sizes.append(domain.size(sep))
+        self.sep_lo = np.concatenate([[0], np.cumsum(sep_sizes)]).astype(np.int64)
+        self.S = int(s_pos)
+        self.sep_of = np.concatenate(sep_of) if sep_of else np.zeros(0, itype)
+        self.pp = np.concatenate(pp) if pp else np.zeros(0, itype)
+        self.pp_lo = pp_lo
+
+        self._by_level = [len(lvl) for lvl in by_level]
+        self._levels = None
+
+        # ---- potentials (flat vector T), their host nodes, and per host node the union of the
+        # potentials it holds (vector U): node -> union -> potential costs |node| + k |union| per
+        # iteration instead of k |node| for a node holding k potentials
+        self.host = {cl: min((n for n in self.order if set(cl) <= set(n)), key=self.size.__getitem__)
+                     for cl in self.cliques}
+        self.t_offset, pos = {}, 0
         for cl in self.cliques:
-            self.host[cl] = min((n for n in self.nodes if set(cl) <= set(n)), key=domain.size)
-        self.pot_view = {cl: self._shape_in(cl, self.host[cl]) for cl in self.cliques}
-        self.pot_perm = {cl: [cl.index(a) for a in self.host[cl] if a in cl] for cl in self.cliques}
-        self.to_clique = {}
+            self.t_offset[cl] = pos
+            pos += domain.size(cl)
+        self.T = pos
+        hosted: dict[tuple, list] = {}
         for cl in self.cliques:
-            h = self.host[cl]
-            out = tuple(i for i, a in enumerate(h) if a not in cl)
-            kept = tuple(a for a in h if a in cl)
-            self.to_clique[cl] = (out, [kept.index(a) for a in cl])
-        self.meas_host = []
-        for mc in meas_cliques:
-            mc = tuple(mc)
+            hosted.setdefault(self.host[cl], []).append(cl)
+        hu_cell, hu_u, ut_u, ut_t, pos = [], [], [], [], 0
+        for h in self.order:
+            if h not in hosted:
+                continue
+            union = tuple(a for a in h if any(a in cl for cl in hosted[h]))
+            hu_cell.append(np.arange(self.size[h], dtype=itype) + self.offset[h])
+            hu_u.append(sub_index(domain, h, union, itype) + pos)
+            for cl in hosted[h]:
+                ut_u.append(np.arange(domain.size(union), dtype=itype) + pos)
+                ut_t.append(sub_index(domain, union, cl, itype) + self.t_offset[cl])
+            pos += domain.size(union)
+        self.U = pos
+        empty = np.zeros(0, itype)
+        self.hu_cell = np.concatenate(hu_cell) if hu_cell else empty
+        self.hu_u = np.concatenate(hu_u) if hu_u else empty
+        self.ut_u = np.concatenate(ut_u) if ut_u else empty
+        self.ut_t = np.concatenate(ut_t) if ut_t else empty
+
+        # ---- measurements: each lives in the smallest potential clique holding it
+        self.meas_cliques = [tuple(m) for m in meas_cliques]
+        self.m_offset, pos = [], 0
+        mt, mm = [], []
+        for mc in self.meas_cliques:
             cl = min((c for c in self.cliques if set(mc) <= set(c)), key=domain.size)
-            out = tuple(i for i, a in enumerate(cl) if a not in mc)
-            kept = tuple(a for a in cl if a in mc)
-            back = [mc.index(a) for a in cl if a in mc]
-            self.meas_host.append((cl, out, [kept.index(a) for a in mc], back, self._shape_in(mc, cl)))
+            self.m_offset.append(pos)
+            mt.append(np.arange(domain.size(cl), dtype=itype) + self.t_offset[cl])
+            mm.append(sub_index(domain, cl, mc, itype) + pos)
+            pos += domain.size(mc)
+        self.M = pos
+        self.mp_t = np.concatenate(mt) if mt else np.zeros(0, itype)
+        self.mp_m = np.concatenate(mm) if mm else np.zeros(0, itype)
 
-    def _shape_in(self, src: tuple, dst: tuple) -> list[int]:
-        """Shape of a table over ``src`` (axes already in ``dst``'s order) broadcast into ``dst``."""
-        return [self.domain[a] if a in src else 1 for a in dst]
+    @property
+    def levels(self) -> list:
+        """Per-level arrays of the numpy path (built on first use: the numba kernel does not need them)."""
+        if self._levels is not None:
+            return self._levels
+        itype, sizes = self.itype, [self.size[n] for n in self.order]
+        levels: list[_Level] = []
+        first = 0
+        for li, count in enumerate(self._by_level):
+            lvl = self.order[first:first + count]
+            L = _Level()
+            a, b = first, first + count
+            first = b
+            L.lo, L.hi = int(self.node_lo[a]), int(self.node_lo[b])
+            L.starts = self.node_lo[a:b] - L.lo
+            L.cell_node = np.repeat(np.arange(len(lvl), dtype=itype), sizes[a:b])
+            L.s_lo, L.s_hi = int(self.sep_lo[a]), int(self.sep_lo[b])
+            if li:
+                L.sep = self.sep_of[L.lo:L.hi] - L.s_lo
+                plo = levels[li - 1].lo
+                L.pp_cell = np.concatenate([np.arange(self.size[self.parent[c]], dtype=itype)
+                                            + (self.offset[self.parent[c]] - plo) for c in lvl])
+                L.pp_sep = self.pp[int(self.pp_lo[a]):int(self.pp_lo[a]) + len(L.pp_cell)] - L.s_lo
+            levels.append(L)
 
-    # ------------------------------------------------------------------ inference
-    def beliefs(self, theta: dict) -> dict:
-        """Node log-potentials: every clique potential added into its host node."""
-        logb = {n: None for n in self.nodes}
-        for cl, t in theta.items():
-            h = self.host[cl]
-            v = np.transpose(t, self.pot_perm[cl]).reshape(self.pot_view[cl])
-            logb[h] = v if logb[h] is None else logb[h] + v
-        return {n: (np.zeros(self.shape[n]) if b is None else np.broadcast_to(b, self.shape[n]))
-                for n, b in logb.items()}
+        self._levels = levels
+        return levels
 
-    def calibrate(self, theta: dict, total: float) -> dict:
-        """Clique marginals (counts summing to ``total``) of the model with potentials ``theta``."""
-        logb = self.beliefs(theta)
-        up_belief, msg = {}, {}
-        for c in reversed(self.order):  # collect: leaves first
-            b = logb[c]
-            u = np.exp(b - b.max())
-            for k in self.children[c]:
-                u = u * msg[k]
-            up_belief[c] = u
-            if self.parent[c] is not None:
-                out_c, view_p, _, _, perm = self.up[c]
-                m = u.sum(axis=out_c) if out_c else u
-                m = np.transpose(m, perm).reshape(view_p)
-                top = m.max()
-                msg[c] = m / top if top > 0 else m
-        marg = {}
-        for c in self.order:  # distribute: roots first
-            p = self.parent[c]
-            if p is None:
-                mu = up_belief[c]
-            else:
-                # the upward message depends on the separator only, so dividing it out after
-                # summing costs a separator-sized division instead of a parent-sized one
-                out_p = self.up[c][2]
-                sep_sum = marg[p].sum(axis=out_p, keepdims=True) if out_p else marg[p]
-                down = np.divide(sep_sum, msg[c], out=np.zeros(sep_sum.shape), where=msg[c] > 0)
-                mu = up_belief[c] * self._to_child(down, p, c)
-            s = mu.sum()
-            if not (s > 0 and np.isfinite(s)):
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the plan's index arrays."""
+        arrays = [self.sep_of, self.pp, self.hu_cell, self.hu_u, self.ut_u, self.ut_t, self.mp_t, self.mp_m]
+        arrays += [getattr(L, k) for L in self._levels or [] for k in ("cell_node", "sep", "pp_cell", "pp_sep")
+                   if hasattr(L, k)]
+        return int(sum(a.nbytes for a in arrays))
+
+    # ------------------------------------------------------------------ flat <-> tables
+    def flatten(self, theta: dict) -> np.ndarray:
+        """Potentials ``{clique: table}`` (clique axis order) as the flat vector ``T``."""
+        return np.concatenate([np.asarray(theta[cl], dtype=float).ravel() for cl in self.cliques]) \
+            if self.cliques else np.zeros(0)
+
+    def tables(self, flat: np.ndarray) -> dict:
+        """The flat vector ``T`` back as ``{clique: table}``."""
+        return {cl: flat[self.t_offset[cl]:self.t_offset[cl] + self.domain.size(cl)].reshape(
+            self.domain.project(cl).shape).copy() for cl in self.cliques}
+
+    def node_tables(self, marg: np.ndarray) -> dict:
+        """A flat node vector (e.g. calibrated marginals) as ``{node: table}`` (views)."""
+        return {n: marg[self.offset[n]:self.offset[n] + self.size[n]].reshape(self.shape[n]) for n in self.order}
+
+    def measured(self, ys: list) -> np.ndarray:
+        """Noisy measurements (in ``meas_cliques`` order) as one flat vector."""
+        return np.concatenate([np.asarray(y, dtype=float).ravel() for y in ys]) if ys else np.zeros(0)
+
+    # ------------------------------------------------------------------ inference (numpy)
+    def beliefs(self, T: np.ndarray) -> np.ndarray:
+        """Node log-potentials (flat): every clique potential added into its host node."""
+        u = np.bincount(self.ut_u, weights=T[self.ut_t], minlength=self.U)
+        return np.bincount(self.hu_cell, weights=u[self.hu_u], minlength=self.N)
+
+    def calibrate(self, logb: np.ndarray, total: float) -> np.ndarray:
+        """Node marginals (flat; counts summing to ``total`` per node) of the model with node
+        log-potentials ``logb``.  Raises :class:`FloatingPointError` when a marginal vanishes or
+        overflows (a step so large that every belief of a node underflows)."""
+        if _nb is not None:
+            out, u, t = np.empty(self.N), np.empty(self.N), np.empty(self.N)
+            lmsg, msg, sepsum = np.empty(self.S), np.empty(self.S), np.empty(self.S)
+            if not _nb.calibrate(logb, float(total), self.node_lo, self.parent_ix, self.child_ptr, self.child_list,
+                                 self.sep_lo, self.sep_of, self.pp, self.pp_lo, out, u, t,
+                                 np.empty(len(self.order)), lmsg, msg, sepsum):
                 raise FloatingPointError("PGM engine: a clique marginal vanished")
-            marg[c] = mu * (total / s)
+            return out
+        return self._calibrate_numpy(logb, total)
+
+    def _calibrate_numpy(self, logb: np.ndarray, total: float) -> np.ndarray:
+        """The numpy path of :meth:`calibrate`, batched by level; messages in log space (a log-sum-exp
+        per separator cell), so no message underflows whatever the potentials."""
+        levels = self.levels
+        lbs, lmsgs = [None] * len(levels), [None] * len(levels)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for li in range(len(levels) - 1, -1, -1):  # collect: deepest level first
+                L = levels[li]
+                lb = logb[L.lo:L.hi]
+                if li + 1 < len(levels):  # the children's messages
+                    C = levels[li + 1]
+                    lb = lb + np.bincount(C.pp_cell, weights=lmsgs[li + 1][C.pp_sep], minlength=L.hi - L.lo)
+                lbs[li] = lb
+                if li:
+                    top = np.full(L.s_hi - L.s_lo, -np.inf)
+                    np.maximum.at(top, L.sep, lb)
+                    top[~np.isfinite(top)] = 0.0
+                    lmsgs[li] = np.log(np.bincount(L.sep, weights=np.exp(lb - top[L.sep]), minlength=top.size)) + top
+            marg = np.empty(self.N)
+            for li, L in enumerate(levels):  # distribute: roots first
+                lb = lbs[li]
+                if li:  # marginal = conditional given the separator x the parent's separator marginal
+                    P = levels[li - 1]
+                    sep_sum = np.bincount(L.pp_sep, weights=marg[P.lo:P.hi][L.pp_cell], minlength=L.s_hi - L.s_lo)
+                    lsep = np.where(sep_sum > 0, np.log(sep_sum) - lmsgs[li], -np.inf)
+                    u = np.exp(lb + lsep[L.sep])
+                else:
+                    top = np.maximum.reduceat(lb, L.starts)
+                    u = np.exp(lb - top[L.cell_node])
+                s = np.add.reduceat(u, L.starts)
+                if not (np.all(s > 0) and np.all(np.isfinite(s))):
+                    raise FloatingPointError("PGM engine: a clique marginal vanished")
+                np.multiply(u, (total / s)[L.cell_node], out=marg[L.lo:L.hi])
         return marg
 
-    def _to_child(self, down: np.ndarray, p: tuple, c: tuple) -> np.ndarray:
-        """A table over the separator (parent's axis order, size-1 elsewhere) viewed in the child."""
-        sep_p = tuple(a for a in p if a in c)
-        down = down.reshape([self.domain[a] for a in sep_p])
-        perm = [sep_p.index(a) for a in c if a in p]
-        return np.transpose(down, perm).reshape(self._shape_in(sep_p, c))
+    def clique_marginals(self, marg: np.ndarray) -> np.ndarray:
+        """Flat marginals over the potential cliques (vector ``T``) from the node marginals."""
+        u = np.bincount(self.hu_u, weights=marg[self.hu_cell], minlength=self.U)
+        return np.bincount(self.ut_t, weights=u[self.ut_u], minlength=self.T)
 
-    def clique_marginals(self, marg: dict) -> dict:
-        out = {}
-        for cl in self.cliques:
-            h = self.host[cl]
-            axes, perm = self.to_clique[cl]
-            m = marg[h].sum(axis=axes) if axes else marg[h]
-            out[cl] = np.transpose(m, perm)
-        return out
+    def measurement_marginals(self, mu_t: np.ndarray) -> np.ndarray:
+        return np.bincount(self.mp_m, weights=mu_t[self.mp_t], minlength=self.M)
 
-    # ---------------------------------------------------------------- loss and gradient
-    def loss_grad(self, mu: dict, ys: list, weights: list) -> tuple[float, dict]:
-        loss = 0.0
-        grad = {cl: np.zeros(mu[cl].shape) for cl in self.cliques}
-        for (cl, out, perm, back, view), y, w in zip(self.meas_host, ys, weights):
-            m = mu[cl].sum(axis=out) if out else mu[cl]
-            r = np.transpose(m, perm) - y
-            loss += 0.5 * w * float(np.vdot(r, r))
-            grad[cl] += (w * np.transpose(r, back)).reshape(view)
-        return loss, grad
+    def gradient(self, wr: np.ndarray) -> np.ndarray:
+        """Gradient over the potentials of ``sum_m w_m ||r_m||^2 / 2`` given the weighted residuals."""
+        return np.bincount(self.mp_t, weights=wr[self.mp_m], minlength=self.T)
 
-    def loss(self, mu: dict, ys: list, weights: list) -> float:
-        loss = 0.0
-        for (cl, out, perm, _, _), y, w in zip(self.meas_host, ys, weights):
-            m = mu[cl].sum(axis=out) if out else mu[cl]
-            r = np.transpose(m, perm) - y
-            loss += 0.5 * w * float(np.vdot(r, r))
-        return loss
+    def node_marginals(self, theta: dict, total: float) -> dict:
+        """Calibrated node marginals ``{node: table}`` of the model with potentials ``theta``."""
+        return self.node_tables(self.calibrate(self.beliefs(self.flatten(theta)), total))
 
 
 def lipschitz(domain: Domain, cliques: list[tuple], meas_cliques: list[tuple], sigmas: list[float]) -> float:
@@ -187,26 +374,76 @@ def lipschitz(domain: Domain, cliques: list[tuple], meas_cliques: list[tuple], s
     return max(blocks.values())
 
 
+#: Iterations over which the relative decrease of the loss is measured for ``tol``.
+WINDOW = 25
+
+
+class Result:
+    """What :func:`mirror_descent` returns: ``theta`` (potentials), ``marg`` (calibrated flat node
+    marginals of ``theta``), ``iters`` run, ``loss`` reached, ``alpha`` (the final step size)."""
+
+    __slots__ = ("theta", "marg", "iters", "loss", "alpha", "converged")
+
+    def __init__(self, theta, marg, iters, loss, alpha, converged):
+        self.theta, self.marg, self.iters, self.loss, self.alpha, self.converged = \
+            theta, marg, iters, loss, alpha, converged
+
+
 def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total: float, iters: int,
-                   lipschitz_constant: float) -> dict:
-    """``iters`` steps of mirror descent from ``theta`` (clique -> log-potential table); returns theta."""
-    weights = [1.0 / max(s, 1e-12) ** 2 for s in sigmas]
-    alpha = 2.0 / (lipschitz_constant * total)
-    mu = plan.clique_marginals(plan.calibrate(theta, total))
-    loss, grad = plan.loss_grad(mu, ys, weights)
+                   lipschitz_constant: float, tol: float = 0.0, alpha: float | None = None,
+                   compiled: bool | None = None) -> Result:
+    """At most ``iters`` steps of mirror descent from ``theta`` (clique -> log-potential table).
+
+    ``tol > 0`` stops early once the loss fell by less than ``tol`` times the larger of the loss and its
+    noise level (half a squared standard deviation per measured cell, ``M / 2``) over the last
+    :data:`WINDOW` iterations -- the objective has converged; ``tol=0`` runs all ``iters``.
+    ``alpha`` starts the step size elsewhere than ``mbi``'s ``2 / (L_grad * total)`` (a warm start
+    passes the previous fit's final step; the Armijo rule still checks every step).  ``compiled``:
+    the numba kernel (default when numba is installed) or the numpy path (False)."""
+    T = plan.flatten(theta)
+    y = plan.measured(ys)
+    w = np.repeat([1.0 / max(s, 1e-12) ** 2 for s in sigmas],
+                  [plan.domain.size(mc) for mc in plan.meas_cliques]) if sigmas else np.zeros(0)
+    a0 = 2.0 / (lipschitz_constant * total)
+    alpha = a0 if alpha is None or not alpha > 0 else float(alpha)
+    if (_nb is not None) if compiled is None else compiled:
+        T, marg, done, loss, alpha, converged = _nb.mirror_descent(
+            T, y, w, float(total), int(iters), float(tol), WINDOW, 0.5 * plan.M, alpha, plan.node_lo, plan.parent_ix,
+            plan.child_ptr, plan.child_list, plan.sep_lo, plan.sep_of, plan.pp, plan.pp_lo, plan.hu_cell,
+            plan.hu_u, plan.ut_u, plan.ut_t, plan.U, plan.mp_t, plan.mp_m)
+        if done == 0 and not loss == loss:
+            raise FloatingPointError("PGM engine: the starting potentials give no finite marginals")
+        return Result(plan.tables(T), marg, int(done), float(loss), float(alpha), bool(converged))
+
+    def evaluate(t):
+        marg = plan._calibrate_numpy(plan.beliefs(t), total)
+        ym = plan.measurement_marginals(plan.clique_marginals(marg))
+        r = ym - y
+        wr = w * r
+        return marg, ym, wr, 0.5 * float(np.dot(r, wr))
+
+    marg, ym, wr, loss = evaluate(T)
+    grad = plan.gradient(wr)
+    hist = [loss]
+    done, converged = 0, False
     for _ in range(int(iters)):
-        new = {cl: theta[cl] - alpha * grad[cl] for cl in theta}
+        done += 1
+        new = T - alpha * grad
         try:
-            mu2 = plan.clique_marginals(plan.calibrate(new, total))
+            marg2, ym2, wr2, loss2 = evaluate(new)
         except FloatingPointError:  # the step drove a belief to underflow: reject it, as mbi's NaN loss does
             alpha *= 0.5
+            hist.append(loss)
             continue
-        loss2 = plan.loss(mu2, ys, weights)
-        gain = sum(float(np.vdot(grad[cl], mu[cl] - mu2[cl])) for cl in theta)
+        gain = float(np.dot(wr, ym - ym2))
         if loss - loss2 >= 0.5 * alpha * gain:
-            theta, mu = new, mu2
-            loss, grad = plan.loss_grad(mu, ys, weights)
+            T, marg, ym, wr, loss = new, marg2, ym2, wr2, loss2
+            grad = plan.gradient(wr)
             alpha *= 1.01
         else:
             alpha *= 0.5
-    return theta
+        hist.append(loss)
+        if tol > 0 and len(hist) > WINDOW and hist[-1 - WINDOW] - loss <= tol * max(loss, 0.5 * plan.M):
+            converged = True
+            break
+    return Result(plan.tables(T), marg, done, loss, alpha, converged)

@@ -33,7 +33,7 @@ import numpy as np
 from ..core.base import Model, Selector, register
 from ..core.domain import Domain, EncodedData, Measurement
 from ..core.errors import ConfigError
-from ..core.graph import model_size_mb
+from ..core.graph import candidate_cells
 from ..core.params import Integral, Interval, Real
 from ..core.privacy import mechanisms
 from ..core.privacy.ledger import Budget
@@ -111,6 +111,7 @@ class AIM(Selector):
         rho_meas = 0.9 * rho / T if private else math.inf
 
         candidates = workload_candidates(domain.attrs, self.degree)  # clique -> weight w_r
+        self._size_cache = None
         measurements = [mechanisms.measure_marginal(data, (a,), budget, rho_meas) for a in domain.attrs]
         measured: list[tuple] = [(a,) for a in domain.attrs]
         model.fit_round(domain, measurements, rng.spawn(1)[0])
@@ -153,19 +154,24 @@ class AIM(Selector):
                 if np.abs(w - z).sum() <= BIAS * sigma * domain.size(cl):
                     rho_sel, rho_meas = 4 * rho_sel, 4 * rho_meas  # epsilon doubled, sigma halved
         self.history_ = history
+        self._size_cache = None  # sizes of this run's last round only
         self.selected_ = [h["clique"] for h in history]
         return measurements
 
 
-    @staticmethod
-    def _filter(domain: Domain, candidates: dict, measured: list, size_limit: float) -> list[tuple]:
-        """Candidates covered by a measured marginal, or whose addition keeps the model under the cap."""
+    def _filter(self, domain: Domain, candidates: dict, measured: list, size_limit: float) -> list[tuple]:
+        """Candidates covered by a measured marginal, or whose addition keeps the model under the cap.
+
+        The junction-tree sizes of all uncovered candidates come from one compiled pass
+        (:func:`~synthzoo.core.graph.candidate_cells`) and are kept until the measured cliques change:
+        a round that measured an already covered marginal reuses them."""
         sets = [frozenset(m) for m in measured]
-        maximal = [s for s in set(sets) if not any(s < o for o in sets)]
-        pool = []
-        for cl in candidates:
-            s = frozenset(cl)
-            if any(s <= m for m in maximal) or \
-                    model_size_mb(domain, [tuple(m) for m in maximal] + [cl]) <= size_limit:
-                pool.append(cl)
-        return pool
+        maximal = [s for s in dict.fromkeys(sets) if not any(s < o for o in sets)]
+        key = frozenset(maximal)
+        open_ = [cl for cl in candidates if not any(frozenset(cl) <= m for m in maximal)]
+        cache = getattr(self, "_size_cache", None)
+        if cache is None or cache[0] != key:
+            cells = candidate_cells(domain, [tuple(m) for m in maximal], open_)
+            cache = self._size_cache = (key, dict(zip(open_, cells * 8 / 2 ** 20)))
+        sizes = cache[1]
+        return [cl for cl in candidates if cl not in sizes or sizes[cl] <= size_limit]

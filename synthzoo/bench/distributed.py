@@ -1,0 +1,256 @@
+"""The ablation grid across processes and machines, on an Optuna study in a shared RDB storage
+(SQLite on one machine, PostgreSQL or MySQL across machines): the storage the tuner already uses
+(:mod:`synthzoo.optuna_storage`), so no new service or dependency.
+
+* :func:`create_grid_study` writes the grid's specification into the study (its user attributes)
+  and enqueues one trial per cell (reference rows included), with the cell's index as its one
+  fixed parameter.
+* :func:`grid_worker` -- any number of them, on any machine that reaches the storage and the data
+  -- pops enqueued trials and runs each cell in a process of its own (:func:`.grid.cell_row`),
+  storing the row in the trial.  Optuna pops a waiting trial atomically (a conditional state
+  change in the database), so two workers never run the same trial.  Optuna's ``GridSampler``
+  is not used: it hands out its cells by trial number and then at random among the unfinished
+  ones, so concurrent workers may run a cell twice (its documentation says so).
+* A worker that dies leaves its trial RUNNING.  Trials carry heartbeats: the next worker to look
+  marks a dead worker's trial failed -- at once when it ran on the same host (its process id is
+  gone), after ``grace_period`` seconds elsewhere -- and Optuna's retry callback enqueues the cell
+  again (``max_retry=1``), so a killed worker's cell is re-run once by another worker.  A cell
+  whose worker dies twice is reported as ``"crashed"``.
+* :func:`grid_result` reads the rows back: every cell exactly once, in the grid's order.
+
+The rows are those of :func:`synthzoo.bench.grid` (same columns, same scoring).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import time
+import warnings
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+SPEC_ATTR = "synthzoo_grid"  # study user attribute: the grid's specification
+ROW_ATTR = "row"  # trial user attribute: the cell's result row (JSON)
+
+
+def _optuna():
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def _open(storage, heartbeat_interval: int = 10, grace_period: int | None = None):
+    from ..optuna_storage import rdb_storage
+
+    return rdb_storage(storage, heartbeat_interval, grace_period or 3 * heartbeat_interval, retry=True)
+
+
+def grid_cells(spec: dict) -> list[dict]:
+    """The cells of a grid specification, in :func:`synthzoo.bench.grid`'s order: per dataset its
+    reference rows, then selector x model x epsilon x seed."""
+    cells = []
+    for data in spec["data"]:
+        if spec.get("references", True):
+            cells += [{"data": data, "reference": label} for label in ("TRAIN", "INDEPENDENT")]
+        for sel in spec["selectors"]:
+            for mod in spec["models"]:
+                for eps in spec["epsilons"]:
+                    for seed in spec["seeds"]:
+                        cells.append({"data": data, "selector": sel, "model": mod, "epsilon": eps, "seed": seed})
+    return cells
+
+
+def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str = ("adult",),
+                      selectors: Iterable[str] = ("indif", "mst", "aim"), models: Iterable = ("gum", "pgm"),
+                      epsilons: Iterable = (0.2, 1.0, 5.0), seeds: Iterable[int] = (0,), delta: float = 1e-5,
+                      schema: str | None = None, base: str = "privsyn", preprocess=None,
+                      cell_timeout: float | None = None, ml: bool = True, references: bool = True,
+                      root: str | None = None) -> int:
+    """Create the study ``study_name`` in ``storage`` holding the grid and one enqueued trial per cell;
+    returns the number of cells.  An existing study of that name with the same grid is joined as it
+    is (nothing enqueued twice); one with another grid is an error.  The arguments are those of
+    :func:`synthzoo.bench.grid`; ``data`` names shared datasets (or CSV paths, then with ``schema``, a
+    JSON path) that every worker's machine can read."""
+    from ..core.errors import ConfigError
+
+    optuna = _optuna()
+    names = [data] if isinstance(data, str) else list(data)
+    spec = {"data": names, "selectors": list(selectors), "models": list(models),
+            "epsilons": [float(e) for e in epsilons], "seeds": [int(s) for s in seeds], "delta": float(delta),
+            "schema": schema, "base": base, "preprocess": None if preprocess is None else list(preprocess),
+            "cell_timeout": cell_timeout, "ml": bool(ml), "references": bool(references), "root": root}
+    if not spec["selectors"] or not spec["models"] or not spec["epsilons"] or not spec["seeds"] or not names:
+        raise ConfigError("grid needs at least one dataset, selector, model, epsilon and seed")
+    if cell_timeout is not None and not cell_timeout > 0:
+        raise ConfigError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
+    spec = json.loads(json.dumps(spec))
+    rdb = _open(storage)
+    study = optuna.create_study(storage=rdb, study_name=study_name, direction="minimize", load_if_exists=True)
+    have = study.user_attrs.get(SPEC_ATTR)
+    cells = grid_cells(spec)
+    if have is not None:
+        if have != spec:
+            raise ConfigError(f"study {study_name!r} already holds another grid; choose another --study name")
+        return len(cells)
+    if study.trials:
+        raise ConfigError(f"study {study_name!r} exists and is not a synthzoo grid")
+    study.set_user_attr(SPEC_ATTR, spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # enqueue_trial is "experimental" in some Optuna versions
+        for i in range(len(cells)):
+            study.enqueue_trial({"cell": i}, skip_if_exists=False)
+    return len(cells)
+
+
+def _json_row(row: dict) -> str:
+    def clean(v):
+        if isinstance(v, (np.floating, float)):
+            return None if not math.isfinite(float(v)) else float(v)
+        if isinstance(v, np.integer):
+            return int(v)
+        if isinstance(v, np.bool_):
+            return bool(v)
+        return v
+
+    return json.dumps({k: clean(v) for k, v in row.items()})
+
+
+class _Data:
+    """Each dataset loaded and split once per worker (80/20, seed 0, as :func:`.grid.grid`)."""
+
+    def __init__(self, spec: dict):
+        self.spec, self.cache = spec, {}
+
+    def __call__(self, name: str):
+        if name not in self.cache:
+            from ..datasets import train_test_split
+            from .grid import _load
+
+            label, df, sch = _load(name, self.spec.get("schema"), self.spec.get("root"))
+            train, test = train_test_split(df, test_size=0.2, seed=0)
+            self.cache[name] = (label, train, test, sch)
+        return self.cache[name]
+
+
+def run_cell(spec: dict, cell: dict, data: Callable) -> dict:
+    """The result row of one cell of ``spec`` (fitted in a process of its own)."""
+    from .grid import cell_row, reference_row
+
+    label, train, test, sch = data(cell["data"])
+    if "reference" in cell:
+        return reference_row(label, train, test, sch, cell["reference"], spec["ml"])
+    return cell_row(label, train, test, sch, cell["selector"], cell["model"], cell["epsilon"], cell["seed"],
+                    delta=spec["delta"], base=spec["base"], preprocess=spec["preprocess"], isolate=True,
+                    cell_timeout=spec["cell_timeout"], ml=spec["ml"])
+
+
+def _cell_state(study, n_cells: int) -> tuple[set, set, set, bool]:
+    """(cells with a result, cells whose retries are used up, cells queued or running, any trial waiting)."""
+    optuna = _optuna()
+    S = optuna.trial.TrialState
+    done, failed, live, waiting = set(), {}, set(), False
+    for t in study.get_trials(deepcopy=False):
+        cell = t.params.get("cell", t.system_attrs.get("fixed_params", {}).get("cell"))
+        if cell is None:
+            continue
+        if t.state == S.COMPLETE and ROW_ATTR in t.user_attrs:
+            done.add(cell)
+        elif t.state == S.FAIL:
+            failed[cell] = failed.get(cell, 0) + 1
+        elif t.state in (S.RUNNING, S.WAITING):
+            live.add(cell)
+            waiting |= t.state == S.WAITING
+    crashed = {c for c, n in failed.items() if n >= 2 and c not in done and c not in live}
+    return done, crashed, live, waiting
+
+
+def grid_worker(storage: str, study_name: str, heartbeat_interval: int = 10, grace_period: int | None = None,
+                poll: float = 2.0, max_cells: int | None = None, log: Callable[[str], None] = print) -> int:
+    """Run cells of the grid study until every cell has a result (or its worker died twice); returns
+    how many cells this worker ran.  Safe to start any number of times, on any machine."""
+    from ..core.errors import ConfigError
+    from ..optuna_storage import fail_dead_local_trials
+    from .grid import _cell_txt
+
+    optuna = _optuna()
+    rdb = _open(storage, heartbeat_interval, grace_period)
+    try:
+        study = optuna.load_study(study_name=study_name, storage=rdb)
+    except KeyError:
+        raise ConfigError(f"no study {study_name!r} in the storage: create the grid first "
+                          "(synthzoo bench --storage ... --study ... --select ... --model ...)") from None
+    spec = study.user_attrs.get(SPEC_ATTR)
+    if spec is None:
+        raise ConfigError(f"study {study_name!r} is not a synthzoo grid")
+    cells = grid_cells(spec)
+    data = _Data(spec)
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    ran = 0
+
+    def objective(trial):
+        nonlocal ran
+        fixed = study._storage.get_trial_system_attrs(trial._trial_id).get("fixed_params", {})
+        if "cell" not in fixed:  # a trial the sampler made because no cell was waiting: not a cell
+            trial.set_user_attr("surplus", True)
+            raise optuna.TrialPruned("no cell was waiting")
+        i = trial.suggest_int("cell", 0, len(cells) - 1)  # the enqueued value
+        trial.set_user_attr("worker", me)  # a dead worker on this host is seen at once
+        retry = study._storage.get_trial_system_attrs(trial._trial_id).get("failed_trial")
+        row = run_cell(spec, cells[i], data)
+        row["worker"] = me
+        trial.set_user_attr(ROW_ATTR, _json_row(row))
+        ran += 1
+        head = f"[cell {i + 1}/{len(cells)}{' (re-run of a dead worker)' if retry is not None else ''}]"
+        log(f"{head} {_cell_txt(row) if row.get('kind') == 'cell' else row['dataset'] + ' ' + row['model']}")
+        v = row.get("tvd_2way")
+        return float(v) if isinstance(v, float) and math.isfinite(v) else 0.0
+
+    while max_cells is None or ran < max_cells:
+        fail_dead_local_trials(study, retry=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        done, crashed, live, waiting = _cell_state(study, len(cells))
+        if len(done | crashed) >= len(cells):
+            break
+        if not waiting:  # the rest is running elsewhere: wait (its worker may die and its cell return)
+            time.sleep(poll)
+            continue
+        study.optimize(objective, n_trials=1, catch=())
+    return ran
+
+
+def grid_result(storage: str, study_name: str) -> pd.DataFrame:
+    """The grid's rows (columns of :data:`synthzoo.bench.GRID_COLUMNS` plus ``worker``): one per cell,
+    in the grid's order; a cell without a result says ``"crashed"`` (its worker died twice) or
+    ``"pending"``."""
+    from .grid import GRID_COLUMNS
+
+    optuna = _optuna()
+    study = optuna.load_study(study_name=study_name, storage=_open(storage))
+    spec = study.user_attrs[SPEC_ATTR]
+    cells = grid_cells(spec)
+    rows: dict[int, dict] = {}
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        if ROW_ATTR in t.user_attrs and "cell" in t.params:
+            rows.setdefault(int(t.params["cell"]), json.loads(t.user_attrs[ROW_ATTR]))
+    _, crashed, _, _ = _cell_state(study, len(cells))
+    out = []
+    for i, cell in enumerate(cells):
+        if i in rows:
+            out.append(rows[i])
+            continue
+        status = "crashed" if i in crashed else "pending"
+        out.append({"dataset": cell["data"], "kind": "reference" if "reference" in cell else "cell",
+                    "selector": cell.get("selector", "-"), "model": cell.get("reference") or cell.get("model"),
+                    "epsilon": cell.get("epsilon", np.nan), "seed": cell.get("seed", 0), "status": status,
+                    "reason": "the worker process running this cell died twice" if status == "crashed" else ""})
+    res = pd.DataFrame(out).reindex(columns=GRID_COLUMNS + ["worker"])
+    res.attrs["cells"] = len(cells)
+    return res

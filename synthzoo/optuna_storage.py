@@ -1,0 +1,103 @@
+"""Optuna RDB storage in one place: what the tuner (:mod:`tuning`) and the distributed ablation grid
+(:mod:`synthzoo.bench.distributed`) both open -- a SQLite file, PostgreSQL or MySQL URL with
+heartbeats, so a worker killed mid-trial leaves a trial that any other worker marks failed (at
+once on the same host, whose dead process id it sees; elsewhere after the grace period) and
+re-enqueues with its parameters."""
+
+from __future__ import annotations
+
+import os
+import socket
+import warnings
+from pathlib import Path
+
+
+def rdb_storage(storage, heartbeat_interval=None, grace_period=None, retry: bool = True):
+    """An RDB storage for ``storage`` (URL, file path, or an optuna storage object, used as is).
+    ``retry``: re-enqueue a dead worker's trial with its parameters (off in accounted mode, whose
+    runs must each draw a fresh configuration; the dead run still counts)."""
+    import optuna
+
+    url = storage
+    if not isinstance(url, str):
+        return url  # an optuna storage object
+    if not url.startswith(("sqlite:", "postgresql", "mysql")):
+        url = f"sqlite:///{Path(url).resolve()}"  # a plain file path
+    url = pg_driver(url)
+    kw = {}
+    if heartbeat_interval:
+        # a worker killed mid-trial leaves a RUNNING trial; the heartbeat lets any later worker mark
+        # it failed and re-enqueue its parameters, so the study stays resumable
+        kw = {"heartbeat_interval": int(heartbeat_interval), "grace_period": int(grace_period or 3 * heartbeat_interval)}
+        if retry:
+            kw.update(_retry_callback_kw())
+    engine = {"pool_pre_ping": True} if url.startswith("postgresql") else None
+    if url.startswith("sqlite:"):  # several local workers write to one file: wait for its lock
+        engine = {"connect_args": {"timeout": 60}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat: stable in practice
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine, **kw)
+
+
+def redact(url: str) -> str:
+    """The storage URL without its password (it goes into saved metadata)."""
+    import re
+
+    return re.sub(r"(//[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def fail_dead_local_trials(study, retry: bool = True) -> None:
+    """Mark FAIL the running trials of workers on this host whose process is gone (a killed run),
+    so a resumed study re-runs them at once instead of waiting for the heartbeat grace period
+    (``retry=False``, accounted mode: failed only; a run that started still counts)."""
+    import optuna
+
+    host = socket.gethostname()
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        w_host, _, pid = str(t.user_attrs.get("worker", "")).rpartition(":")
+        if w_host != host or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            try:
+                study._storage.set_trial_state_values(t._trial_id, state=optuna.trial.TrialState.FAIL)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue  # another worker saw it first and failed (and re-enqueued) it
+            if retry:  # re-enqueued with its parameters, as the heartbeat's retry callback does
+                retry_callback(optuna)[1](study, study._storage.get_trial(t._trial_id))
+        except PermissionError:
+            pass  # alive, another user's
+
+
+def finished_states():
+    import optuna
+
+    return (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+
+
+def retry_callback(optuna):
+    """Optuna's callback that re-enqueues a stale trial's parameters (renamed in Optuna 4.9)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "experimental" notice
+        if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
+            return "heartbeat_stale_trial_callback", optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)
+        return "failed_trial_callback", optuna.storages.RetryFailedTrialCallback(max_retry=1)
+
+
+def _retry_callback_kw() -> dict:
+    import optuna
+
+    name, cb = retry_callback(optuna)
+    return {name: cb}
+
+
+def pg_driver(url: str) -> str:
+    """SQLAlchemy 2.1 reads a bare ``postgresql://`` as psycopg 3; use psycopg2 when only it is installed."""
+    if not url.startswith("postgresql://"):
+        return url
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+        return "postgresql+psycopg2://" + url[len("postgresql://"):]
+    return url
