@@ -76,25 +76,28 @@ class GowerSpace:
 
     def block(self, a: dict, ia: slice, b: dict) -> np.ndarray:
         """Gower distances between rows ``ia`` of ``a`` and all rows of ``b``."""
-        d = np.zeros((ia.stop - ia.start, b["n"]), dtype=np.float64)
-        if a["n_cat"] and self.weighted:
-            d += a["ohw"][ia] @ b["ohc"].T
-        elif a["n_cat"]:
-            d += a["n_cat"] - a["oh"][ia] @ b["oh"].T
+        d = None
         if a["num"].shape[1]:
             an, bn = a["num"][ia], b["num"]
             anan, bnan = a["nan"][ia], b["nan"]
             has_nan = anan.any(0) | bnan.any(0)
             clean = ~has_nan
             if clean.any():
-                d += cdist(an[:, clean], bn[:, clean], metric="cityblock")
+                d = cdist(an[:, clean], bn[:, clean], metric="cityblock")
             for k in np.nonzero(has_nan)[0]:
                 diff = np.abs(an[:, k][:, None] - bn[:, k][None, :])
                 ma, mb = anan[:, k][:, None], bnan[:, k][None, :]
                 diff[ma & mb] = 0.0
                 diff[ma ^ mb] = self.w_num[k]
-                d += diff
-        d /= self.total
+                d = diff if d is None else np.add(d, diff, out=d)
+        if d is None:
+            d = np.zeros((ia.stop - ia.start, b["n"]), dtype=np.float64)
+        if a["n_cat"] and self.weighted:
+            d += a["ohw"][ia] @ b["ohc"].T
+        elif a["n_cat"]:  # mismatches = columns - matches (one float32 product, added in place)
+            d += a["n_cat"]
+            np.subtract(d, a["oh"][ia] @ b["oh"].T, out=d)
+        d *= 1.0 / self.total
         return d
 
     def rowwise(self, a: dict, ia: np.ndarray, b: dict, ib: np.ndarray) -> np.ndarray:
@@ -124,10 +127,14 @@ class GowerSpace:
         for start in range(0, query["n"], block_rows):
             sl = slice(start, min(start + block_rows, query["n"]))
             d = self.block(query, sl, ref)
-            if k == 1:  # the first of tied nearest rows: deterministic, and cheaper than a partition
+            if k <= 2:  # argmin passes: the first of tied nearest rows, and cheaper than a partition
+                r = np.arange(d.shape[0])
                 i = d.argmin(axis=1)
-                dist[sl, 0] = d[np.arange(len(i)), i]
-                idx[sl, 0] = i
+                dist[sl, 0], idx[sl, 0] = d[r, i], i
+                if k == 2:
+                    d[r, i] = np.inf
+                    j = d.argmin(axis=1)
+                    dist[sl, 1], idx[sl, 1] = d[r, j], j
                 continue
             if k < d.shape[1]:
                 part = np.argpartition(d, k - 1, axis=1)[:, :k]
