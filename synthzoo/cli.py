@@ -150,7 +150,8 @@ def cmd_eval(a) -> int:
     from synthzoo.metrics import evaluate_files
 
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
-    table = evaluate_files(a.real, a.fake, test=a.test, schema=a.schema, out=a.out, metrics=metrics)
+    table = evaluate_files(a.real, a.fake, test=a.test, schema=a.schema, out=a.out, metrics=metrics,
+                           risk=getattr(a, "risk", None))
     with pd.option_context("display.width", 160):
         print(table.drop(columns="description").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print(f"# wrote {a.out}")
@@ -271,13 +272,20 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", help="write the table as CSV (grid default: bench_grid.csv)")
     b.set_defaults(func=cmd_bench)
 
-    e = sub.add_parser("eval", help="evaluate synthetic against real rows; write an HTML report")
-    e.add_argument("real")
-    e.add_argument("fake")
-    e.add_argument("--test")
-    e.add_argument("--schema")
-    e.add_argument("--out", default="report.html")
-    e.add_argument("--metrics", help="comma-separated metric names (default: all fast ones)")
+    from synthzoo.metrics.evaluate import METRICS, PRESETS
+    e = sub.add_parser("eval", help="evaluate synthetic against real rows; write an HTML report",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="metric sets: " + ", ".join(f"{k} ({len(v)} metrics)" for k, v in PRESETS.items())
+                       + "; groups: fidelity, utility (the default adds the core privacy metrics)\nmetrics:\n"
+                       + "\n".join(f"  {k:22s} {v[2]}" for k, v in METRICS.items()))
+    e.add_argument("real", help="training CSV (the rows the synthesizer was fitted on)")
+    e.add_argument("fake", help="synthetic CSV")
+    e.add_argument("--test", help="real held-out CSV (needed by the ML and privacy metrics)")
+    e.add_argument("--schema", help="public schema JSON (default: inferred from REAL, with a warning)")
+    e.add_argument("--out", default="report.html", help="HTML report (default report.html)")
+    e.add_argument("--metrics", help="comma-separated metric names or sets: fast, full, privacy, fidelity, "
+                                     "utility (default: the fidelity, utility and privacy groups); see below")
+    e.add_argument("--risk", help="a risk-response CSV (benchmarks/bench_risk.py --out) to plot in the report")
     e.set_defaults(func=cmd_eval)
 
     t = sub.add_parser("tune", help="tune a preset with Optuna (fidelity + MLA + query error), privacy stated")
