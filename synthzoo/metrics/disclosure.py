@@ -156,7 +156,10 @@ def epsilon_identifiability(train, synthetic, schema: Schema, holdout=None) -> d
     under the Gower distance weighted by 1 / entropy of each column (rare-valued columns count
     more).  With ``holdout``, ``privacy_loss`` = eps(train) - eps(holdout), the holdout's share
     computed the same way (SynthEval divides the holdout's count by the number of *training*
-    rows; here each share has its own denominator)."""
+    rows; here each share has its own denominator).  A verbatim copy of the training rows scores 1
+    here, as the definition says; SynthEval 1.7 scores it 0, because its ``_knn_distance`` skips the
+    first neighbour whenever the two arrays are equal (``np.array_equal``), so the synthetic rows'
+    distances become the training rows' leave-one-out distances."""
     t = _tables(train, synthetic, holdout, schema)
     space = GowerSpace(t.schema, weights=_entropy_weights(t.train, t.schema))
 
