@@ -117,6 +117,13 @@ def plain_warnings():
         warnings.showwarning = old
 
 
+def _existing(path, role: str) -> str:
+    if not Path(path).exists():
+        from .core.errors import ConfigError
+        raise ConfigError(f"{role}: file {str(path)!r} not found")
+    return path
+
+
 def _schema(path):
     import synthzoo as sz
 
@@ -380,6 +387,7 @@ def cmd_eval(a) -> int:
     from synthzoo.core.schema import Schema
     from synthzoo.metrics import evaluate, write_html_report
     from synthzoo.metrics.evaluate import _resolve_metrics, _task_of
+    from synthzoo.metrics.html import read_risk_csv
 
     schema = _schema(a.schema)
     csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "schema": schema}
@@ -391,25 +399,28 @@ def cmd_eval(a) -> int:
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
     steps = _eval_steps(_resolve_metrics(metrics, test is not None, False, _task_of(schema)))
     live = sys.stderr.isatty()
-    tables, timings = [], {}
+    tables, timings, details = [], {}, {}
     bar = progress_bar(steps, total=len(steps), desc="eval", enabled=live)
     for step in bar:
         label = "ML metrics" if step[0].startswith("ml_") else "privacy attacks" if len(step) > 1 else step[0]
         if live:
             bar.set_description(f"eval: {label}")
         t0 = time.perf_counter()
-        table, details = evaluate(real, fake, test=test, schema=schema, metrics=step, seed=a.seed,
-                                  return_details=True)
+        table, got = evaluate(real, fake, test=test, schema=schema, metrics=step, seed=a.seed,
+                              return_details=True)
         tables.append(table)
-        for k, v in details["timings"].items():
+        for k, v in got.pop("timings").items():
             timings[k] = timings.get(k, 0.0) + v
+        details.update({k: v for k, v in got.items() if v is not None})  # ROC curves, ML detail, MDS
         if not live:
             print(f"  [synthzoo] eval: {label} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr, flush=True)
     table = pd.concat(tables, ignore_index=True)
     notes = {f"time ({k})": f"{v:.1f} s" for k, v in timings.items()}
     if test is None:
         notes["privacy / ML"] = "no --test rows given: ML and privacy metrics need real held-out rows and were skipped"
-    write_html_report(a.out, table, real, fake, schema, notes=notes)
+    risk = None if a.risk is None else read_risk_csv(_existing(a.risk, "risk"))
+    write_html_report(a.out, table, real, fake, schema, notes=notes, details={**details, "timings": timings},
+                      risk=risk)
     with pd.option_context("display.width", 160):
         print(table.drop(columns="description").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print(f"# wrote {a.out}")
@@ -491,10 +502,11 @@ def cmd_tune(a) -> int:
 
 def _metric_help() -> str:
     """``--metrics`` help, from the names synthzoo.metrics defines (so it never goes stale)."""
-    from synthzoo.metrics.evaluate import GROUPS, METRICS
+    from synthzoo.metrics.evaluate import GROUPS, METRICS, PRESETS
 
-    return ("comma-separated metric names or groups (default: every metric that applies: ML metrics need the "
-            "schema's target and --test, privacy metrics --test). Groups: "
+    return ("comma-separated metric names, groups or sets (default: every metric of the groups that applies: ML "
+            "metrics need the schema's target and --test, privacy metrics --test). Sets (as SynthEval's): "
+            + "; ".join(f"{k} ({len(v)} metrics)" for k, v in PRESETS.items()) + ". Groups: "
             + "; ".join(f"{g} = {', '.join(m)}" for g, m in GROUPS.items())
             + ". Metrics: " + ", ".join(m for m in METRICS if m != "mds")).replace("%", "%%")
 
@@ -621,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", default="report.html", help="HTML report to write (default report.html)")
     e.add_argument("--metrics", help=_metric_help())
     e.add_argument("--seed", type=int, default=0, help="seed of the metrics' own randomness (default 0)")
+    e.add_argument("--risk", help="a risk-response CSV (benchmarks/bench_risk.py --out) to plot in the report")
     _csv_options(e)
     e.set_defaults(func=cmd_eval)
 

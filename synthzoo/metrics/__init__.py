@@ -19,6 +19,13 @@ from .privacy import (dcr_risk, domias_auc, identical_match_share, inference_ris
 from .evaluate import METRICS, evaluate
 from .html import evaluate_files, write_html_report
 from .wasserstein import wasserstein_fidelity, wasserstein_marginals
+from .statistical import (ci_overlap, correlation_difference, dimensionwise_means, hellinger_distance, ks_test,
+                          mutual_information_difference, pca_difference, pmse)
+from .disclosure import attribute_disclosure, epsilon_identifiability, hitting_rate, mia_classifier, nnaa
+from .mia import NO_BOX_ATTACKS, groundhog_attack, membership_attacks, roc_summary
+from .ml import auroc_difference, ml_cross_validated
+from .risk import LEVELS, canaries, canary_exposure, correlation_matrix, risk_response
+from .evaluate import PRESETS
 
 __all__ = [
     "OutOfSchemaWarning", "association_difference", "association_matrices", "BASELINES", "baseline_tables",
@@ -29,4 +36,9 @@ __all__ = [
     "dcr_risk", "domias_auc", "identical_match_share", "inference_risk", "linkability_risk", "normalised_risk",
     "nndr_risk", "privacy_scores", "singling_out_risk", "METRICS", "evaluate", "evaluate_files",
     "write_html_report", "wasserstein_fidelity", "wasserstein_marginals",
+    "ci_overlap", "correlation_difference", "dimensionwise_means", "hellinger_distance", "ks_test",
+    "mutual_information_difference", "pca_difference", "pmse", "attribute_disclosure", "epsilon_identifiability",
+    "hitting_rate", "mia_classifier", "nnaa", "NO_BOX_ATTACKS", "groundhog_attack", "membership_attacks",
+    "roc_summary", "auroc_difference", "ml_cross_validated", "LEVELS", "canaries", "canary_exposure",
+    "correlation_matrix", "risk_response", "PRESETS",
 ]

@@ -83,10 +83,11 @@ def category_codes(s: pd.Series, col: Column, role: str = "synthetic", warn: boo
     na = s.isna().to_numpy()
     out = np.full(len(s), k, dtype=np.int64)
     if (~na).any():
-        vals = s[~na]
-        uniq = pd.unique(vals.to_numpy(dtype=object))
+        vals = s[~na].to_numpy(dtype=object)
+        # factorise once (hash-based, in C), then look up each distinct value's code
+        inv, uniq = pd.factorize(vals)
         lookup = {u: index.get(category_key(u), k + 1) for u in uniq}
-        codes = np.fromiter((lookup[v] for v in vals.to_numpy(dtype=object)), dtype=np.int64, count=len(vals))
+        codes = np.fromiter((lookup[u] for u in uniq), dtype=np.int64, count=len(uniq))[inv]
         out[~na] = codes
         n_bad = int((codes == k + 1).sum())
         if n_bad and warn:

@@ -1,5 +1,7 @@
-"""The self-contained HTML report of ``synthzoo eval``: per-column plots, the association-difference
-heatmap and the metric table of :func:`synthzoo.metrics.evaluate`, written to one file."""
+"""The self-contained HTML report of ``synthzoo eval``: the metric tables with their baselines, the
+membership-inference ROC curves, the risk-response curves of a risk-insertion run, the
+association-difference heatmap and per-column distributions, written to one file (plots embedded
+as PNG)."""
 
 from __future__ import annotations
 
@@ -18,27 +20,80 @@ from ._common import resolve_schema
 from .association import association_matrices
 from .evaluate import evaluate
 
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+REAL, SYNTH = "#1f5fa8", "#e8710a"  # blue and orange: distinct in print and for red-green colour blindness
 
 
-def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> list[tuple[str, str]]:
+def _plt():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
 
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    _plt().close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+# ---------------------------------------------------------------------------------------
+# per-column distributions
+# ---------------------------------------------------------------------------------------
+
+def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
+    """Histogram of a number, real filled and synthetic as an outline (they never blend into one
+    colour).  A value held by at least 30 % of the real rows (capital-gain's 0) is shown as its
+    own share in the title, not as a bar that flattens the rest; the rest is binned over the 0.5-99.5
+    percentile range -- values beyond it are *left out and counted*, never piled into the end bins --
+    on a log axis when it spans more than two orders of magnitude.  Returns a note for the caption."""
+    note = []
+    vals, counts = np.unique(r, return_counts=True) if r.size else (np.array([]), np.array([]))
+    spike = None
+    if counts.size and counts.max() >= 0.3 * r.size and vals.size > 2:
+        spike = vals[counts.argmax()]
+        share_r, share_s = float(np.mean(r == spike)), float(np.mean(s == spike)) if s.size else 0.0
+        note.append(f"= {spike:g}: real {share_r:.0%}, synthetic {share_s:.0%} (not drawn)")
+        r, s = r[r != spike], s[s != spike]
+    both = np.concatenate([r, s])
+    if both.size == 0:
+        ax.text(0.5, 0.5, "no other values", ha="center", va="center", transform=ax.transAxes, fontsize=8)
+        return "; ".join(note)
+    lo, hi = np.quantile(both, [0.005, 0.995])
+    if hi <= lo:
+        lo, hi = float(both.min()), float(both.max()) + (1 if both.max() == both.min() else 0)
+    log = lo > 0 and hi / lo > 100
+    if log:
+        edges = np.geomspace(lo, hi, 41)
+        ax.set_xscale("log")
+    elif (col.integer or np.mean(both == np.round(both)) > 0.9) and hi - lo <= 80:
+        # one bar per integer (also for integer-valued columns not declared so): no empty comb bins
+        edges = np.arange(np.floor(lo) - 0.5, np.ceil(hi) + 1.0)
+    else:
+        edges = np.linspace(lo, hi, 41)
+    out = float(np.mean((both < edges[0]) | (both > edges[-1])))
+    if out > 0:
+        note.append(f"{out:.1%} of values (the extreme tails) beyond the plotted range")
+    wr = np.full(r.size, 1.0 / max(r.size, 1))
+    ws = np.full(s.size, 1.0 / max(s.size, 1))
+    ax.hist(r, bins=edges, weights=wr, color=REAL, alpha=0.45, label="real")
+    ax.hist(s, bins=edges, weights=ws, histtype="step", color=SYNTH, linewidth=1.6, label="synthetic")
+    ax.set_ylabel("share of rows" if spike is None else f"share of the rows != {spike:g}", fontsize=7)
+    if log:
+        ax.set_xlabel("log scale", fontsize=7)
+    return "; ".join(note)
+
+
+def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> list[tuple[str, str]]:
+    plt = _plt()
     from ._common import category_codes, numeric_array
     out = []
     for col in schema.columns:
-        fig, ax = plt.subplots(figsize=(4.2, 2.6))
+        fig, ax = plt.subplots(figsize=(4.4, 2.8))
+        note = ""
         if col.kind == "categorical":
             k = len(col.categories)
-            labels = list(col.categories) + ["(missing)", "(outside schema)"]
+            labels = [str(c) for c in col.categories] + ["(missing)", "(outside schema)"]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rc = category_codes(real[col.name], col, "real", warn=False)
@@ -47,58 +102,137 @@ def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> li
             hr = np.bincount(rc, minlength=size) / len(rc)
             hs = np.bincount(sc, minlength=size) / len(sc)
             keep = [i for i in range(size) if (i < k or (i == k and col.missing) or hr[i] + hs[i] > 0)]
-            keep = sorted(keep, key=lambda i: -hr[i])[:20]  # the 20 most frequent real categories
+            keep = sorted(keep, key=lambda i: -hr[i])
+            if len(keep) > 20:
+                note = f"{len(keep) - 20} rarer categories not shown"
+                keep = keep[:20]
             x = np.arange(len(keep))
-            ax.bar(x - 0.2, hr[keep], 0.4, label="real")
-            ax.bar(x + 0.2, hs[keep], 0.4, label="synthetic")
+            ax.bar(x - 0.2, hr[keep], 0.4, label="real", color=REAL)
+            ax.bar(x + 0.2, hs[keep], 0.4, label="synthetic", color=SYNTH)
             ax.set_xticks(x)
-            ax.set_xticklabels([labels[i] for i in keep], rotation=60, ha="right", fontsize=7)
-            ax.set_ylabel("share")
+            ax.set_xticklabels([labels[i][:18] for i in keep], rotation=60, ha="right", fontsize=7)
+            ax.set_ylabel("share of rows", fontsize=7)
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 r = numeric_array(real[col.name], col, "real", warn=False)
                 s = numeric_array(synth[col.name], col, "synthetic", warn=False)
-            r, s = r[~np.isnan(r)], s[~np.isnan(s)]
-            both = np.concatenate([r, s])
-            if both.size:
-                lo, hi = np.quantile(both, [0.005, 0.995])
-                if col.integer and hi - lo <= 80:  # one bar per integer: no empty comb bins
-                    edges = np.arange(np.floor(lo) - 0.5, np.ceil(hi) + 1.0)
-                else:
-                    edges = np.linspace(lo, hi if hi > lo else lo + 1, 41)
-                ax.hist(np.clip(r, lo, hi), bins=edges, alpha=0.55, density=True, label="real")
-                ax.hist(np.clip(s, lo, hi), bins=edges, alpha=0.55, density=True, label="synthetic")
-            ax.set_ylabel("density")
+            miss = (float(np.isnan(r).mean()), float(np.isnan(s).mean()))
+            note = _numeric_panel(ax, r[~np.isnan(r)], s[~np.isnan(s)], col)
+            if col.missing:
+                note = "; ".join(x for x in (note, f"missing: real {miss[0]:.0%}, synthetic {miss[1]:.0%}") if x)
+        ax.tick_params(labelsize=7)
         ax.set_title(col.name, fontsize=9)
-        ax.legend(fontsize=7)
-        out.append((col.name, _png(fig)))
+        ax.legend(fontsize=7, frameon=False)
+        out.append((col.name, _png(fig), note))
     return out
 
 
+# ---------------------------------------------------------------------------------------
+# heatmaps, ROC curves, risk response
+# ---------------------------------------------------------------------------------------
+
 def _heatmap(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _plt()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         a, b = association_matrices(real, synth, schema)
     d = (a - b).abs()
     n = len(d)
-    fig, ax = plt.subplots(figsize=(0.45 * n + 2.5, 0.45 * n + 1.5))
-    im = ax.imshow(d.to_numpy(), cmap="Reds", vmin=0, vmax=max(0.3, float(d.to_numpy().max())))
+    cell = 0.75 if n <= 16 else 0.55
+    fig, ax = plt.subplots(figsize=(cell * n + 2.8, cell * n + 1.6))
+    vmax = max(0.3, float(np.nanmax(d.to_numpy())))
+    im = ax.imshow(d.to_numpy(), cmap="Reds", vmin=0, vmax=vmax)
     ax.set_xticks(range(n))
     ax.set_yticks(range(n))
-    ax.set_xticklabels(d.columns, rotation=70, ha="right", fontsize=7)
-    ax.set_yticklabels(d.index, fontsize=7)
+    ax.set_xticklabels(d.columns, rotation=60, ha="right", fontsize=10)
+    ax.set_yticklabels(d.index, fontsize=10)
+    fs = 10 if n <= 12 else (9 if n <= 16 else 7)
     for i in range(n):
         for j in range(n):
             if i != j:
-                ax.text(j, i, f"{d.iat[i, j]:.2f}", ha="center", va="center", fontsize=5)
-    fig.colorbar(im, ax=ax, shrink=0.7, label="|assoc(real) - assoc(synthetic)|")
-    ax.set_title("Pairwise association differences", fontsize=9)
+                v = d.iat[i, j]
+                ax.text(j, i, f"{v:.2f}".lstrip("0") if v < 1 else "1", ha="center", va="center", fontsize=fs,
+                        color="white" if v > 0.55 * vmax else "black")
+    fig.colorbar(im, ax=ax, shrink=0.7, label="|association(real) - association(synthetic)|")
+    ax.set_title("Pairwise association differences (Pearson / Cramér's V / correlation ratio)", fontsize=9)
     return _png(fig)
 
+
+def _roc_plot(mia: tuple) -> str:
+    plt = _plt()
+    table, det = mia
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    cmap = plt.get_cmap("tab10")
+    for k, (name, (fpr, tpr)) in enumerate(det["roc"].items()):
+        auc = float(table.loc[table["attack"] == name, "auc"].iloc[0])
+        for ax in axes:
+            ax.plot(fpr, tpr, color=cmap(k), lw=1.5, label=f"{name} (AUC {auc:.3f})")
+    for ax in axes:
+        ax.plot([1e-4, 1], [1e-4, 1], color="grey", ls="--", lw=1, label="blind guess")
+        ax.set_xlabel("false-positive rate")
+        ax.set_ylabel("true-positive rate")
+        ax.grid(alpha=0.3)
+    axes[0].set_title("ROC curves of the membership attacks", fontsize=10)
+    axes[1].set_xscale("log")
+    axes[1].set_yscale("log")
+    n_neg = int((~det["y"]).sum())
+    axes[1].set_xlim(1.0 / n_neg, 1)
+    axes[1].set_ylim(1.0 / n_neg, 1)
+    axes[1].set_title("low false-positive region (log scales)", fontsize=10)
+    axes[0].legend(fontsize=7, loc="lower right")
+    return _png(fig)
+
+
+def _risk_plots(risk: pd.DataFrame) -> tuple[str, str]:
+    """Small multiples of each metric against each risk model's level, and the metrics' Spearman
+    correlation over every release."""
+    from .risk import correlation_matrix
+    plt = _plt()
+    metrics = list(risk.index)
+    models = list(dict.fromkeys(risk.columns.get_level_values(0)))
+    ncol = 4
+    nrow = int(np.ceil(len(metrics) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.3 * ncol, 2.4 * nrow), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for i, m in enumerate(metrics):
+        ax = axes[i // ncol][i % ncol]
+        for k, model in enumerate(models):
+            sub = risk.loc[m, model]
+            x = np.arange(len(sub))
+            ax.plot(x, sub.to_numpy(dtype=float), "o-", color=cmap(k), ms=3, lw=1.2, label=model)
+        ax.set_title(m, fontsize=8)
+        ax.tick_params(labelsize=6)
+        ax.set_xticks([])
+        ax.grid(alpha=0.3)
+    for j in range(len(metrics), nrow * ncol):
+        axes[j // ncol][j % ncol].axis("off")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(models), fontsize=8, frameon=False)
+    fig.text(0.5, -0.01, "each risk model's levels from left to right: leaky f = 0 ... 1, overfit f_o = 1 ... 2, "
+             "DP epsilon = 1 ... 100 (more risk to the right)", ha="center", fontsize=8)
+    curves = _png(fig)
+    corr = correlation_matrix(risk)
+    n = len(corr)
+    fig, ax = plt.subplots(figsize=(0.5 * n + 2.8, 0.5 * n + 1.4))
+    im = ax.imshow(corr.to_numpy(), cmap="RdBu_r", vmin=-1, vmax=1)
+    ax.set_xticks(range(n))
+    ax.set_yticks(range(n))
+    ax.set_xticklabels(corr.columns, rotation=60, ha="right", fontsize=7)
+    ax.set_yticklabels(corr.index, fontsize=7)
+    for i in range(n):
+        for j in range(n):
+            v = corr.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=6,
+                        color="white" if abs(v) > 0.6 else "black")
+    fig.colorbar(im, ax=ax, shrink=0.7, label="Spearman correlation over all releases")
+    return curves, _png(fig)
+
+
+# ---------------------------------------------------------------------------------------
+# tables
+# ---------------------------------------------------------------------------------------
 
 def _fmt(x) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
@@ -107,9 +241,21 @@ def _fmt(x) -> str:
     return f"{x:.4g}" if ax >= 1e-3 or ax == 0 else f"{x:.2e}"
 
 
+#: metrics of single columns: INDEPENDENT keeps every column's values, so it is a floor for them too
+_ONE_WAY = {"tvd_1way", "ks_distance", "ks_significant", "hellinger", "dwm", "ci_overlap"}
+
+
 def _verdict(row) -> str:
     """Where the value sits between the HALF floor and the INDEPENDENT/SELF reference."""
     v = row["value"]
+    if row["metric"] in _ONE_WAY:
+        h = row.get("HALF")
+        if any(x is None or (isinstance(x, float) and np.isnan(x)) for x in (v, h)):
+            return ""
+        gap = (v - h) if row["better"] == "lower" else (h - v)
+        scale = abs(h) if row["metric"] != "ci_overlap" else abs(1 - h)
+        return "per column: near the real-data floor" if gap <= max(0.5 * scale, 1e-12) else \
+            f"per column: {gap:.3g} off the real-data floor"
     if row["group"] == "privacy":
         ref_lo, ref_hi = row.get("HALF"), row.get("SELF")
     else:
@@ -122,58 +268,120 @@ def _verdict(row) -> str:
     return "near the real-data floor" if pos < 0.25 else ("no better than independent columns" if pos > 0.9 else "in between")
 
 
+_RISK_NOTE = ("Risks marked R are normalised against the holdout: 0 = no more revealing than a release of real "
+              "rows the synthesizer never saw, 1 = the training rows released. A negative R means the release "
+              "revealed <i>less</i> than unseen real rows would (sampling noise, or a smoothed release): read it "
+              "as 0. AUCs have 0.5 as their no-leak value, F1 of the classifier attack 0.5.")
+
+
+def _table(sub: pd.DataFrame) -> list[str]:
+    base_cols = [b for b in ("HALF", "INDEPENDENT", "SELF") if b in sub and sub[b].notna().any()]
+    has_ci = "ci_low" in sub and sub["ci_low"].notna().any()
+    head = ["metric", "value"] + (["95 % CI"] if has_ci else []) + base_cols + ["better", "reading", "description"]
+    parts = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for _, row in sub.iterrows():
+        cells = [f"<td><b>{html.escape(str(row['metric']))}</b></td>", f"<td class='num'>{_fmt(row['value'])}</td>"]
+        if has_ci:
+            ci = "" if pd.isna(row.get("ci_low")) else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
+            cells.append(f"<td class='num'>{ci}</td>")
+        cells += [f"<td class='num'>{_fmt(row.get(b))}</td>" for b in base_cols]
+        cells.append(f"<td>{html.escape(str(row['better']))}</td>")
+        cells.append(f"<td>{html.escape(_verdict(row))}</td><td class='muted'>{html.escape(str(row['description']))}</td>")
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    parts.append("</table>")
+    return parts
+
+
+def _mia_table(table: pd.DataFrame) -> str:
+    rows = "".join(f"<tr><td>{html.escape(str(r.attack))}</td><td class='num'>{r.auc:.3f}</td>"
+                   f"<td class='num'>{_fmt(r._3)}</td><td class='num'>{_fmt(r._4)}</td></tr>"
+                   for r in table.itertuples())
+    return ("<table><tr><th>attack</th><th>AUC</th><th>TPR at 1 % FPR</th><th>TPR at 0.1 % FPR</th></tr>"
+            + rows + "<tr class='muted'><td>blind guess</td><td class='num'>0.5</td><td class='num'>0.01</td>"
+            "<td class='num'>0.001</td></tr></table>")
+
+
+def _sections(table, details, risk) -> list[tuple[str, str]]:
+    out = [(g, g) for g in ("fidelity", "utility", "privacy") if (table["group"] == g).any()]
+    if (details or {}).get("mia") is not None:
+        out.append(("mia", "membership attacks"))
+    if risk is not None and len(risk):
+        out.append(("risk", "risk response"))
+    return out + [("assoc", "associations"), ("columns", "columns")]
+
+
 def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema,
-                      title: str = "synthzoo evaluation report", notes: dict | None = None) -> Path:
-    """Write a self-contained HTML page (plots embedded as base64 PNG): the metric table with
-    its baselines, per-column distributions real vs synthetic and a heatmap of pairwise
-    association differences."""
+                      title: str = "synthzoo evaluation report", notes: dict | None = None, details: dict | None = None,
+                      risk: pd.DataFrame | None = None) -> Path:
+    """Write a self-contained HTML page (plots embedded as base64 PNG): the metric tables with
+    their baselines, the membership attacks' ROC curves (``details["mia"]`` from
+    ``evaluate(..., return_details=True)``), the risk-response curves and metric correlations of
+    a risk-insertion run (``risk``, a frame from :func:`synthzoo.metrics.risk.risk_response`), a
+    heatmap of pairwise association differences and per-column distributions."""
     path = Path(path)
     schema = resolve_schema(schema, train)
-    cols = ["metric", "value", "ci_low", "ci_high", "HALF", "INDEPENDENT", "SELF", "better"]
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             "<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1300px}"
-             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 8px}"
-             "th{background:#eee}td.num{text-align:right;font-variant-numeric:tabular-nums}"
-             ".grid{display:flex;flex-wrap:wrap;gap:6px}.muted{color:#666;font-size:12px}</style></head><body>",
+             "<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px;color:#222}"
+             "table{border-collapse:collapse;font-size:13px;margin-bottom:8px}td,th{border:1px solid #ccc;"
+             "padding:3px 8px;vertical-align:top}th{background:#eef}td.num{text-align:right;"
+             "font-variant-numeric:tabular-nums;white-space:nowrap}.grid{display:flex;flex-wrap:wrap;gap:10px}"
+             ".muted{color:#666;font-size:12px}figure{margin:0}figcaption{font-size:11px;color:#555;max-width:"
+             "400px}.note{background:#f6f6f0;border-left:3px solid #bb9;padding:6px 10px;font-size:13px;"
+             "max-width:1100px}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>",
              f"<p class='muted'>train rows: {len(train):,} &middot; synthetic rows: {len(synthetic):,} &middot; "
              f"columns: {len(schema)}. Baselines: HALF = two halves of the real rows (the floor sampling noise "
              "allows), INDEPENDENT = each column resampled alone (no correlations), SELF = the training rows "
-             "released as they are (perfect fidelity, maximal risk).</p>"]
+             "released as they are (perfect fidelity, maximal risk).</p>",
+             "<p class='muted'>Sections: " + " &middot; ".join(
+                 f"<a href='#{k}'>{v}</a>" for k, v in _sections(table, details, risk)) + "</p>"]
     for group in ("fidelity", "utility", "privacy"):
         sub = table[table["group"] == group]
         if sub.empty:
             continue
-        parts.append(f"<h2>{group.capitalize()}</h2><table><tr>" +
-                     "".join(f"<th>{c}</th>" for c in cols + ["reading", "description"]) + "</tr>")
-        for _, row in sub.iterrows():
-            cells = []
-            for c in cols:
-                v = row.get(c)
-                cells.append(f"<td class='num'>{_fmt(v)}</td>" if c not in ("metric", "better")
-                             else f"<td>{html.escape(str(v))}</td>")
-            cells.append(f"<td>{html.escape(_verdict(row))}</td><td class='muted'>{html.escape(str(row['description']))}</td>")
-            parts.append("<tr>" + "".join(cells) + "</tr>")
-        parts.append("</table>")
-    if notes:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>"
-                                                    for k, v in notes.items()) + "</ul>")
-    parts.append("<h2>Pairwise association differences</h2>")
+        parts.append(f"<h2 id='{group}'>{group.capitalize()}</h2>")
+        if group == "privacy":
+            parts.append(f"<p class='note'>{_RISK_NOTE}</p>")
+        parts += _table(sub)
+    mia = (details or {}).get("mia")
+    if mia is not None:
+        parts.append("<h2 id='mia'>Membership-inference attacks</h2>")
+        parts.append("<p class='muted'>Training rows (members) and held-out rows (non-members) scored by each "
+                     "attack against the release; the other half of the held-out rows is the attacker's "
+                     "reference sample. The dashed line is a blind guess; a curve above it in the log-scale "
+                     "panel means some members are identified with few false alarms.</p>")
+        parts.append(_mia_table(mia[0]))
+        parts.append(f"<img src='{_roc_plot(mia)}' alt='ROC curves of the membership attacks'>")
+    if risk is not None and len(risk):
+        curves, corr = _risk_plots(risk)
+        parts.append("<h2 id='risk'>Risk response (risk insertion)</h2>")
+        parts.append("<p class='muted'>Each privacy metric on releases whose risk was set on purpose (Plasencia "
+                     "et al.): a metric that tracks a risk rises from left to right along that risk model's "
+                     "curve. Below: how the metrics move together over all releases.</p>")
+        parts.append(f"<img src='{curves}' alt='risk-response curves'>")
+        parts.append(f"<img src='{corr}' alt='metric correlation matrix'>")
+    parts.append("<h2 id='assoc'>Pairwise association differences</h2>")
     parts.append(f"<img src='{_heatmap(train, synthetic, schema)}' alt='association difference heatmap'>")
-    parts.append("<h2>Per-column distributions (real vs synthetic)</h2><div class='grid'>")
-    for name, src in _column_plots(train, synthetic, schema):
-        parts.append(f"<img src='{src}' alt='{html.escape(name)}'>")
-    parts.append("</div></body></html>")
+    parts.append("<h2 id='columns'>Per-column distributions (real filled, synthetic outlined)</h2><div class='grid'>")
+    for name, src, note in _column_plots(train, synthetic, schema):
+        cap = f"<figcaption>{html.escape(note)}</figcaption>" if note else ""
+        parts.append(f"<figure><img src='{src}' alt='{html.escape(name)}'>{cap}</figure>")
+    parts.append("</div>")
+    if notes:
+        parts.append("<h2 id='notes'>Notes</h2><ul>" + "".join(
+            f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v))}</li>" for k, v in notes.items()) + "</ul>")
+    parts.append("</body></html>")
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
 
 
 def evaluate_files(real, synthetic, test=None, schema=None, out="report.html", metrics=None, seed: int = 0,
-                   baselines: bool = True, **kw) -> pd.DataFrame:
+                   baselines: bool = True, risk=None, **kw) -> pd.DataFrame:
     """What ``synthzoo eval real.csv fake.csv --test test.csv --schema schema.json --out report.html``
     runs: read CSVs (or take frames), evaluate, write the HTML report to ``out`` and return the
     metric table.  Without a schema one is inferred from the real rows (with a warning: fine for
-    evaluation, but not a differentially private schema)."""
+    evaluation, but not a differentially private schema).  ``risk``: a risk-response frame or the
+    CSV ``benchmarks/bench_risk.py --out`` writes, plotted in the report."""
     def read(x, role):
         if x is None or isinstance(x, pd.DataFrame):
             return x
@@ -189,11 +397,22 @@ def evaluate_files(real, synthetic, test=None, schema=None, out="report.html", m
         if not p.exists():
             raise ConfigError(f"schema: file {str(p)!r} not found")
         schema = Schema.from_json(p)
+    if risk is not None and not isinstance(risk, pd.DataFrame):
+        p = Path(risk)
+        if not p.exists():
+            raise ConfigError(f"risk: file {str(p)!r} not found")
+        risk = read_risk_csv(p)
     table, details = evaluate(real_df, fake_df, test=test_df, schema=schema, metrics=metrics, seed=seed,
                               baselines=baselines, return_details=True, **kw)
-    notes = {k: f"{v:.1f} s" for k, v in details["timings"].items()}
-    notes = {f"time ({k})": v for k, v in notes.items()}
+    notes = {f"time ({k})": f"{v:.1f} s" for k, v in details["timings"].items()}
     if test_df is None:
         notes["privacy / ML"] = "no --test rows given: ML and privacy metrics need real held-out rows and were skipped"
-    write_html_report(out, table, real_df, fake_df, schema, notes=notes)
+    write_html_report(out, table, real_df, fake_df, schema, notes=notes, details=details, risk=risk)
     return table
+
+
+def read_risk_csv(path) -> pd.DataFrame:
+    """A risk-response table written by ``DataFrame.to_csv`` (two header rows: risk model, level)."""
+    df = pd.read_csv(path, header=[0, 1], index_col=0)
+    df.columns = pd.MultiIndex.from_tuples([(a, float(b)) for a, b in df.columns], names=["risk_model", "level"])
+    return df

@@ -10,7 +10,8 @@
 
 Evaluators have fixed, sensible hyperparameters (no tuning on the test rows): ``linear``
 (logistic / ridge regression), ``rf`` (random forest), ``gbm`` (LightGBM), ``mlp`` (multilayer
-perceptron).  Features are encoded from the *schema* alone — numeric columns min-max scaled by
+perceptron), ``xgboost`` (XGBoost, from the ``xgboost-cpu`` wheel) and ``catboost`` (CatBoost,
+optional: ``pip install synthzoo[catboost]``).  Features are encoded from the *schema* alone — numeric columns min-max scaled by
 their public bounds with a missing indicator, categorical columns one-hot over the schema's
 categories (+ missing) — so the encoding never depends on which table is being scored.
 """
@@ -26,8 +27,8 @@ from ..core.errors import ConfigError
 from ..core.schema import Schema
 from ._common import check_frames, resolve_schema, views
 
-EVALUATORS = ("linear", "rf", "gbm", "mlp")
-DEFAULT_EVALUATORS = EVALUATORS
+EVALUATORS = ("linear", "rf", "gbm", "mlp", "xgboost", "catboost")
+DEFAULT_EVALUATORS = ("linear", "rf", "gbm", "mlp")
 
 
 def _task(schema: Schema, target: str | None, task: str | None) -> tuple[str, str]:
@@ -104,6 +105,23 @@ def _make_model(name: str, task: str, seed: int):
         kw = dict(hidden_layer_sizes=(64, 32), alpha=1e-4, batch_size=256, learning_rate_init=1e-3, max_iter=30,
                   early_stopping=True, n_iter_no_change=4, random_state=seed)
         return MLPClassifier(**kw) if clf else MLPRegressor(**kw)
+    if name == "xgboost":
+        try:
+            import xgboost as xgb
+        except ImportError:  # pragma: no cover - xgboost-cpu is a dependency
+            raise ConfigError("evaluator 'xgboost' needs the xgboost-cpu package (pip install xgboost-cpu)") from None
+        kw = dict(n_estimators=200, learning_rate=0.1, max_depth=6, subsample=0.8, colsample_bytree=0.8,
+                  tree_method="hist", n_jobs=1, random_state=seed, verbosity=0)
+        return xgb.XGBClassifier(**kw) if clf else xgb.XGBRegressor(**kw)
+    if name == "catboost":
+        try:
+            import catboost
+        except ImportError:
+            raise ConfigError("evaluator 'catboost' needs the catboost package (pip install 'synthzoo[catboost]')") \
+                from None
+        kw = dict(iterations=300, learning_rate=0.1, depth=6, thread_count=1, random_seed=seed, verbose=False,
+                  allow_writing_files=False)
+        return catboost.CatBoostClassifier(**kw) if clf else catboost.CatBoostRegressor(**kw)
     raise ConfigError(f"evaluators: unknown evaluator {name!r}; choose from {EVALUATORS}")
 
 
@@ -242,3 +260,141 @@ def ml_affinity(train, synthetic, test, schema, evaluators=DEFAULT_EVALUATORS, *
     """MLA (Du & Li): mean relative gap to the same models trained on the real rows (lower is better)."""
     df = ml_scores(train, synthetic, test, schema, evaluators, **kw)
     return float(df["gap"].mean())
+
+
+# ---------------------------------------------------------------------------------------
+# SynthEval's cross-validated utility and AUROC difference
+# ---------------------------------------------------------------------------------------
+
+def ml_cross_validated(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, test: pd.DataFrame | None = None,
+                       evaluators=("rf", "gbm", "linear", "xgboost"), k_folds: int = 5, average: str = "weighted",
+                       target: str | None = None, seed: int = 42, max_rows: int | None = 20_000) -> pd.DataFrame:
+    """Cross-validated train-on-real / train-on-synthetic F1, as SynthEval's ``cls_acc`` runs it
+    (Lautrup et al. 2024): both tables are resampled (stratified) to the larger one's size, split
+    into ``k_folds`` stratified folds; in each fold one model is trained on the real training part,
+    one on the synthetic training part, and both are scored on the real held-out part (``average``
+    F1, SynthEval's default ``"weighted"``).  With ``test``, both are also trained on the whole
+    tables and scored on it.  ``max_rows`` caps the resampled size (SynthEval has no cap).
+
+    Returns one row per evaluator: ``trtr`` and ``tstr`` (mean F1 over folds), their standard
+    errors, ``diff`` = tstr - trtr (SynthEval's sign; 0 = as useful as the real rows) and, with
+    ``test``, ``trtr_test``, ``tstr_test``, ``diff_test``."""
+    from sklearn.metrics import f1_score
+    from sklearn.model_selection import StratifiedKFold
+    schema = resolve_schema(schema, train)
+    frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
+    target, task = _task(schema, target, None)
+    if task != "classification":
+        raise ConfigError("ml_cross_validated: SynthEval's cross-validated F1 needs a classification target")
+    rng = np.random.default_rng(seed)
+    xr = encode_features(frames["train"], schema, target, "train")
+    yr = _target(frames["train"], schema, target, task, "train")
+    xs = encode_features(frames["synthetic"], schema, target, "synthetic")
+    ys = _target(frames["synthetic"], schema, target, task, "synthetic")
+    n = max(len(yr), len(ys)) if max_rows is None else min(max(len(yr), len(ys)), int(max_rows))
+
+    def resample(x, y):  # stratified, with replacement when growing (sklearn.utils.resample)
+        from sklearn.utils import resample as rs
+        return rs(x, y, n_samples=n, stratify=y if np.unique(y).size > 1 else None, random_state=int(rng.integers(2**31)))
+    xr2, yr2 = resample(xr, yr)
+    xs2, ys2 = resample(xs, ys)
+    kf = StratifiedKFold(k_folds, shuffle=True, random_state=seed)
+    rows = []
+    for name in evaluators:
+        res = []
+        for (tr_r, te_r), (tr_s, _) in zip(kf.split(xr2, yr2), kf.split(xs2, ys2)):
+            scores = []
+            for x, y in ((xr2[tr_r], yr2[tr_r]), (xs2[tr_s], ys2[tr_s])):
+                scores.append(_fit_f1(name, x, y, xr2[te_r], yr2[te_r], average, seed))
+            res.append(scores)
+        res = np.asarray(res)
+        se = res.std(0, ddof=1) / np.sqrt(len(res)) if len(res) > 1 else np.zeros(2)
+        row = {"evaluator": name, "trtr": res[:, 0].mean(), "trtr_se": se[0], "tstr": res[:, 1].mean(),
+               "tstr_se": se[1], "diff": res[:, 1].mean() - res[:, 0].mean()}
+        if "test" in frames:
+            xt = encode_features(frames["test"], schema, target, "test")
+            yt = _target(frames["test"], schema, target, task, "test")
+            row["trtr_test"] = _fit_f1(name, xr, yr, xt, yt, average, seed)
+            row["tstr_test"] = _fit_f1(name, xs, ys, xt, yt, average, seed)
+            row["diff_test"] = row["tstr_test"] - row["trtr_test"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _fit_f1(name, x, y, xt, yt, average, seed) -> float:
+    from sklearn.metrics import f1_score
+    classes = np.unique(y)
+    if classes.size < 2:
+        pred = np.full(len(yt), classes[0])
+    else:
+        model = _make_model(name, "classification", seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(x, np.searchsorted(classes, y))
+        pred = classes[np.asarray(model.predict(xt)).astype(int).ravel()]
+    return float(f1_score(yt, pred, average=average, zero_division=0))
+
+
+def _ordinal_features(df: pd.DataFrame, schema: Schema, exclude: str, role: str) -> np.ndarray:
+    """SynthEval's model input: category codes as numbers and [0, 1]-scaled numbers (missing: 0 and
+    a flag column where the schema allows missing values)."""
+    v = views(df, schema, role)
+    cols = []
+    for c in schema.columns:
+        if c.name == exclude:
+            continue
+        if c.kind == "categorical":
+            cols.append(v.cat[c.name].astype(float))
+        else:
+            span = (c.upper - c.lower) or 1.0
+            x = (v.num[c.name] - c.lower) / span
+            cols.append(np.where(np.isnan(x), 0.0, x))
+            if c.missing:
+                cols.append(np.isnan(x).astype(float))
+    return np.stack(cols, axis=1)
+
+
+def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, schema: Schema,
+                     model: str = "linear", target: str | None = None, encoding: str = "ordinal",
+                     seed: int = 42) -> dict:
+    """SynthEval's ``auroc_diff``: ROC AUC on the held-out rows of a model trained on the synthetic
+    rows minus that of the same model trained on the real training rows (0 = as useful; negative =
+    worse), for a binary target.  ``model``: ``"linear"`` (SynthEval's logistic regression, 100
+    iterations) or any other evaluator name; ``encoding="ordinal"`` feeds it category codes and
+    scaled numbers as SynthEval does, ``"onehot"`` the schema encoding of the other ML metrics.
+    SynthEval integrates the ROC curve interpolated on a grid; here the exact AUC (a difference of
+    the order of 1e-4)."""
+    from sklearn.metrics import roc_auc_score
+    schema = resolve_schema(schema, train)
+    frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
+    target, task = _task(schema, target, None)
+    if task != "classification":
+        raise ConfigError("auroc_difference: needs a classification target")
+    if encoding not in ("ordinal", "onehot"):
+        raise ConfigError(f"encoding must be 'ordinal' or 'onehot', got {encoding!r}")
+    enc = _ordinal_features if encoding == "ordinal" else encode_features
+    xt = enc(frames["test"], schema, target, "test")
+    yt = _target(frames["test"], schema, target, task, "test")
+    present = np.unique(yt)
+    if present.size != 2:
+        raise ConfigError(f"auroc_difference: the held-out rows hold {present.size} target classes; needs 2")
+    out = {}
+    for role in ("train", "synthetic"):
+        x = enc(frames[role], schema, target, role)
+        y = _target(frames[role], schema, target, task, role)
+        classes = np.unique(y)
+        if classes.size < 2:
+            out[role] = 0.5
+            continue
+        if model == "linear":
+            from sklearn.linear_model import LogisticRegression
+            m = LogisticRegression(max_iter=100, random_state=seed)
+        else:
+            m = _make_model(model, task, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m.fit(x, np.searchsorted(classes, y))
+        proba = np.zeros((len(xt), int(max(classes.max(), present.max())) + 1))
+        proba[:, classes] = m.predict_proba(xt)
+        out[role] = float(roc_auc_score(yt == present[1], proba[:, present[1]]))
+    return {"auroc_diff": out["synthetic"] - out["train"], "auroc_real": out["train"], "auroc_synthetic": out["synthetic"]}

@@ -48,14 +48,19 @@ Z95 = 1.959963984540054
 # helpers
 # ---------------------------------------------------------------------------------------
 
-def _share_below(values: np.ndarray, ref: np.ndarray, alpha: float) -> float:
-    """Share of ``values`` below the ``alpha`` quantile q of ``ref``, where values equal to q
-    count with the weight that makes ``ref`` itself score exactly ``alpha`` (ties matter: many
-    records have exact duplicates, so q may equal the smallest distance, 0)."""
+def _risk_at_most(values: np.ndarray, ref: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """(risk, share, base): the share of ``values`` at most the ``alpha`` quantile q of ``ref``,
+    normalised by the share of ``ref`` itself at most q.
+
+    Ties matter: when many holdout rows have exact duplicates among the training rows (adult cut
+    to its categorical columns: 94.7 %), q is 0 and the holdout's own share at 0 is far above
+    ``alpha``.  Reading the release against that share -- not against ``alpha`` -- keeps the
+    promise of the scale: 0 for a release like the holdout, 1 for the training rows themselves
+    (every distance 0 <= q), whatever the ties; without ties the base is ``alpha`` (up to 1/n)."""
     q = float(np.quantile(ref, alpha, method="inverted_cdf"))
-    below_ref, at_ref = float(np.mean(ref < q)), float(np.mean(ref == q))
-    w = (alpha - below_ref) / at_ref if at_ref > 0 else 0.0
-    return float(np.mean(values < q) + w * np.mean(values == q))
+    base = float(np.mean(ref <= q))
+    share = float(np.mean(values <= q))
+    return _normalise(share, base), share, base
 
 
 def _normalise(share: float, base: float) -> float:
@@ -89,6 +94,9 @@ class _Tables:
 
     def __init__(self, train, synthetic, holdout, schema: Schema):
         self.schema = resolve_schema(schema, train)
+        # the training frame released as it is (the SELF baseline): every row's nearest training
+        # row is itself, at distance 0, so that search need not run
+        self.synthetic_is_train = synthetic is train
         f = check_frames(self.schema, train=train, synthetic=synthetic, holdout=holdout)
         self.train, self.synthetic, self.holdout = f["train"], f["synthetic"], f.get("holdout")
         self.space = GowerSpace(self.schema)
@@ -101,7 +109,17 @@ class _Tables:
         return self._enc[role]
 
     def nn(self, query: str, ref: str, k: int = 2):
+        """The ``k`` nearest ``ref`` rows of each ``query`` row (cached).  For a release that is the
+        training frame itself, ("synthetic", "train") gives each row itself at distance 0 and leaves
+        the further neighbours unsearched (distance NaN, index -1): DCR, the identical-match share
+        and NNDR read only the first (NNDR's ratio is 0 when that distance is 0)."""
         key = (query, ref)
+        if key == ("synthetic", "train") and self.synthetic_is_train and key not in self._nn:
+            n = len(self.train)
+            d = np.full((n, max(k, 2)), np.nan)
+            i = np.full((n, max(k, 2)), -1, dtype=np.int64)
+            d[:, 0], i[:, 0] = 0.0, np.arange(n)
+            self._nn[key] = (d, i)
         if key not in self._nn or self._nn[key][0].shape[1] < k:
             self._nn[key] = self.space.nearest(self.enc(query), self.enc(ref), k)
         d, i = self._nn[key]
@@ -120,8 +138,8 @@ def _dcr(t: _Tables, alpha: float) -> dict:
     t.need_holdout("dcr")
     ds, _ = t.nn("synthetic", "train", 2)
     dh, _ = t.nn("holdout", "train", 2)
-    share = _share_below(ds[:, 0], dh[:, 0], alpha)
-    return {"risk": _normalise(share, alpha), "share": share, "alpha": alpha,
+    risk, share, base = _risk_at_most(ds[:, 0], dh[:, 0], alpha)
+    return {"risk": risk, "share": share, "share_holdout": base, "alpha": alpha,
             "median_dcr_synthetic": float(np.median(ds[:, 0])), "median_dcr_holdout": float(np.median(dh[:, 0]))}
 
 
@@ -145,8 +163,8 @@ def _nndr(t: _Tables, alpha: float) -> dict:
     ds, _ = t.nn("synthetic", "train", 2)
     dh, _ = t.nn("holdout", "train", 2)
     rs, rh = _ratio(ds), _ratio(dh)
-    share = _share_below(rs, rh, alpha)
-    return {"risk": _normalise(share, alpha), "share": share, "alpha": alpha,
+    risk, share, base = _risk_at_most(rs, rh, alpha)
+    return {"risk": risk, "share": share, "share_holdout": base, "alpha": alpha,
             "mean_nndr_synthetic": float(np.mean(rs)), "mean_nndr_holdout": float(np.mean(rh))}
 
 
@@ -205,12 +223,14 @@ def _domias(t: _Tables, n_candidates: int, seed: int) -> dict:
 
 
 def _take(e: dict, rows: np.ndarray) -> dict:
-    return {"num": e["num"][rows], "nan": e["nan"][rows], "oh": e["oh"][rows], "n_cat": e["n_cat"], "n": len(rows)}
+    return {"num": e["num"][rows], "nan": e["nan"][rows], "oh": e["oh"][rows], "ohw": e["ohw"][rows],
+            "ohc": None if e["ohc"] is None else e["ohc"][rows], "n_cat": e["n_cat"], "n": len(rows)}
 
 
 def _concat(a: dict, b: dict) -> dict:
-    return {"num": np.concatenate([a["num"], b["num"]]), "nan": np.concatenate([a["nan"], b["nan"]]),
-            "oh": np.concatenate([a["oh"], b["oh"]]), "n_cat": a["n_cat"], "n": a["n"] + b["n"]}
+    return {k: np.concatenate([a[k], b[k]]) for k in ("num", "nan", "oh", "ohw")} | \
+        {"ohc": None if a["ohc"] is None else np.concatenate([a["ohc"], b["ohc"]]), "n_cat": a["n_cat"],
+         "n": a["n"] + b["n"]}
 
 
 def domias_auc(train, synthetic, holdout, schema, n_candidates: int = 2000, seed: int = 0) -> float:
@@ -266,12 +286,20 @@ def _inference(t: _Tables, secret: str | None, n_attacks: int, tolerance: float,
     return res
 
 
-def _linkability(t: _Tables, n_attacks: int, seed: int, aux_cols=None) -> dict:
-    """Linkability: the attacker holds two disjoint column sets A and B of a target (as in two
-    separately released tables) and links them through the synthetic table — success when the
-    closest synthetic row on A and the closest on B are the same row (ties count: a row at
-    the minimal distance on both sides)."""
+def _linkability(t: _Tables, n_attacks: int, seed: int, aux_cols=None, ties: str = "any") -> dict:
+    """Linkability (Anonymeter's attack): the attacker holds two disjoint column sets A and B of a
+    target (as in two separately released tables) and links them through the synthetic table --
+    success when the closest synthetic row on A and the closest on B are the same row.
+
+    ``ties="any"`` (default) counts a link whenever some synthetic row is at the minimal distance
+    on both sides: an attacker who intersects the tied candidates, so a released copy of the
+    training rows scores 1 even when one column set is coarse (a few categorical columns tie
+    thousands of rows).  ``"first"`` takes, on each side, the first synthetic row among tied
+    closest ones -- Anonymeter's attacker, whose (unstable) argsort picks one of the tied rows;
+    on coarse column sets it rarely links even a copy."""
     t.need_holdout("linkability_risk")
+    if ties not in ("first", "any"):
+        raise ConfigError(f"ties must be 'first' or 'any', got {ties!r}")
     schema = t.schema
     rng = np.random.default_rng(seed)
     if aux_cols is None:
@@ -281,6 +309,9 @@ def _linkability(t: _Tables, n_attacks: int, seed: int, aux_cols=None) -> dict:
     a_cols, b_cols = list(aux_cols[0]), list(aux_cols[1])
     if not a_cols or not b_cols or set(a_cols) & set(b_cols):
         raise ConfigError("aux_cols: needs two non-empty, disjoint column lists")
+    unknown = [c for c in a_cols + b_cols if c not in schema]
+    if unknown:
+        raise ConfigError(f"aux_cols: {unknown} are not schema columns")
     mem, ctl = _targets(t, n_attacks, rng)
     spaces = [GowerSpace(_subschema(schema, cols)) for cols in (a_cols, b_cols)]
     synth = [sp.encode(t.synthetic, "synthetic") for sp in spaces]
@@ -289,58 +320,302 @@ def _linkability(t: _Tables, n_attacks: int, seed: int, aux_cols=None) -> dict:
         tgt = frame.iloc[rows]
         enc = [sp.encode(tgt, role) for sp in spaces]
         (da, ia), (db, ib) = (sp.nearest(e, s, 1) for sp, e, s in zip(spaces, enc, synth))
-        # is B's choice also at the minimal A distance (or vice versa)?
-        r = np.arange(len(rows))
-        da_of_b = spaces[0].rowwise(enc[0], r, synth[0], ib[:, 0])
-        db_of_a = spaces[1].rowwise(enc[1], r, synth[1], ia[:, 0])
-        ok = (ia[:, 0] == ib[:, 0]) | (da_of_b <= da[:, 0] + 1e-9) | (db_of_a <= db[:, 0] + 1e-9)
+        ok = ia[:, 0] == ib[:, 0]
+        if ties == "any":  # is B's choice also at the minimal A distance (or vice versa)?
+            r = np.arange(len(rows))
+            da_of_b = spaces[0].rowwise(enc[0], r, synth[0], ib[:, 0])
+            db_of_a = spaces[1].rowwise(enc[1], r, synth[1], ia[:, 0])
+            ok |= (da_of_b <= da[:, 0] + 1e-9) | (db_of_a <= db[:, 0] + 1e-9)
         out.append(int(ok.sum()))
     res = normalised_risk(out[0], len(mem), out[1], len(ctl))
     res["aux_cols"] = (a_cols, b_cols)
     return res
 
 
-def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int) -> dict:
-    """Multivariate singling out: predicates built from synthetic rows (equality on ``n_cols``
-    random columns) that isolate exactly one synthetic row; success when the predicate isolates
-    exactly one row of a member sample, control when it isolates one holdout row.  The member
-    sample has the holdout's size, so both rates are read on equal footing (when the holdout is
-    smaller than the training rows, even a full copy of them succeeds on only that fraction)."""
+# -- singling out, as Anonymeter defines it ---------------------------------------------
+
+SINGLING_OUT_MODES = ("multivariate", "univariate")
+
+
+def _so_matrix(df: pd.DataFrame, schema: Schema, role: str) -> np.ndarray:
+    """One float column per schema column: category codes or numbers, NaN = missing, after
+    dropping duplicate rows (Anonymeter attacks the distinct records)."""
+    df = df.drop_duplicates()
+    v = views(df, schema, role)
+    cols = []
+    for c in schema.columns:
+        if c.kind == "categorical":
+            x = v.cat[c.name].astype(float)
+            x[x == len(c.categories)] = np.nan  # the missing code
+            cols.append(x)
+        else:
+            cols.append(v.num[c.name])
+    return np.stack(cols, axis=1)
+
+
+class _Predicates:
+    """A batch of conjunctive predicates ``column op value``, arrays of shape (Q, k); op 0: is
+    missing, 1: ==, 2: >=, 3: <=."""
+
+    def __init__(self, cols: np.ndarray, ops: np.ndarray, vals: np.ndarray):
+        self.cols, self.ops, self.vals = cols, ops, vals
+
+    def __len__(self):
+        return len(self.cols)
+
+    def take(self, keep) -> "_Predicates":
+        return _Predicates(self.cols[keep], self.ops[keep], self.vals[keep])
+
+    def keys(self) -> list:
+        return [tuple(zip(c.tolist(), o.tolist(), np.nan_to_num(v, nan=-np.inf).tolist()))
+                for c, o, v in zip(self.cols, self.ops, self.vals)]
+
+
+class _BitIndex:
+    """A table's rows as bit sets, for counting the rows that conjunctive predicates match.
+
+    Each column's values get dense ranks; every one-column predicate is a rank interval
+    [lo, hi], i.e. prefix(hi) minus prefix(lo - 1) where prefix(k) is the set of rows of rank at
+    most k.  For a batch of predicates only the prefixes it needs are built (one pass over the
+    rows per column, then a cumulative OR), so a conjunction costs a few word operations per 64
+    rows -- fast enough for the hundreds of thousands of candidate predicates a singling-out
+    attack draws on a table like adult."""
+
+    def __init__(self, x: np.ndarray):
+        self.n, self.d = x.shape
+        self.w = max(1, (self.n + 63) // 64)
+        self.rows = np.arange(self.n)
+        # a row's bit within its 64-bit word, split in 32-bit halves: bincount sums them exactly
+        shift = self.rows & 63
+        self._word = self.rows >> 6
+        self._lo32 = np.where(shift < 32, np.left_shift(1, np.minimum(shift, 31)), 0).astype(float)
+        self._hi32 = np.where(shift >= 32, np.left_shift(1, np.maximum(shift - 32, 0)), 0).astype(float)
+        self.uniq, self.rank, self.nan_bits = [], [], []
+        for j in range(self.d):
+            v = x[:, j]
+            ok = ~np.isnan(v)
+            u = np.unique(v[ok])
+            r = np.full(self.n, len(u), dtype=np.int64)  # missing: beyond every prefix
+            r[ok] = np.searchsorted(u, v[ok])
+            self.uniq.append(u)
+            self.rank.append(r)
+            self.nan_bits.append(self._pack(~ok))
+
+    def _pack(self, mask: np.ndarray) -> np.ndarray:
+        b = np.zeros(self.w * 8, dtype=np.uint8)
+        packed = np.packbits(mask, bitorder="little")
+        b[:packed.size] = packed
+        return b.view(np.uint64)
+
+    def unpack(self, bits: np.ndarray) -> np.ndarray:
+        """(Q, w) words -> (Q, n) booleans."""
+        return np.unpackbits(bits.view(np.uint8), axis=-1, bitorder="little")[:, : self.n].astype(bool)
+
+    def bits(self, p: _Predicates) -> np.ndarray:
+        """(Q, w) uint64: the rows each predicate matches."""
+        q, k = p.cols.shape
+        out = np.full((q, self.w), np.uint64(0xFFFFFFFFFFFFFFFF))
+        if self.n % 64:
+            out[:, -1] = np.uint64((1 << (self.n % 64)) - 1)
+        lo = np.zeros((q, k), np.int64)
+        hi = np.zeros((q, k), np.int64)
+        for j in np.unique(p.cols):
+            at = p.cols == j
+            u, v, op = self.uniq[j], p.vals[at], p.ops[at]
+            left = np.searchsorted(u, v, "left")
+            right = np.searchsorted(u, v, "right") - 1
+            lo[at] = np.where(op == 3, 0, left)
+            hi[at] = np.where(op == 2, len(u) - 1, np.where(op == 0, -1, right))
+        for j in np.unique(p.cols):
+            at = p.cols == j
+            ks, inv = np.unique(np.concatenate([hi[at], lo[at] - 1]), return_inverse=True)
+            # block of each row: the first needed prefix that holds it (via a table over ranks)
+            blk = np.searchsorted(ks, np.arange(len(self.uniq[j]) + 1), "left")[self.rank[j]]
+            where = blk * self.w + self._word
+            size = (len(ks) + 1) * self.w
+            delta = (np.bincount(where, self._lo32, size).astype(np.uint64)
+                     | (np.bincount(where, self._hi32, size).astype(np.uint64) << np.uint64(32)))
+            prefix = np.bitwise_or.accumulate(delta.reshape(len(ks) + 1, self.w)[:-1], axis=0)
+            n_at = int(at.sum())
+            sel = prefix[inv[:n_at]] & ~prefix[inv[n_at:]]
+            missing = p.ops[at] == 0
+            if missing.any():
+                sel[missing] = self.nan_bits[j]
+            qi = np.nonzero(at)[0]
+            out[qi] &= sel
+        return out
+
+    def counts(self, p: _Predicates, chunk: int = 2000) -> np.ndarray:
+        if not len(p):
+            return np.zeros(0, np.int64)
+        return np.concatenate([np.bitwise_count(self.bits(p.take(slice(s, s + chunk)))).sum(1, dtype=np.int64)
+                               for s in range(0, len(p), chunk)])
+
+
+def _unique_singling(cand: _Predicates, index: _BitIndex, seen: set, found: list, n_wanted: int) -> None:
+    """Append to ``found`` the candidates that isolate exactly one synthetic record and are new."""
+    ok = np.nonzero(index.counts(cand) == 1)[0]
+    if not len(ok):
+        return
+    keys = cand.take(ok).keys()
+    for i, key in zip(ok, keys):
+        if len(found) >= n_wanted:
+            return
+        if key not in seen:
+            seen.add(key)
+            found.append(cand.take(np.array([i])))
+
+
+def _multivariate_queries(synth, is_cat, n_queries, n_cols, max_attempts, rng, batch=1000) -> _Predicates:
+    """Anonymeter's multivariate attack: a random synthetic record and ``n_cols`` random columns;
+    equality on a categorical value, a one-sided range towards the tail on a number (``>= v``
+    above the synthetic median, ``<= v`` otherwise), "is missing" on a missing value."""
+    d = synth.shape[1]
+    n_cols = min(n_cols, d)
+    med = np.zeros(d)
+    for j in np.nonzero(~is_cat)[0]:
+        x = synth[:, j]
+        med[j] = np.median(x[~np.isnan(x)]) if (~np.isnan(x)).any() else 0.0
+    index = _BitIndex(synth)
+    found, seen, attempts = [], set(), 0
+    while len(found) < n_queries and attempts < max_attempts:
+        b = min(batch, max_attempts - attempts)
+        rows = rng.integers(len(synth), size=b)
+        cols = np.argsort(rng.random((b, d)), axis=1)[:, :n_cols]
+        vals = synth[rows[:, None], cols]
+        ops = np.where(np.isnan(vals), 0, np.where(is_cat[cols], 1, np.where(vals > med[cols], 2, 3)))
+        _unique_singling(_Predicates(cols, ops, vals), index, seen, found, n_queries)
+        attempts += b
+    return _stack(found, n_cols)
+
+
+def _univariate_queries(synth, is_cat, n_queries, rng) -> _Predicates:
+    """Anonymeter's univariate attack: "is missing" where exactly one record is missing, the
+    minimum and maximum of each number (``<= min``, ``>= max``) and every value held by one
+    record only, shuffled; those isolating one synthetic record are kept."""
+    cols, ops, vals = [], [], []
+    for j in range(synth.shape[1]):
+        x = synth[:, j]
+        na = np.isnan(x)
+        if na.sum() == 1:
+            cols.append(j), ops.append(0), vals.append(np.nan)
+        if not is_cat[j] and (~na).any():
+            cols += [j, j]
+            ops += [3, 2]
+            vals += [float(np.nanmin(x)), float(np.nanmax(x))]
+        u, c = np.unique(x[~na], return_counts=True)
+        for v in u[c == 1]:
+            cols.append(j), ops.append(1), vals.append(float(v))
+    order = rng.permutation(len(cols))
+    cand = _Predicates(np.asarray(cols, dtype=np.int64)[order, None], np.asarray(ops, dtype=np.int64)[order, None],
+                       np.asarray(vals, dtype=float)[order, None])
+    found, seen = [], set()
+    _unique_singling(cand, _BitIndex(synth), seen, found, n_queries)
+    return _stack(found, 1)
+
+
+def _stack(found: list, k: int) -> _Predicates:
+    if not found:
+        return _Predicates(np.zeros((0, k), np.int64), np.zeros((0, k), np.int64), np.zeros((0, k)))
+    return _Predicates(np.concatenate([f.cols for f in found]), np.concatenate([f.ops for f in found]),
+                       np.concatenate([f.vals for f in found]))
+
+
+def _singling_probability_integral(n, w_max):
+    """Integral over w in [0, w_max] of n w (1 - w)^(n-1), the chance that a predicate of weight w
+    isolates one record among n (Cohen & Nissim 2020), as Anonymeter fits it."""
+    return (1.0 - (n * w_max + 1.0) * (1.0 - w_max) ** n) / (n + 1.0)
+
+
+def _control_size_correction(masks: np.ndarray, n_target: int, rng) -> float:
+    """Anonymeter's correction of the control success count for a control set of a different size
+    than the training rows: the number of predicates isolating one record is measured on random
+    subsets of the control rows (10 sizes x 5 draws), a curve norm * integral(n, w_eff) is fitted to
+    it, and the count is scaled by curve(n_target) / curve(n_control)."""
+    from scipy.optimize import curve_fit
+    n_c = masks.shape[1]
+    sizes, succ = [], []
+    for n_rows in np.linspace(min(1000, n_c), n_c, 10).astype(int):
+        for _ in range(5):
+            sub = rng.choice(n_c, n_rows, replace=False)
+            succ.append(int((masks[:, sub].sum(1) == 1).sum()))
+            sizes.append(n_rows)
+    sizes, succ = np.asarray(sizes, float), np.asarray(succ, float)
+
+    def model(x, w_eff, norm):
+        return norm * _singling_probability_integral(x, w_eff)
+
+    w0 = 1.0 / sizes.max()
+    p0 = (w0, 1.0 / _singling_probability_integral(sizes.max(), w0))
+    try:
+        popt, _ = curve_fit(model, sizes, succ, bounds=(0, (1, np.inf)), p0=p0)
+    except (RuntimeError, ValueError):
+        return 1.0
+    den = model(n_c, *popt)
+    return float(model(n_target, *popt) / den) if den > 0 else 1.0
+
+
+def _posterior_size_correction(counts: np.ndarray, n_control: int, n_target: int) -> float:
+    """Per-predicate correction of the control success count to the training rows' size.
+
+    A predicate matching k of the n_c control rows has population weight w ~ Beta(k + 1, n_c - k + 1)
+    (uniform prior); it isolates one of n rows with probability n w (1 - w)^(n - 1), whose posterior
+    mean is n B(k + 2, n_c - k + n) / B(k + 1, n_c - k + 1).  The correction is the ratio of these
+    expectations summed over the predicates at n = n_target and at n = n_control -- Anonymeter's
+    ratio with each predicate's own weight in place of one effective weight fitted to subsample
+    counts, so it does not swing with the noise of a two-parameter curve fit."""
+    from scipy.special import betaln
+    k = counts.astype(float)
+    a, b = k + 1.0, n_control - k + 1.0
+
+    def expected(n):
+        return float(np.sum(n * np.exp(betaln(a + 1.0, b + n - 1.0) - betaln(a, b))))
+    den = expected(n_control)
+    return expected(n_target) / den if den > 0 else 1.0
+
+
+SIZE_CORRECTIONS = ("posterior", "fit", "none")
+
+
+def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str = "multivariate",
+                  max_attempts: int = 100_000, size_correction: str = "posterior") -> dict:
+    """Singling out as Anonymeter runs it (Giomi et al., PoPETs 2023): predicates built from the
+    synthetic table that isolate exactly one distinct synthetic record; an attack succeeds when
+    its predicate isolates exactly one distinct training record, and the control rate is the same
+    on the holdout rows, corrected for the holdout's size when it differs from the training rows'
+    (``size_correction``: ``"posterior"`` :func:`_posterior_size_correction`, ``"fit"`` Anonymeter's
+    curve fit :func:`_control_size_correction`, ``"none"``)."""
     t.need_holdout("singling_out_risk")
+    if mode not in SINGLING_OUT_MODES:
+        raise ConfigError(f"mode: singling out runs {SINGLING_OUT_MODES}, got {mode!r}")
+    if size_correction not in SIZE_CORRECTIONS:
+        raise ConfigError(f"size_correction must be one of {SIZE_CORRECTIONS}, got {size_correction!r}")
     schema = t.schema
     rng = np.random.default_rng(seed)
-    m = min(len(t.holdout), len(t.train))
-    members = t.train.iloc[rng.choice(len(t.train), m, replace=False)]
-    control = t.holdout.iloc[rng.choice(len(t.holdout), m, replace=False)]
-    # one integer key per value: categorical codes, numeric values (NaN -> its own key)
-    def keys(df, role):
-        v = views(df, schema, role)
-        cols = []
-        for c in schema.columns:
-            if c.kind == "categorical":
-                cols.append(v.cat[c.name].astype(float))
-            else:
-                x = v.num[c.name].copy()
-                x[np.isnan(x)] = -np.inf
-                cols.append(x)
-        return np.stack(cols, axis=1)
-    ks, km, kc = keys(t.synthetic, "synthetic"), keys(members, "train"), keys(control, "holdout")
-    d = len(schema)
-    n_cols = min(n_cols, d)
-    preds = []
-    tries = 0
-    while len(preds) < n_attacks and tries < 20 * n_attacks:
-        tries += 1
-        row = ks[rng.integers(len(ks))]
-        cols = rng.choice(d, n_cols, replace=False)
-        if np.sum(np.all(ks[:, cols] == row[cols], axis=1)) == 1:
-            preds.append((cols, row[cols]))
-    if not preds:
-        return {**normalised_risk(0, 1, 0, 1), "n_predicates": 0}
-    succ = sum(int(np.sum(np.all(km[:, c] == v, axis=1)) == 1) for c, v in preds)
-    ctrl = sum(int(np.sum(np.all(kc[:, c] == v, axis=1)) == 1) for c, v in preds)
-    res = normalised_risk(succ, len(preds), ctrl, len(preds))
-    res["n_predicates"] = len(preds)
+    synth = _so_matrix(t.synthetic, schema, "synthetic")
+    train = _so_matrix(t.train, schema, "train")
+    control = _so_matrix(t.holdout, schema, "holdout")
+    is_cat = np.array([c.kind == "categorical" for c in schema.columns])
+    if mode == "multivariate":
+        preds = _multivariate_queries(synth, is_cat, n_attacks, n_cols, max_attempts, rng)
+    else:
+        preds = _univariate_queries(synth, is_cat, n_attacks, rng)
+    q = len(preds)
+    if q == 0:
+        return {**normalised_risk(0, 1, 0, 1), "n_predicates": 0, "mode": mode, "control_correction": 1.0}
+    succ = int((_BitIndex(train).counts(preds) == 1).sum())
+    cindex = _BitIndex(control)
+    cbits = cindex.bits(preds)
+    ccounts = np.bitwise_count(cbits).sum(1)
+    ctrl = float((ccounts == 1).sum())
+    correction = 1.0
+    if len(control) != len(train) and size_correction == "fit":
+        correction = _control_size_correction(cindex.unpack(cbits), len(train), rng)
+    elif len(control) != len(train) and size_correction == "posterior":
+        correction = _posterior_size_correction(ccounts, len(control), len(train))
+    ctrl = min(ctrl * correction, q)
+    res = normalised_risk(succ, q, ctrl, q)
+    res.update(n_predicates=q, mode=mode, control_correction=correction)
     return res
 
 
@@ -353,17 +628,43 @@ def inference_risk(train, synthetic, holdout, schema, secret: str | None = None,
                       check_positive_int(n_attacks, "n_attacks"), tolerance, seed)
 
 
-def linkability_risk(train, synthetic, holdout, schema, n_attacks: int = 1000, seed: int = 0, aux_cols=None) -> dict:
-    """Linkability risk R with 95% CI; ``aux_cols`` = (columns A, columns B), default a random split."""
+def linkability_risk(train, synthetic, holdout, schema, n_attacks: int = 1000, seed: int = 0, aux_cols=None,
+                     ties: str = "any") -> dict:
+    """Linkability risk R with 95% CI (Anonymeter's attack, Giomi et al. 2023); ``aux_cols`` = (columns
+    A, columns B), default a random split of the columns in halves; ``ties`` see :func:`_linkability`.
+    Distances are Gower distances on the schema's public bounds (Anonymeter scales numbers by the
+    range the two frames show; the same when those ranges are the bounds)."""
     return _linkability(_Tables(train, synthetic, holdout, schema), check_positive_int(n_attacks, "n_attacks"),
-                        seed, aux_cols)
+                        seed, aux_cols, ties)
 
 
 def singling_out_risk(train, synthetic, holdout, schema, n_attacks: int = 500, n_cols: int = 3,
-                      seed: int = 0) -> dict:
-    """Multivariate singling-out risk R with 95% CI."""
+                      mode: str = "multivariate", seed: int = 0, max_attempts: int = 100_000,
+                      size_correction: str = "posterior") -> dict:
+    """Singling-out risk R with 95% CI, as Anonymeter defines it (Giomi et al., "A unified framework
+    for quantifying privacy risk in synthetic data", PoPETs 2023).
+
+    ``mode="multivariate"`` builds each predicate from a random synthetic record on ``n_cols`` random
+    columns -- equality on categories, one-sided ranges towards the tail on numbers (``>= v`` when v
+    lies above the synthetic median, ``<= v`` otherwise); ``"univariate"`` uses single-column
+    predicates: values held by one record, each number's minimum and maximum, a lone missing value.
+    A predicate counts when it isolates exactly one distinct synthetic record; the attack succeeds
+    when it isolates exactly one distinct training record, the control rate is the same on the
+    holdout rows, and R = (tau_train - tau_control) / (1 - tau_control).
+
+    A holdout smaller than the training rows isolates records more easily; its success count is
+    scaled to the training rows' size.  Anonymeter fits one curve to success counts on subsets of
+    the holdout (``size_correction="fit"``); on adult (80/20) that factor swung from 0.25 to 2.4
+    between draws, so the default ``"posterior"`` scales each predicate by its own weight (see
+    :func:`_posterior_size_correction`).  Other differences from Anonymeter 1.1: R is not clipped
+    at 0 (a negative value says the release singles out non-members as often), rates are plain
+    shares of the predicates found rather than Wilson-centred shares of ``n_attacks`` (the same
+    when all ``n_attacks`` predicates are found), and ``max_attempts`` defaults to 100,000 rather
+    than 10 million candidates.  Keys: ``risk``, ``ci_low``, ``ci_high``, ``tau_train``,
+    ``tau_control`` (corrected), ``n_predicates``, ``control_correction``."""
     return _singling_out(_Tables(train, synthetic, holdout, schema), check_positive_int(n_attacks, "n_attacks"),
-                         check_positive_int(n_cols, "n_cols"), seed)
+                         check_positive_int(n_cols, "n_cols"), seed, mode,
+                         check_positive_int(max_attempts, "max_attempts"), size_correction)
 
 
 # ---------------------------------------------------------------------------------------
@@ -379,8 +680,9 @@ def privacy_scores(train: pd.DataFrame, synthetic: pd.DataFrame, holdout: pd.Dat
 
     Returns one row per metric: ``metric``, ``risk`` (normalised, 0 = like a non-member release,
     1 = maximal), ``ci_low``/``ci_high`` (attacks), ``raw`` (the metric's natural value: share,
-    AUC or attack success rate) and ``detail`` (a dict of the rest)."""
-    t = _Tables(train, synthetic, holdout, schema)
+    AUC or attack success rate) and ``detail`` (a dict of the rest).  ``train`` may be a
+    :class:`_Tables` already holding the three frames (and their cached searches)."""
+    t = train if isinstance(train, _Tables) else _Tables(train, synthetic, holdout, schema)
     t.need_holdout("privacy_scores")
     alpha = _alpha(alpha)
     n_attacks = check_positive_int(n_attacks, "n_attacks")

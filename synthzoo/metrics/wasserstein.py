@@ -74,22 +74,27 @@ def _unique_weighted(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _emd(r: np.ndarray, s: np.ndarray, is_cat: np.ndarray) -> float:
     ur, wr = _unique_weighted(r)
     us, ws = _unique_weighted(s)
-    import ot  # POT; imported here because it takes seconds (it probes torch/jax backends)
+    import os
+    # POT probes torch, jax, cupy and tensorflow as array backends on import (seconds); the metric
+    # passes numpy arrays only
+    for key in ("PYTORCH", "JAX", "CUPY", "TENSORFLOW"):
+        os.environ.setdefault(f"POT_BACKEND_DISABLE_{key}", "1")
+    import ot
 
     cost = sum(_column_cost(ur[:, k], us[:, k], bool(is_cat[k])) for k in range(r.shape[1]))
     return float(ot.emd2(wr, ws, cost, numItermax=10_000_000))
 
 
 def _tvd(r: np.ndarray, s: np.ndarray) -> float:
-    ur, wr = _unique_weighted(r)
-    us, ws = _unique_weighted(s)
-    keys = {tuple(row): w for row, w in zip(ur, wr)}
-    tot = 0.0
-    for row, w in zip(us, ws):
-        t = tuple(row)
-        tot += abs(w - keys.pop(t, 0.0))
-    tot += sum(keys.values())
-    return 0.5 * tot
+    """Total variation distance of categorical (integer-code) columns: one joint code per row, counted."""
+    r, s = r.astype(np.int64), s.astype(np.int64)
+    size = np.maximum(r.max(0), s.max(0)) + 1
+    key_r, key_s = np.zeros(len(r), np.int64), np.zeros(len(s), np.int64)
+    for k in range(r.shape[1]):
+        key_r = key_r * size[k] + r[:, k]
+        key_s = key_s * size[k] + s[:, k]
+    n = int(np.prod(size))
+    return 0.5 * float(np.abs(np.bincount(key_r, minlength=n) / len(r) - np.bincount(key_s, minlength=n) / len(s)).sum())
 
 
 def wasserstein_marginals(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, max_rows: int | None = 2000,
