@@ -616,8 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_bench)
 
     bw = sub.add_parser("bench-worker", help="run cells of a shared grid study (synthzoo bench --storage) until done")
-    bw.add_argument("--storage", required=True)
-    bw.add_argument("--study", default="synthzoo-grid")
+    bw.add_argument("--storage", required=True, help="the grid study's storage, as given to synthzoo bench --storage")
+    bw.add_argument("--study", default="synthzoo-grid", help="the grid study's name (default synthzoo-grid)")
     bw.add_argument("--heartbeat", type=int, default=10, help="seconds between heartbeats (a dead worker's cell "
                                                               "is re-run after 3 missed ones, at once on its host)")
     bw.set_defaults(func=cmd_bench_worker)

@@ -393,8 +393,10 @@ def feature_encoder_from_state(column: Column, state: dict):
             if not isinstance(v, list) or not 2 <= len(v) <= 100_000 or not all(
                     isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
                 raise ConfigError(f"{where}: the quantile {key!r} must be a list of 2 to 100,000 finite numbers")
-        if min(state["values"]) < column.lower or max(state["values"]) > column.upper:
-            raise ConfigError(f"{where}: quantile values must lie within the bounds [{column.lower}, {column.upper}]")
+        pad = 0.5 if column.integer else 0.0  # an integer k stands for the unit interval around it
+        if min(state["values"]) < column.lower - pad or max(state["values"]) > column.upper + pad:
+            raise ConfigError(f"{where}: quantile values must lie within the bounds [{column.lower}, {column.upper}]"
+                              + (" (half a unit beyond them for integers)" if pad else ""))
         return QuantileNumber(column, state["values"], state["levels"])
     raise ConfigError(f"{where}: unknown or mismatched feature encoder {kind!r}")
 

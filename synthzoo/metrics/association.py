@@ -55,22 +55,29 @@ def _eta(cat, x) -> float:
     return float(np.sqrt(between / (x.var() * x.size)))
 
 
-def _matrix(v, schema: Schema) -> np.ndarray:
+def pairwise_matrix(v, schema: Schema, cat_cat, cat_num, num_num) -> np.ndarray:
+    """Column x column matrix of ``cat_cat(a, b)`` between categories, ``cat_num(cat, num)`` between a
+    category and a number and ``num_num(x, y)`` between numbers, on ``prepare``'s column views; 1 on
+    the diagonal.  (This module's associations and SynthEval's squared ones share it.)"""
     cols = schema.columns
     d = len(cols)
     m = np.eye(d)
     for i, j in itertools.combinations(range(d), 2):
         a, b = cols[i], cols[j]
         if a.kind == "categorical" and b.kind == "categorical":
-            val = _cramers_v(v.cat[a.name], v.cat[b.name])
+            val = cat_cat(v.cat[a.name], v.cat[b.name])
         elif a.kind == "categorical":
-            val = _eta(v.cat[a.name], v.num[b.name])
+            val = cat_num(v.cat[a.name], v.num[b.name])
         elif b.kind == "categorical":
-            val = _eta(v.cat[b.name], v.num[a.name])
+            val = cat_num(v.cat[b.name], v.num[a.name])
         else:
-            val = _pearson(v.num[a.name], v.num[b.name])
+            val = num_num(v.num[a.name], v.num[b.name])
         m[i, j] = m[j, i] = val
     return m
+
+
+def _matrix(v, schema: Schema) -> np.ndarray:
+    return pairwise_matrix(v, schema, _cramers_v, _eta, _pearson)
 
 
 def association_matrices(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> tuple[pd.DataFrame, pd.DataFrame]:

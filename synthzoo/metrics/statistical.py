@@ -25,6 +25,7 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.schema import Schema
 from ._common import ColumnViews, check_positive_int, prepare, resolve_schema
+from .association import pairwise_matrix
 
 
 def _scaled(v: ColumnViews, schema: Schema) -> dict:
@@ -399,24 +400,12 @@ def mixed_correlation(v: ColumnViews, schema: Schema) -> np.ndarray:
     with Yates' correction on 2x2 tables) and the squared correlation ratio eta^2 between a category
     and a number; 1 on the diagonal.  (SynthEval reports V^2 and eta^2 under the names V and eta;
     :mod:`synthzoo.metrics.association` has the square roots.)"""
-    cols = schema.columns
-    d = len(cols)
-    m = np.eye(d)
-    for i, j in itertools.combinations(range(d), 2):
-        a, b = cols[i], cols[j]
-        if a.kind == "categorical" and b.kind == "categorical":
-            val = _cramers_v2(v.cat[a.name], v.cat[b.name])
-        elif a.kind == "categorical":
-            val = _eta2(v.cat[a.name], v.num[b.name])
-        elif b.kind == "categorical":
-            val = _eta2(v.cat[b.name], v.num[a.name])
-        else:
-            x, y = v.num[a.name], v.num[b.name]
-            ok = ~(np.isnan(x) | np.isnan(y))
-            val = float(np.corrcoef(x[ok], y[ok])[0, 1]) if ok.sum() > 1 and x[ok].std() > 0 and y[ok].std() > 0 \
-                else np.nan
-        m[i, j] = m[j, i] = val
-    return m
+    return pairwise_matrix(v, schema, _cramers_v2, _eta2, _pearson_complete)
+
+
+def _pearson_complete(x: np.ndarray, y: np.ndarray) -> float:
+    ok = ~(np.isnan(x) | np.isnan(y))
+    return float(np.corrcoef(x[ok], y[ok])[0, 1]) if ok.sum() > 1 and x[ok].std() > 0 and y[ok].std() > 0 else np.nan
 
 
 def correlation_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> float:
