@@ -535,7 +535,7 @@ class Synthesizer:
         except ConfigError as e:
             msg = str(e)
             raise ConfigError(msg if msg.startswith("model file") else f"model file: {stage}: {msg}") from None
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RuntimeError,
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, RuntimeError,
                 RecursionError) as e:
             raise ConfigError(f"model file: {stage}: malformed ({e!r})") from None
         self.account_ = account if account is not None else saved

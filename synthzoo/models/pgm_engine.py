@@ -308,7 +308,7 @@ class Plan:
             lmsg, msg, sepsum = np.empty(self.S), np.empty(self.S), np.empty(self.S)
             if not _nb.calibrate(logb, float(total), self.node_lo, self.parent_ix, self.child_ptr, self.child_list,
                                  self.sep_lo, self.sep_of, self.pp, self.pp_lo, out, u, t,
-                                 np.empty(len(self.order)), lmsg, msg, sepsum):
+                                 np.empty(self.S), lmsg, msg, sepsum):  # scratch of the separators' size
                 raise FloatingPointError("PGM engine: a clique marginal vanished")
             return out
         return self._calibrate_numpy(logb, total)

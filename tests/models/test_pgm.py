@@ -213,3 +213,34 @@ def test_pgm_stops_when_converged():
     assert loose.converged_ and loose.iters_ < 5000 and full.iters_ == 5000
     for q in [("a", "b"), ("b", "c"), ("a", "c")]:
         assert np.abs(loose.project(q) - full.project(q)).sum() / data.n < 0.01
+
+
+def test_calibration_with_underflowing_separators_stays_in_its_buffers(tmp_path):
+    """Extreme saved potentials (a model file is untrusted) take calibration's log-sum-exp branch,
+    whose scratch buffer is the separators' size: a smaller one was overrun (heap corruption, seen
+    only when the process freed memory), so the run is a child process with glibc's checks on."""
+    import os
+    import subprocess
+    import sys
+
+    code = r"""
+import gc, json, warnings
+import synthzoo as sz
+from synthzoo.datasets import make_demo
+df, schema = make_demo(n=400, seed=1)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    doc = sz.make("mst", epsilon=1.0, schema=schema, seed=0, model={"name": "pgm", "iters": 50}).fit(df).to_json()
+for pot in doc["model_state"]["potentials"]:
+    for big in (800.0, 1e308):        # exp(-800) underflows: messages through logs; 1e308 overflows
+        pot["values"][0] = big
+        try:
+            sz.Synthesizer.from_json(json.loads(json.dumps(doc))).sample(5)
+        except sz.ConfigError:        # refused as a malformed file: fine, if nothing was overrun
+            pass
+gc.collect()
+print("ok")
+"""
+    env = {**os.environ, "MALLOC_CHECK_": "3"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), (r.returncode, r.stderr[-2000:])
