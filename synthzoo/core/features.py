@@ -379,11 +379,13 @@ def feature_encoder_from_state(column: Column, state: dict):
                 raise ConfigError(f"{where}: the modes' {key!r} must be a list of 1 to 1,000 finite numbers")
             arrs.append(np.asarray(v, dtype=float))
         means, stds, weights = arrs
-        span = column.upper - column.lower
-        if not (np.all(means >= column.lower) and np.all(means <= column.upper) and np.all(stds > 0)
-                and np.all(stds <= max(span, 1e-9)) and np.all(weights >= 0)):
-            raise ConfigError(f"{where}: modes must lie within the bounds, with scales in (0, upper - lower] and "
-                              "weights >= 0")
+        # a mode fitted to a noisy histogram may sit a little past the bounds (integer bins reach
+        # upper + 1) and spread wider than the range: a margin of one range each way, no more
+        pad = max(column.upper - column.lower, 1.0)
+        if not (np.all(means >= column.lower - pad) and np.all(means <= column.upper + pad) and np.all(stds > 0)
+                and np.all(stds <= 2 * pad) and np.all(weights >= 0)):
+            raise ConfigError(f"{where}: modes must lie within the bounds (give or take one range), with scales in "
+                              "(0, twice the range] and weights >= 0")
         return ModeNormalised(column, means, stds, weights)
     if kind == "quantile" and column.is_numeric:
         if set(state) != {"type", "values", "levels"}:
