@@ -49,8 +49,48 @@ class Features(Preprocessor):
         return {c.name: OneHot(c) if c.kind == "categorical" else ScaledNumber(c) for c in columns}
 
 
+class _HistogramFeatures(Preprocessor):
+    """Continuous features whose numeric encoders are fitted to a noisy PrivTree histogram per column
+    on its public bounds (each numeric column an equal share of the budget), or to the column itself
+    in a non-private run (recorded as a non-private ``_exact_event``); categories one-hot."""
+
+    _exact_event = ""  # the ledger event of a non-private fit on the column
+    _histogram_event = ""  # the mechanism name of the noisy histogram's counts
+
+    def _from_values(self, c: Column, v: np.ndarray, rng: np.random.Generator):
+        raise NotImplementedError
+
+    def _from_histogram(self, c: Column, edges: np.ndarray, noisy: np.ndarray, rng: np.random.Generator):
+        raise NotImplementedError
+
+    def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
+        """``{name: encoder}``: an encoder fitted to a noisy PrivTree histogram per numeric column,
+        one-hot categories."""
+        self.check_columns(df, columns)
+        numeric = [c for c in columns if c.is_numeric]
+        if numeric and budget.private and not budget.remaining > 0:
+            raise BudgetExceededError(f"{self.name}: budget {budget.name!r} has no rho left for {len(numeric)} "
+                                      "numeric column(s); give preprocessing a share of the budget")
+        rho = budget.remaining * (1 - 1e-12) / len(numeric) if (numeric and budget.private) else math.inf
+        out = {}
+        for c in columns:
+            if c.kind == "categorical":
+                out[c.name] = OneHot(c)
+                continue
+            v = numeric_values(df[c.name], c)
+            v = v[~np.isnan(v)]
+            if not budget.private:  # the papers' fit on the column itself (recorded as non-private)
+                budget.charge(self._exact_event, None, math.inf, note=c.name)
+                out[c.name] = self._from_values(c, v, rng)
+                continue
+            edges, noisy = privtree_histogram(c, v, budget, rho, float(self.tree_share), int(self.max_depth),
+                                              self._histogram_event)
+            out[c.name] = self._from_histogram(c, edges, noisy, rng)
+        return out
+
+
 @register("preprocess", "mode_features")
-class ModeFeatures(Preprocessor):
+class ModeFeatures(_HistogramFeatures):
     """CTGAN's mode-specific normalisation with modes fitted to DP statistics; categories one-hot.
 
     Per numeric column, two releases share the column's even part of the module's budget:
@@ -92,30 +132,13 @@ class ModeFeatures(Preprocessor):
         self.tree_share = tree_share
         self.max_depth = max_depth
 
-    def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
-        """``{name: encoder}``: modes from a noisy PrivTree histogram per numeric column, one-hot
-        categories."""
-        self.check_columns(df, columns)
-        numeric = [c for c in columns if c.is_numeric]
-        if numeric and budget.private and not budget.remaining > 0:
-            raise BudgetExceededError(f"mode_features: budget {budget.name!r} has no rho left for {len(numeric)} "
-                                      "numeric column(s); give preprocessing a share of the budget")
-        rho = budget.remaining * (1 - 1e-12) / len(numeric) if (numeric and budget.private) else math.inf
-        out = {}
-        for c in columns:
-            if c.kind == "categorical":
-                out[c.name] = OneHot(c)
-                continue
-            v = numeric_values(df[c.name], c)
-            v = v[~np.isnan(v)]
-            if not budget.private:  # the paper's CTGAN: modes of the column itself (recorded as non-private)
-                budget.charge("mode_fit", None, math.inf, note=c.name)
-                out[c.name] = ModeNormalised.from_values(c, v, int(self.n_modes), rng)
-                continue
-            edges, noisy = privtree_histogram(c, v, budget, rho, float(self.tree_share), int(self.max_depth),
-                                              "mode_histogram")
-            out[c.name] = ModeNormalised.from_histogram(c, edges, noisy, int(self.n_modes), rng)
-        return out
+    _exact_event, _histogram_event = "mode_fit", "mode_histogram"
+
+    def _from_values(self, c, v, rng):
+        return ModeNormalised.from_values(c, v, int(self.n_modes), rng)
+
+    def _from_histogram(self, c, edges, noisy, rng):
+        return ModeNormalised.from_histogram(c, edges, noisy, int(self.n_modes), rng)
 
 
 def privtree_histogram(c: Column, v: np.ndarray, budget: Budget, rho: float, tree_share: float, max_depth: int,
@@ -136,7 +159,7 @@ def privtree_histogram(c: Column, v: np.ndarray, budget: Budget, rho: float, tre
 
 
 @register("preprocess", "quantile_features")
-class QuantileFeatures(Preprocessor):
+class QuantileFeatures(_HistogramFeatures):
     """Numbers as their quantile levels (the ``QuantileTransformer`` of TabDDPM and TableDiffusion)
     with the quantile function fitted to DP statistics; categories one-hot.
 
@@ -174,27 +197,10 @@ class QuantileFeatures(Preprocessor):
         self.tree_share = tree_share
         self.max_depth = max_depth
 
-    def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
-        """``{name: encoder}``: a quantile function from a noisy PrivTree histogram per numeric column,
-        one-hot categories."""
-        self.check_columns(df, columns)
-        numeric = [c for c in columns if c.is_numeric]
-        if numeric and budget.private and not budget.remaining > 0:
-            raise BudgetExceededError(f"quantile_features: budget {budget.name!r} has no rho left for "
-                                      f"{len(numeric)} numeric column(s); give preprocessing a share of the budget")
-        rho = budget.remaining * (1 - 1e-12) / len(numeric) if (numeric and budget.private) else math.inf
-        out = {}
-        for c in columns:
-            if c.kind == "categorical":
-                out[c.name] = OneHot(c)
-                continue
-            v = numeric_values(df[c.name], c)
-            v = v[~np.isnan(v)]
-            if not budget.private:  # the papers' QuantileTransformer on the column (recorded as non-private)
-                budget.charge("quantile_fit", None, math.inf, note=c.name)
-                out[c.name] = QuantileNumber.from_values(c, v, int(self.n_quantiles))
-                continue
-            edges, noisy = privtree_histogram(c, v, budget, rho, float(self.tree_share), int(self.max_depth),
-                                              "quantile_histogram")
-            out[c.name] = QuantileNumber.from_histogram(c, edges, noisy)
-        return out
+    _exact_event, _histogram_event = "quantile_fit", "quantile_histogram"
+
+    def _from_values(self, c, v, rng):
+        return QuantileNumber.from_values(c, v, int(self.n_quantiles))
+
+    def _from_histogram(self, c, edges, noisy, rng):
+        return QuantileNumber.from_histogram(c, edges, noisy)
