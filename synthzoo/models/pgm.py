@@ -468,13 +468,21 @@ class PGM(MeasurementModel):
         ``"numpy"`` runs :mod:`.pgm_engine` (compiled once by numba when it is installed, nothing
         compiled per model), ``"jax"`` mbi's jitted program (compiled per model structure: pays off
         on a GPU), ``"auto"`` the jitted one on a GPU when junction-tree cells x iterations exceed
-        4e8, else numpy.  All run the same algorithm and agree to ~1e-10 of the marginals.
+        4e8, else numpy.  With ``momentum=False`` all run the same algorithm and agree to ~1e-10
+        of the marginals; the jitted program has no momentum (it runs ``mbi``'s plain steps).
     tol : float, default 1e-4
         Stop a ``fit`` once the loss fell by less than ``tol`` (relative) over the last 25
         iterations: the objective has converged.  0 runs every iteration.
-    round_tol : float, default 1e-3
-        The same for the between-rounds refits (:meth:`fit_round`), whose estimate only ranks
-        the next candidates; the final ``fit`` continues from them with ``tol``.
+    round_tol : float, default 1e-4
+        The same for the between-rounds refits (:meth:`fit_round`); the final ``fit`` continues
+        from them with ``tol``.  An adaptive selector reads these estimates (AIM's scores and its
+        annealing test, whether a new measurement moved the estimate by more than its noise), so
+        they must be converged: stopped early, the estimate has not yet moved towards the new
+        measurement and AIM anneals too soon (fewer rounds, a worse model).
+    momentum : bool, default True
+        Accelerate mirror descent with restarted Nesterov momentum on the potentials (numpy
+        engine; see :mod:`.pgm_engine`): the same estimate in a fraction of the iterations.
+        False runs ``mbi``'s plain mirror descent.
 
     Examples
     --------
@@ -487,11 +495,13 @@ class PGM(MeasurementModel):
         "iters": [Interval(Integral, 1, None)], "warm_start": [Boolean()],
         "max_model_size": [Interval(Real, 0, None, closed="neither")], "round_iters": [Interval(Integral, 1, None)],
         "engine": [Options("auto", "numpy", "jax")], "tol": [Interval(Real, 0, 1, closed="left")],
-        "round_tol": [Interval(Real, 0, 1, closed="left")]}
+        "round_tol": [Interval(Real, 0, 1, closed="left")], "momentum": [Boolean()]}
 
     def __init__(self, iters: int = 1000, warm_start: bool = True, max_model_size: float = 100.0,
-                 round_iters: int = 250, engine: str = "auto", tol: float = 1e-4, round_tol: float = 1e-3):
+                 round_iters: int = 250, engine: str = "auto", tol: float = 1e-4, round_tol: float = 1e-4,
+                 momentum: bool = True):
         self.iters = iters
+        self.momentum = momentum
         self.warm_start = warm_start
         self.max_model_size = max_model_size
         self.round_iters = round_iters
@@ -557,7 +567,7 @@ class PGM(MeasurementModel):
         marg = None
         if engine == "numpy":
             res = pgm_engine.mirror_descent(plan, [m.noisy for m in used], sigmas, theta, total, iters, lip,
-                                            tol=tol, alpha=alpha)
+                                            tol=tol, alpha=alpha, momentum=bool(self.momentum))
             theta, marg = res.theta, res.marg
             self.iters_, self.alpha_, self.converged_ = res.iters, res.alpha, res.converged
         else:

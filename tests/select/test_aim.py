@@ -136,5 +136,7 @@ def test_aim_with_a_model_size_cap_materialises_nothing_beyond_it(monkeypatch):
     assert model_size_mb(data.domain, cliques) <= cap  # ... and stays within the cap
     assert not {("a", "b", "c"), ("d", "e", "f")} <= set(cliques)
     # one candidate's answer, the model and its measurements: a few caps, not the 20 three-way
-    # candidates' 4 MB at once (nor node x candidate tables of an unbounded query)
-    assert peak < 8 * cap * 2 ** 20, peak
+    # candidates' 4 MB at once (nor node x candidate tables of an unbounded query).  Mirror descent's
+    # working set is ~20 vectors of the model's cells; momentum's converged refits keep AIM in more
+    # rounds (a larger model within its cap) than plain steps did (peak 2.17 against 1.97 MB)
+    assert peak < 10 * cap * 2 ** 20, peak
