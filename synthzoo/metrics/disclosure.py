@@ -163,14 +163,21 @@ def epsilon_identifiability(train, synthetic, schema: Schema, holdout=None) -> d
     t = _tables(train, synthetic, holdout, schema)
     space = GowerSpace(t.schema, weights=_entropy_weights(t.train, t.schema))
 
-    def eps(real: pd.DataFrame, role: str) -> float:
-        er, es = space.encode(real, role), space.encode(t.synthetic, "synthetic")
-        d_in = space.nearest(er, er, 2)[0][:, 1]
-        d_ext = space.nearest(er, es, 1)[0][:, 0]
+    # encodings and searches memoised on the tables (the weights are the training rows'), so a
+    # release equal to the training rows searches the training rows once
+    def enc(role: str) -> dict:
+        return t.memo(("eps-encoding", "train", role), lambda: space.encode(getattr(t, role), role))
+
+    def nearest(query: str, ref: str):
+        return t.memo(("eps-nearest", "train", query, ref), lambda: space.nearest(enc(query), enc(ref), 2))[0]
+
+    def eps(role: str) -> float:
+        d_in = nearest(role, role)[:, 1]
+        d_ext = nearest(role, "synthetic")[:, 0]
         return float(np.mean(d_ext < d_in))
-    out = {"eps_risk": eps(t.train, "train")}
+    out = {"eps_risk": eps("train")}
     if t.holdout is not None:
-        out["eps_risk_holdout"] = eps(t.holdout, "holdout")
+        out["eps_risk_holdout"] = eps("holdout")
         out["privacy_loss"] = out["eps_risk"] - out["eps_risk_holdout"]
     return out
 
