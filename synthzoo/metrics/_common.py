@@ -215,6 +215,18 @@ class OnceCache:
         with self._lock:
             self._data.clear()
 
+    def known(self, key):
+        """The value of ``key`` if it is computed or being computed (waiting for it), else ``None``."""
+        with self._lock:
+            if key in self._data:
+                return self._data[key]
+            event = self._pending.get(key)
+        if event is None:
+            return None
+        event.wait()
+        with self._lock:
+            return self._data.get(key)
+
     def get(self, key, compute):
         while True:
             with self._lock:

@@ -36,9 +36,9 @@ def _aa(t: _Tables, real: str, synth: str = "synthetic", rows_r=None, rows_s=Non
     self-distances left out (Yale et al., "Generation and evaluation of privacy preserving synthetic
     health data", Neurocomputing 2020)."""
     if rows_r is None:
-        d_rs = t.nn(real, synth, 1)[0][:, 0]
+        (d_rs, _), (d_sr, _) = t.nn_both(real, synth)
+        d_rs, d_sr = d_rs[:, 0], d_sr[:, 0]
         d_rr = t.nn(real, real, 2)[0][:, 1]
-        d_sr = t.nn(synth, real, 1)[0][:, 0]
         d_ss = t.nn(synth, synth, 2)[0][:, 1]
     else:  # a resample: fresh searches within the drawn rows
         sp = t.space
@@ -169,6 +169,8 @@ def epsilon_identifiability(train, synthetic, schema: Schema, holdout=None) -> d
         return t.memo(("eps-encoding", "train", role), lambda: space.encode(getattr(t, role), role))
 
     def nearest(query: str, ref: str):
+        if t._same(query, ref):  # a table against itself: the upper triangle of its distances
+            return t.memo(("eps-self", "train", query), lambda: space.nearest_self(enc(query)))[0]
         return t.memo(("eps-nearest", "train", query, ref), lambda: space.nearest(enc(query), enc(ref), 2))[0]
 
     def eps(role: str) -> float:

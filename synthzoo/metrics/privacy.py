@@ -113,15 +113,25 @@ class _Tables:
         self._memo: dict = {}
         self.space = GowerSpace(self.schema)
 
+    def _key(self, key: tuple) -> tuple:
+        return tuple(self._tokens.get(k, k) if isinstance(k, str) else k for k in key)
+
     def memo(self, key: tuple, compute):
         """``compute()`` once per ``key``, a tuple in which role names (``"train"``, ...) stand for
         their frames; shared with the other evaluations of ``shared`` when given."""
-        key = tuple(self._tokens.get(k, k) if isinstance(k, str) else k for k in key)
+        key = self._key(key)
         if self._shared is not None:
             return self._shared.get(key, compute)
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    def _known(self, key: tuple):
+        key = self._key(key)
+        return self._shared.known(key) if self._shared is not None else self._memo.get(key)
+
+    def _same(self, a: str, b: str) -> bool:
+        return self._tokens[a] == self._tokens[b]
 
     def enc(self, role: str) -> dict:
         return self.memo(("gower-encoding", role), lambda: self.space.encode(getattr(self, role), role))
@@ -141,10 +151,33 @@ class _Tables:
                 return d, i
             d, i = self.memo(("self-nearest", "train", max(k, 2)), own)
             return d[:, :k], i[:, :k]
+        if k <= 2:
+            if self._same(query, ref):  # a table against itself: the upper triangle suffices
+                d, i = self.memo(("gower-self", query), lambda: self.space.nearest_self(self.enc(query)))
+                return d[:, :k], i[:, :k]
+            for a, b, side in ((query, ref, 0), (ref, query, 1)):  # searched with the other direction?
+                got = self._known(("gower-pair", a, b))
+                if got is not None:
+                    d, i = got[side]
+                    return d[:, :k], i[:, :k]
         kk = max(k, 2)
         d, i = self.memo(("gower-nearest", query, ref, kk),
                          lambda: self.space.nearest(self.enc(query), self.enc(ref), kk))
         return d[:, :k], i[:, :k]
+
+    def nn_both(self, a: str, b: str):
+        """``(nn(a, b, 2), nn(b, a, 2))`` from one pass over the distances (see
+        :meth:`~synthzoo.metrics.distance.GowerSpace.nearest_pair`), for metrics that need both."""
+        if self._same(a, b):
+            both = self.nn(a, a, 2)
+            return both, both
+        if self._known(("gower-pair", b, a)) is not None:
+            back, fwd = self._known(("gower-pair", b, a))
+            return fwd, back
+        fwd, back = self._known(("gower-nearest", a, b, 2)), self._known(("gower-nearest", b, a, 2))
+        if fwd is not None or back is not None:  # one direction is known: search the other alone
+            return self.nn(a, b, 2), self.nn(b, a, 2)
+        return self.memo(("gower-pair", a, b), lambda: self.space.nearest_pair(self.enc(a), self.enc(b)))
 
     def need_holdout(self, metric: str):
         if self.holdout is None:

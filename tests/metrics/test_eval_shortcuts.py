@@ -126,3 +126,28 @@ def test_min_hamming_by_one_hot_products_equals_the_direct_count():
     ref[:40] = q[:40]  # some exact copies (distance 0)
     direct = (q[:, None, :] != ref[None, :, :]).sum(-1).min(1)
     assert np.array_equal(_min_hamming(q, ref, block=64), direct)
+
+
+@pytest.mark.parametrize("n_a,n_b", [(120, 97), (1, 40), (2, 2), (90, 65)])
+def test_pair_and_triangle_searches_equal_the_plain_searches(n_a, n_b):
+    """One pass for both directions, and the upper triangle for a table against itself, give the
+    plain searches' distances and neighbours exactly (duplicates and missing values included)."""
+    from synthzoo.metrics.distance import GowerSpace
+    df, schema = toy(1000, seed=4)
+    a = df.iloc[:n_a].reset_index(drop=True)
+    b = pd.concat([df.iloc[n_a:n_a + n_b - n_b // 3], a.iloc[: n_b // 3]], ignore_index=True)  # copies of a's rows
+    a = pd.concat([a, a.iloc[: n_a // 4]], ignore_index=True)  # duplicates within a
+    for sp in (GowerSpace(schema), GowerSpace(schema, weights=[2.5, 0.3, 1e16, 1.7, 1.0])):
+        _check_pair_and_self(sp, a, b)
+
+
+def _check_pair_and_self(sp, a, b):
+    ea, eb = sp.encode(a), sp.encode(b)
+    for block_rows in (None, 7):
+        if block_rows:
+            sp._block_rows = lambda n: block_rows  # many blocks, a last one of a single row
+        fwd, bwd = sp.nearest_pair(ea, eb)
+        for got, want in ((fwd, sp.nearest(ea, eb, 2, block_rows)), (bwd, sp.nearest(eb, ea, 2, block_rows))):
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        got, want = sp.nearest_self(ea), sp.nearest(ea, ea, 2, block_rows)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
