@@ -98,6 +98,8 @@ def run_python(args, train, test, fake, schema) -> None:
         frame.loc["total"] = frame.sum()
         print("\nseconds per metric (wall, inside each table's job; jobs run on n_jobs threads):")
         print(frame.to_string(float_format=lambda x: f"{x:7.1f}"))
+    if args.csv:
+        table.to_csv(args.csv, index=False, float_format="%.17g")
     for k, v in det.get("timings", {}).items():
         print(f"  table {k:<12} {v:7.1f} s")
     print(f"\nTOTAL evaluate(metrics={metrics!r}, n_jobs={args.n_jobs}) on adult ({len(train)} train / "
@@ -134,6 +136,7 @@ def main(argv=None):
     p.add_argument("--cli", action="store_true", help="time `synthzoo eval` in a child process instead")
     p.add_argument("--n-jobs", type=int, default=2, help="evaluate's n_jobs (default 2, its default)")
     p.add_argument("--profile", help="write a cProfile dump here (use with --n-jobs 1: cProfile sees one thread)")
+    p.add_argument("--csv", help="write the metric table here (all digits), to compare runs")
     p.add_argument("--cache", type=Path, default=Path("/tmp/synthzoo_bench_eval"))
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

@@ -345,7 +345,13 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     ``ci_low``/``ci_high`` for the attacks), ``HALF``, ``INDEPENDENT``, ``SELF`` (the baseline
     values, see :mod:`synthzoo.metrics.baselines`), ``better`` (``lower``/``higher``) and
     ``description``.  Baselines are cached per (train, test, options), so scoring several
-    synthetic tables against one split computes them once.
+    synthetic tables against one split computes them once.  Within one call the release and the
+    baselines share what they have in common, with the numbers each table gets when scored alone
+    (``tests/metrics/test_eval_shortcuts.py``): models fitted on the real rows (and a SELF release's
+    own models, which are those), neighbour searches between the same frames (SELF's against the
+    holdout are the release's), both directions of a search from one pass, a table against itself
+    from half its distances, and SELF's fidelity (0 by definition).  ``details["metric_timings"]``
+    gives each table's seconds per metric; ``benchmarks/bench_eval.py`` prints them for adult.
     """
     schema = resolve_schema(schema, train)
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
