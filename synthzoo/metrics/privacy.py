@@ -137,8 +137,10 @@ class _Tables:
         return self.memo(("gower-encoding", role), lambda: self.space.encode(getattr(self, role), role))
 
     def nn(self, query: str, ref: str, k: int = 2):
-        """The ``k`` nearest ``ref`` rows of each ``query`` row (cached; for ``k <= 2`` both nearest
-        are searched at once, as cheap as one).  For a release that is the training frame itself,
+        """The ``k`` nearest ``ref`` rows of each ``query`` row (cached; ``k <= 2`` always searches the
+        two nearest -- one more argmin pass -- so that every metric reads one search; a table against
+        itself uses the upper triangle, and a pair searched in both directions by :meth:`nn_both` is
+        reused).  For a release that is the training frame itself,
         ("synthetic", "train") gives each row itself at distance 0 and leaves the further neighbours
         unsearched (distance NaN, index -1): DCR, the identical-match share and NNDR read only the
         first (NNDR's ratio is 0 when that distance is 0)."""
