@@ -14,6 +14,7 @@ Every metric goes through :func:`check_frames`, so bad input fails the same way 
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -188,3 +189,65 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+class OnceCache:
+    """A memo whose values are computed once even when several threads ask for the same key at the
+    same time: the first caller computes, the others wait for its result (``evaluate`` scores the
+    release and its baselines on threads, and they share fitted models and neighbour searches).
+    ``max_items`` bounds the memory of long sessions (the oldest entries go first).  A computation
+    must not ask for a key another thread is computing while that thread waits for it."""
+
+    def __init__(self, max_items: int | None = None):
+        self._lock = threading.Lock()
+        self._data: dict = {}
+        self._pending: dict = {}
+        self.max_items = max_items
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def known(self, key):
+        """The value of ``key`` if it is computed or being computed (waiting for it), else ``None``."""
+        with self._lock:
+            if key in self._data:
+                return self._data[key]
+            event = self._pending.get(key)
+        if event is None:
+            return None
+        event.wait()
+        with self._lock:
+            return self._data.get(key)
+
+    def get(self, key, compute):
+        while True:
+            with self._lock:
+                if key in self._data:
+                    return self._data[key]
+                event = self._pending.get(key)
+                owner = event is None
+                if owner:
+                    event = self._pending[key] = threading.Event()
+            if owner:
+                break
+            event.wait()  # then read the result, or compute it here if the owner failed
+        try:
+            value = compute()
+            with self._lock:
+                if self.max_items is not None and len(self._data) >= self.max_items:
+                    for k in list(self._data)[: max(1, len(self._data) - self.max_items + 1)]:
+                        del self._data[k]
+                self._data[key] = value
+            return value
+        finally:
+            with self._lock:
+                del self._pending[key]
+            event.set()

@@ -36,9 +36,9 @@ def _aa(t: _Tables, real: str, synth: str = "synthetic", rows_r=None, rows_s=Non
     self-distances left out (Yale et al., "Generation and evaluation of privacy preserving synthetic
     health data", Neurocomputing 2020)."""
     if rows_r is None:
-        d_rs = t.nn(real, synth, 1)[0][:, 0]
+        (d_rs, _), (d_sr, _) = t.nn_both(real, synth)
+        d_rs, d_sr = d_rs[:, 0], d_sr[:, 0]
         d_rr = t.nn(real, real, 2)[0][:, 1]
-        d_sr = t.nn(synth, real, 1)[0][:, 0]
         d_ss = t.nn(synth, synth, 2)[0][:, 1]
     else:  # a resample: fresh searches within the drawn rows
         sp = t.space
@@ -163,14 +163,23 @@ def epsilon_identifiability(train, synthetic, schema: Schema, holdout=None) -> d
     t = _tables(train, synthetic, holdout, schema)
     space = GowerSpace(t.schema, weights=_entropy_weights(t.train, t.schema))
 
-    def eps(real: pd.DataFrame, role: str) -> float:
-        er, es = space.encode(real, role), space.encode(t.synthetic, "synthetic")
-        d_in = space.nearest(er, er, 2)[0][:, 1]
-        d_ext = space.nearest(er, es, 1)[0][:, 0]
+    # encodings and searches memoised on the tables (the weights are the training rows'), so a
+    # release equal to the training rows searches the training rows once
+    def enc(role: str) -> dict:
+        return t.memo(("eps-encoding", "train", role), lambda: space.encode(getattr(t, role), role))
+
+    def nearest(query: str, ref: str):
+        if t._same(query, ref):  # a table against itself: the upper triangle of its distances
+            return t.memo(("eps-self", "train", query), lambda: space.nearest_self(enc(query)))[0]
+        return t.memo(("eps-nearest", "train", query, ref), lambda: space.nearest(enc(query), enc(ref), 2))[0]
+
+    def eps(role: str) -> float:
+        d_in = nearest(role, role)[:, 1]
+        d_ext = nearest(role, "synthetic")[:, 0]
         return float(np.mean(d_ext < d_in))
-    out = {"eps_risk": eps(t.train, "train")}
+    out = {"eps_risk": eps("train")}
     if t.holdout is not None:
-        out["eps_risk_holdout"] = eps(t.holdout, "holdout")
+        out["eps_risk_holdout"] = eps("holdout")
         out["privacy_loss"] = out["eps_risk"] - out["eps_risk_holdout"]
     return out
 

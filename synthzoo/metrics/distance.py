@@ -80,7 +80,10 @@ class GowerSpace:
         if a["num"].shape[1]:
             an, bn = a["num"][ia], b["num"]
             anan, bnan = a["nan"][ia], b["nan"]
-            has_nan = anan.any(0) | bnan.any(0)
+            # columns with a missing value anywhere in either table take the slow path -- decided on
+            # the whole tables, so d(x, y) is summed in the same order in every block and both
+            # orientations (the pair and triangle searches rely on it)
+            has_nan = a["nan"].any(0) | bnan.any(0)
             clean = ~has_nan
             if clean.any():
                 d = cdist(an[:, clean], bn[:, clean], metric="cityblock")
@@ -147,6 +150,86 @@ class GowerSpace:
         if not self.weighted:  # float32 matmul rounding can leave ~1e-7 for identical rows
             dist[dist < 1e-6] = 0.0
         return dist, idx
+
+    def _block_rows(self, n_ref: int) -> int:
+        return max(64, int(4_000_000 // max(n_ref, 1)))
+
+    def nearest_pair(self, a: dict, b: dict) -> tuple[tuple, tuple]:
+        """The two nearest ``b`` rows of each ``a`` row and the two nearest ``a`` rows of each ``b``
+        row -- ``(nearest(a, b, 2), nearest(b, a, 2))`` -- from one pass over the distance matrix:
+        each block's rows give the first, its columns the second.  The distance of (x, y) is computed
+        as that of (y, x) -- the same sums in the same order (the weighted categorical part is a
+        product of one-hot blocks, which OpenBLAS accumulates in order; a test checks it) -- so the
+        result equals the two searches exactly, ties to the lower index included."""
+        if a["n"] < 2 or b["n"] < 2:
+            return self.nearest(a, b, 2), self.nearest(b, a, 2)
+        step = self._block_rows(b["n"])
+        da, ia = np.empty((a["n"], 2)), np.empty((a["n"], 2), dtype=np.int64)
+        db, ib = np.full((b["n"], 2), np.inf), np.full((b["n"], 2), -1, dtype=np.int64)
+        for start in range(0, a["n"], step):
+            sl = slice(start, min(start + step, a["n"]))
+            d = self.block(a, sl, b)
+            cd, ci = _top2(np.ascontiguousarray(d.T))  # columns first: _top2 overwrites its input
+            _merge2(db, ib, cd, np.where(ci >= 0, ci + start, -1))
+            da[sl], ia[sl] = _top2(d)
+        if not self.weighted:
+            for dist in (da, db):
+                dist[dist < 1e-6] = 0.0
+        return (da, ia), (db, ib)
+
+    def nearest_self(self, a: dict) -> tuple[np.ndarray, np.ndarray]:
+        """``nearest(a, a, 2)`` (each row's first neighbour is itself or an identical row) from the
+        upper triangle of the distance matrix only: block i holds rows i against rows from i on, its
+        rows give their neighbours there and its columns past the diagonal block give theirs among
+        block i's rows.  Exactly equal to the full search (see :meth:`nearest_pair`), for half the
+        distances."""
+        if a["n"] < 2:
+            return self.nearest(a, a, 2)
+        n = a["n"]
+        step = self._block_rows(n)
+        d_best, i_best = np.full((n, 2), np.inf), np.full((n, 2), -1, dtype=np.int64)
+        for start in range(0, n, step):
+            stop = min(start + step, n)
+            d = self.block(a, slice(start, stop), _slice(a, start))
+            if stop < n:  # columns past the diagonal block: their nearest among this block's rows
+                cd, ci = _top2(np.ascontiguousarray(d[:, stop - start:].T))
+                _merge2(d_best[stop:], i_best[stop:], cd, np.where(ci >= 0, ci + start, -1))
+            rd, ri = _top2(d)
+            _merge2(d_best[start:stop], i_best[start:stop], rd, np.where(ri >= 0, ri + start, -1))
+        if not self.weighted:
+            d_best[d_best < 1e-6] = 0.0
+        return d_best, i_best
+
+
+def _slice(e: dict, start: int, stop: int | None = None) -> dict:
+    """Rows ``start:stop`` of an encoding (views, no copy)."""
+    sl = slice(start, stop)
+    return {k: (v[sl] if isinstance(v, np.ndarray) else v) for k, v in e.items()} | \
+        {"n": len(e["num"][sl])}
+
+
+def _top2(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``d``: the two smallest values and their columns, the lower column first among
+    equal values (two argmin passes, as :meth:`GowerSpace.nearest`).  ``d`` is overwritten."""
+    r = np.arange(d.shape[0])
+    i = d.argmin(axis=1)
+    d1 = d[r, i]
+    if d.shape[1] < 2:
+        return np.stack([d1, np.full_like(d1, np.inf)], 1), np.stack([i, np.full_like(i, -1)], 1)
+    d[r, i] = np.inf
+    j = d.argmin(axis=1)
+    return np.stack([d1, d[r, j]], 1), np.stack([i, j], 1)
+
+
+def _merge2(d: np.ndarray, i: np.ndarray, d2: np.ndarray, i2: np.ndarray) -> None:
+    """Merge candidate pairs (d2, i2) into the running two nearest (d, i), in place: the two
+    smallest by (distance, index) -- the order one search over all columns would give."""
+    dd, ii = np.concatenate([d, d2], 1), np.concatenate([i, i2], 1)
+    # fillers (inf, -1) must sort after every real candidate, also after a real inf
+    key_i = np.where(ii < 0, np.iinfo(np.int64).max, ii)
+    order = np.lexsort((key_i, dd), axis=-1)[:, :2]
+    d[:] = np.take_along_axis(dd, order, 1)
+    i[:] = np.take_along_axis(ii, order, 1)
 
 
 def gower_nearest(query: pd.DataFrame, reference: pd.DataFrame, schema: Schema, k: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -160,11 +160,13 @@ def _task_of(schema: Schema) -> str | None:
     return "classification" if schema[schema.meta["target"]].kind == "categorical" else "regression"
 
 
-def _score_table(real, synth, test, schema, names, opts, ml_train=None) -> dict:
+def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=None, tokens=None) -> dict:
     """All selected metrics of one (real, synthetic) pair -> {name: (value, ci_low, ci_high)}.
 
     The nearest-neighbour searches are shared: one :class:`~synthzoo.metrics.privacy._Tables` holds
-    the encodings and searches every distance-based metric of this pair uses."""
+    the encodings and searches every distance-based metric of this pair uses, and with ``shared``
+    and ``tokens`` (see ``_Tables``) the other pairs of the same evaluation reuse those of their
+    frames in common."""
     from . import disclosure as D
     from . import statistical as S
     from .ml import auroc_difference, ml_cross_validated
@@ -175,7 +177,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None) -> dict:
     def t():
         nonlocal tables
         if tables is None:
-            tables = _Tables(real, synth, test, schema)
+            tables = _Tables(real, synth, test, schema, shared=shared, tokens=tokens)
         return tables
     cache = {}
 
@@ -184,7 +186,9 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None) -> dict:
             cache[key] = fn()
         return cache[key]
     same = synth is real  # the SELF baseline: a table against itself
+    times = {}  # wall seconds per metric, for the timing report
     for m in names:
+        t0 = time.perf_counter()
         if same and m in _ZERO_FOR_IDENTICAL:  # distances between a table and itself, 0 by definition
             out[m] = (0.0,)
         elif same and m == "ci_overlap":
@@ -244,20 +248,27 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None) -> dict:
         elif m == "attr_disclosure":
             out[m] = (D.attribute_disclosure(t(), None, schema, n_estimators=opts["attr_trees"],
                                              max_rows=opts["attr_rows"], seed=opts["seed"])["accuracy"],)
+        if m in out:
+            times[m] = time.perf_counter() - t0
     ml_names = [m for m in names if m in _ML or m == "ml_affinity"]
     if ml_names:
+        t0 = time.perf_counter()
         df = ml_scores(ml_train if ml_train is not None else real, synth, test, schema,
                        evaluators=opts["evaluators"], seed=opts["seed"])
         for m in ml_names:
             out[m] = (float(df["gap"].mean()),) if m == "ml_affinity" else \
                 (float(df.loc[df["score"] == _ML[m], "synthetic"].mean()),)
         out["_ml_detail"] = df
+        times["ml (" + ", ".join(ml_names) + ")"] = time.perf_counter() - t0
     priv = [m for m in names if m in _PRIV_KEY]
     if priv:
+        t0 = time.perf_counter()
         df = privacy_scores(t(), None, None, schema, metrics=[_PRIV_KEY[m] for m in priv],
                             n_attacks=opts["n_attacks"], seed=opts["seed"])
         for m, row in zip(priv, df.itertuples()):
             out[m] = (row.risk, row.ci_low, row.ci_high)
+        times["privacy attacks (" + ", ".join(priv) + ")"] = time.perf_counter() - t0
+    out["_times"] = times
     return out
 
 
@@ -273,16 +284,21 @@ _BASELINE_CACHE: dict = {}
 
 
 def _run_tables(jobs, test, schema, opts, n_jobs: int) -> dict:
-    """``{name: (scores, seconds)}`` for each (name, real, release, ml_train, metrics) job, on
-    ``n_jobs`` threads.  Warning filters are process-wide and ``catch_warnings`` is not thread-safe,
-    so they are restored as they were once every job is done."""
+    """``{name: (scores, seconds)}`` for each (name, real, release, ml_train, metrics, tokens) job, on
+    ``n_jobs`` threads; the jobs share one memo of encodings and neighbour searches (``tokens``
+    name each job's frames, see ``_Tables``).  Warning filters are process-wide and
+    ``catch_warnings`` is not thread-safe, so they are restored as they were once every job is done."""
     import warnings
     from concurrent.futures import ThreadPoolExecutor
 
+    from ._common import OnceCache
+    shared = OnceCache()
+
     def one(job):
-        name, real, rel, ml_train, metrics = job
+        name, real, rel, ml_train, metrics, tokens = job
         t = time.perf_counter()
-        return name, (_score_table(real, rel, test, schema, metrics, opts, ml_train=ml_train), time.perf_counter() - t)
+        return name, (_score_table(real, rel, test, schema, metrics, opts, ml_train=ml_train, shared=shared,
+                                   tokens=tokens), time.perf_counter() - t)
     n_jobs = check_positive_int(n_jobs, "n_jobs")
     if n_jobs == 1 or len(jobs) == 1:
         return dict(one(j) for j in jobs)
@@ -295,8 +311,14 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int) -> dict:
         warnings._filters_mutated()
 
 
-def _key(df) -> int:
-    return int(pd.util.hash_pandas_object(df.astype(str), index=False).sum()) if df is not None else 0
+def _key(df) -> bytes:
+    """A digest of a frame's values in row order (the baselines split rows by position)."""
+    import hashlib
+    if df is None:
+        return b""
+    h = hashlib.blake2b(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes(), digest_size=16)
+    h.update(repr(list(df.columns)).encode())
+    return h.digest()
 
 
 def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | None = None,
@@ -323,7 +345,13 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     ``ci_low``/``ci_high`` for the attacks), ``HALF``, ``INDEPENDENT``, ``SELF`` (the baseline
     values, see :mod:`synthzoo.metrics.baselines`), ``better`` (``lower``/``higher``) and
     ``description``.  Baselines are cached per (train, test, options), so scoring several
-    synthetic tables against one split computes them once.
+    synthetic tables against one split computes them once.  Within one call the release and the
+    baselines share what they have in common, with the numbers each table gets when scored alone
+    (``tests/metrics/test_eval_shortcuts.py``): models fitted on the real rows (and a SELF release's
+    own models, which are those), neighbour searches between the same frames (SELF's against the
+    holdout are the release's), both directions of a search from one pass, a table against itself
+    from half its distances, and SELF's fidelity (0 by definition).  ``details["metric_timings"]``
+    gives each table's seconds per metric; ``benchmarks/bench_eval.py`` prints them for adult.
     """
     schema = resolve_schema(schema, train)
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
@@ -339,19 +367,29 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     timings = {}
     table_names = [m for m in names if m != "mds"]
     base_vals = {b: {} for b in BASELINES}
-    jobs = [("synthetic", train, synthetic, None, table_names)]
+    # one frame object for the training rows: the SELF baseline is this frame scored against itself,
+    # and its searches against the holdout are the release's (tokens below)
+    train = train.reset_index(drop=True)
+    tokens = {"synthetic": {"train": "train", "synthetic": "release", "holdout": "test"},
+              "SELF": {"train": "train", "synthetic": "train", "holdout": "test"},
+              "HALF": {"train": "A", "synthetic": "B", "holdout": "test"},
+              "INDEPENDENT": {"train": "A", "synthetic": "B-independent", "holdout": "test"}}
+    jobs = [("synthetic", train, synthetic, None, table_names, tokens["synthetic"])]
     if baselines and table_names:
         key = (_key(train), _key(test), tuple(schema.names), tuple(sorted(opts.items())))
         cache = _BASELINE_CACHE.setdefault(key, {b: {} for b in BASELINES})
         todo = {b: [m for m in table_names if m not in cache[b]] for b in BASELINES}
         if any(todo.values()):
             tables = baseline_tables(train, seed)
-            # SELF first: with the shortcuts for a table against itself it is the shortest
-            jobs += [(b, tables[b][0], tables[b][1], train, todo[b]) for b in ("SELF", "HALF", "INDEPENDENT")
+            tables["SELF"] = (train, train)
+            # HALF beside the release (the largest job), then SELF, which reuses the release's real-row
+            # models and holdout searches, then INDEPENDENT, which reuses HALF's
+            jobs += [(b, tables[b][0], tables[b][1], train, todo[b], tokens[b]) for b in ("HALF", "SELF", "INDEPENDENT")
                      if todo[b]]
     results = _run_tables(jobs, test, schema, opts, n_jobs)
     main = results["synthetic"][0]
     timings["synthetic"] = results["synthetic"][1]
+    metric_timings = {name: res[0].pop("_times", {}) for name, res in results.items()}
     if baselines and table_names:
         for b in BASELINES:
             if b in results:
@@ -360,7 +398,7 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                 timings[b] = t_b
             base_vals[b] = cache[b]
     details = {"ml": main.pop("_ml_detail", None), "ml_cv": main.pop("_cv_detail", None),
-               "mia": main.pop("_mia_detail", None), "timings": timings}
+               "mia": main.pop("_mia_detail", None), "timings": timings, "metric_timings": metric_timings}
     if "mds" in names:
         t1 = time.perf_counter()
         res = membership_disclosure(train, schema, synthesizer_factory, mds_shadow_models, mds_samples, seed=seed)

@@ -79,10 +79,22 @@ def _discrete(df: pd.DataFrame, schema: Schema, role: str, bins: int = 20) -> np
     return np.stack(cols, axis=1)
 
 
-def _min_hamming(q: np.ndarray, ref: np.ndarray, block: int = 256) -> np.ndarray:
+def _min_hamming(q: np.ndarray, ref: np.ndarray, block: int = 512) -> np.ndarray:
+    """Smallest Hamming distance from each row of ``q`` to the rows of ``ref`` (integer codes):
+    columns minus the most matches, the matches counted by one product of one-hot blocks (exact:
+    small integers in float32)."""
+    d = q.shape[1]
+    size = np.maximum(q.max(0, initial=0), ref.max(0, initial=0)) + 1
+    off = np.r_[0, np.cumsum(size)[:-1]]
+
+    def onehot(x):
+        o = np.zeros((len(x), int(size.sum())), dtype=np.float32)
+        o[np.arange(len(x))[:, None], x + off] = 1.0
+        return o
+    qo, ro = onehot(q), onehot(ref)
     out = np.empty(len(q))
     for s in range(0, len(q), block):
-        out[s:s + block] = (q[s:s + block, None, :] != ref[None, :, :]).sum(-1).min(1)
+        out[s:s + block] = d - (qo[s:s + block] @ ro.T).max(1)
     return out
 
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import check_frames, resolve_schema, views
+from ._common import OnceCache, check_frames, resolve_schema, views
 
 EVALUATORS = ("linear", "rf", "gbm", "mlp", "xgboost", "catboost")
 DEFAULT_EVALUATORS = ("linear", "rf", "gbm", "mlp")
@@ -185,11 +185,26 @@ def _fit_score(name, task, X, y, Xt, yt, n_classes, seed) -> dict:
     return _scores(model, Xt, yt, task, n_classes, None, y_scale)
 
 
-_REAL_CACHE: dict = {}
+#: scores of fitted models by what they saw: (training features, labels, test features, labels,
+#: evaluator, task, seed).  The evaluators are deterministic given their seed, so the same inputs
+#: give the same scores: the models trained on the real rows are fitted once per split, and a
+#: release equal to the training rows (the SELF baseline) reuses them instead of refitting.
+_FIT_CACHE = OnceCache(max_items=1024)
 
 
-def _frame_key(df: pd.DataFrame) -> int:
-    return int(pd.util.hash_pandas_object(df.astype(str), index=False).sum())
+def _digest(*arrays) -> bytes:
+    import hashlib
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(a.data)
+    return h.digest()
+
+
+def _fit_score_cached(name, task, X, y, Xt, yt, n_classes, seed, test_key: bytes) -> dict:
+    key = (_digest(X, y), test_key, name, task, n_classes, seed)
+    return _FIT_CACHE.get(key, lambda: _fit_score(name, task, X, y, Xt, yt, n_classes, seed))
 
 
 def ml_scores(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, schema: Schema,
@@ -199,8 +214,9 @@ def ml_scores(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, 
 
     Returns a frame with columns ``evaluator``, ``score`` (f1/auc or rmse/r2), ``synthetic``
     (trained on ``synthetic``), ``real`` (trained on ``train``), ``gap`` (relative gap, MLA).
-    Models trained on the real rows are cached for the process, so scoring several synthetic
-    tables (or the baselines) against one split trains them once.
+    Scores are cached for the process by the exact rows a model saw (see ``_FIT_CACHE``), so
+    scoring several synthetic tables (or the baselines) against one split trains the real-row
+    models once, and a release identical to the training rows costs no fit.
     """
     schema = resolve_schema(schema, train)
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
@@ -223,18 +239,15 @@ def ml_scores(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, 
     yt = _target(te, schema, target, task, "test")
     Xs = encode_features(sy, schema, target, "synthetic")
     ys = _target(sy, schema, target, task, "synthetic")
-    real_key = (_frame_key(tr), _frame_key(te), target, task, seed)
+    Xr = encode_features(tr, schema, target, "train")
+    yr = _target(tr, schema, target, task, "train")
+    test_key = _digest(Xt, yt)
     rows = []
     for name in evaluators:
-        ck = real_key + (name,)
-        if ck not in _REAL_CACHE:
-            if len(_REAL_CACHE) > 256:  # bound the memory of long tuning sessions
-                _REAL_CACHE.clear()
-            Xr = encode_features(tr, schema, target, "train")
-            yr = _target(tr, schema, target, task, "train")
-            _REAL_CACHE[ck] = _fit_score(name, task, Xr, yr, Xt, yt, n_classes, seed)
-        real_sc = _REAL_CACHE[ck]
-        syn_sc = _fit_score(name, task, Xs, ys, Xt, yt, n_classes, seed)
+        # the release's model first: jobs scoring several releases side by side then reach the shared
+        # real-row model at different times, and one fits it while the others fit their own
+        syn_sc = _fit_score_cached(name, task, Xs, ys, Xt, yt, n_classes, seed, test_key)
+        real_sc = _fit_score_cached(name, task, Xr, yr, Xt, yt, n_classes, seed, test_key)
         for score, rv in real_sc.items():
             sv = syn_sc[score]
             if score == "rmse":
@@ -303,10 +316,9 @@ def ml_cross_validated(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Sch
     for name in evaluators:
         res = []
         for (tr_r, te_r), (tr_s, _) in zip(kf.split(xr2, yr2), kf.split(xs2, ys2)):
-            scores = []
-            for x, y in ((xr2[tr_r], yr2[tr_r]), (xs2[tr_s], ys2[tr_s])):
-                scores.append(_fit_f1(name, x, y, xr2[te_r], yr2[te_r], average, seed))
-            res.append(scores)
+            # synthetic first, real second (cached and shared between releases; see ml_scores)
+            tstr = _fit_f1(name, xs2[tr_s], ys2[tr_s], xr2[te_r], yr2[te_r], average, seed)
+            res.append([_fit_f1(name, xr2[tr_r], yr2[tr_r], xr2[te_r], yr2[te_r], average, seed), tstr])
         res = np.asarray(res)
         se = res.std(0, ddof=1) / np.sqrt(len(res)) if len(res) > 1 else np.zeros(2)
         row = {"evaluator": name, "trtr": res[:, 0].mean(), "trtr_se": se[0], "tstr": res[:, 1].mean(),
@@ -322,6 +334,13 @@ def ml_cross_validated(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Sch
 
 
 def _fit_f1(name, x, y, xt, yt, average, seed) -> float:
+    """F1 on (xt, yt) of evaluator ``name`` trained on (x, y); cached like :func:`ml_scores`' fits, so
+    the train-on-real folds are fitted once for a release and all its baselines."""
+    key = ("f1", _digest(x, y), _digest(xt, yt), name, average, seed)
+    return _FIT_CACHE.get(key, lambda: _fit_f1_uncached(name, x, y, xt, yt, average, seed))
+
+
+def _fit_f1_uncached(name, x, y, xt, yt, average, seed) -> float:
     from sklearn.metrics import f1_score
     classes = np.unique(y)
     if classes.size < 2:
@@ -379,13 +398,11 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
     if present.size != 2:
         raise ConfigError(f"auroc_difference: the held-out rows hold {present.size} target classes; needs 2")
     out = {}
-    for role in ("train", "synthetic"):
-        x = enc(frames[role], schema, target, role)
-        y = _target(frames[role], schema, target, task, role)
+
+    def fit_auc(x, y) -> float:
         classes = np.unique(y)
         if classes.size < 2:
-            out[role] = 0.5
-            continue
+            return 0.5
         if model == "linear":
             from sklearn.linear_model import LogisticRegression
             m = LogisticRegression(max_iter=100, random_state=seed)
@@ -396,5 +413,11 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
             m.fit(x, np.searchsorted(classes, y))
         proba = np.zeros((len(xt), int(max(classes.max(), present.max())) + 1))
         proba[:, classes] = m.predict_proba(xt)
-        out[role] = float(roc_auc_score(yt == present[1], proba[:, present[1]]))
+        return float(roc_auc_score(yt == present[1], proba[:, present[1]]))
+    test_key = _digest(xt, yt)
+    for role in ("train", "synthetic"):
+        x = enc(frames[role], schema, target, role)
+        y = _target(frames[role], schema, target, task, role)
+        # cached like ml_scores' fits: the real-row model is fitted once for a release and its baselines
+        out[role] = _FIT_CACHE.get(("auroc", _digest(x, y), test_key, model, seed), lambda: fit_auc(x, y))
     return {"auroc_diff": out["synthetic"] - out["train"], "auroc_real": out["train"], "auroc_synthetic": out["synthetic"]}

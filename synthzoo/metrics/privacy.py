@@ -90,40 +90,96 @@ def _subschema(schema: Schema, cols) -> Schema:
 
 
 class _Tables:
-    """Checked frames and their Gower encodings, shared by the metrics of one evaluation."""
+    """Checked frames and their Gower encodings, shared by the metrics of one evaluation.
 
-    def __init__(self, train, synthetic, holdout, schema: Schema):
+    ``shared`` (a :class:`~synthzoo.metrics._common.OnceCache`) and ``tokens`` (a name for each
+    role's frame, e.g. ``{"train": "A", "synthetic": "B", "holdout": "test"}``) let several
+    evaluations that hold the same frames share their encodings and neighbour searches, on
+    threads: ``evaluate`` scores a release and its three baselines, which search the same
+    holdout-to-training and training-to-training neighbours.  Two roles with one token must hold
+    the same rows."""
+
+    def __init__(self, train, synthetic, holdout, schema: Schema, shared=None, tokens: dict | None = None):
         self.schema = resolve_schema(schema, train)
-        # the training frame released as it is (the SELF baseline): every row's nearest training
-        # row is itself, at distance 0, so that search need not run
-        self.synthetic_is_train = synthetic is train
         f = check_frames(self.schema, train=train, synthetic=synthetic, holdout=holdout)
         self.train, self.synthetic, self.holdout = f["train"], f["synthetic"], f.get("holdout")
+        self._tokens = {r: ("frame", r) for r in ("train", "synthetic", "holdout")}
+        if tokens:
+            self._tokens.update({r: ("frame", tok) for r, tok in tokens.items()})
+        # the training frame released as it is (the SELF baseline): every row's nearest training
+        # row is itself, at distance 0, so that search need not run
+        self.synthetic_is_train = synthetic is train or self._tokens["synthetic"] == self._tokens["train"]
+        self._shared = shared
+        self._memo: dict = {}
         self.space = GowerSpace(self.schema)
-        self._enc: dict = {}
-        self._nn: dict = {}
+
+    def _key(self, key: tuple) -> tuple:
+        return tuple(self._tokens.get(k, k) if isinstance(k, str) else k for k in key)
+
+    def memo(self, key: tuple, compute):
+        """``compute()`` once per ``key``, a tuple in which role names (``"train"``, ...) stand for
+        their frames; shared with the other evaluations of ``shared`` when given."""
+        key = self._key(key)
+        if self._shared is not None:
+            return self._shared.get(key, compute)
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def _known(self, key: tuple):
+        key = self._key(key)
+        return self._shared.known(key) if self._shared is not None else self._memo.get(key)
+
+    def _same(self, a: str, b: str) -> bool:
+        return self._tokens[a] == self._tokens[b]
 
     def enc(self, role: str) -> dict:
-        if role not in self._enc:
-            self._enc[role] = self.space.encode(getattr(self, role), role)
-        return self._enc[role]
+        return self.memo(("gower-encoding", role), lambda: self.space.encode(getattr(self, role), role))
 
     def nn(self, query: str, ref: str, k: int = 2):
-        """The ``k`` nearest ``ref`` rows of each ``query`` row (cached).  For a release that is the
-        training frame itself, ("synthetic", "train") gives each row itself at distance 0 and leaves
-        the further neighbours unsearched (distance NaN, index -1): DCR, the identical-match share
-        and NNDR read only the first (NNDR's ratio is 0 when that distance is 0)."""
-        key = (query, ref)
-        if key == ("synthetic", "train") and self.synthetic_is_train and key not in self._nn:
-            n = len(self.train)
-            d = np.full((n, max(k, 2)), np.nan)
-            i = np.full((n, max(k, 2)), -1, dtype=np.int64)
-            d[:, 0], i[:, 0] = 0.0, np.arange(n)
-            self._nn[key] = (d, i)
-        if key not in self._nn or self._nn[key][0].shape[1] < k:
-            self._nn[key] = self.space.nearest(self.enc(query), self.enc(ref), k)
-        d, i = self._nn[key]
+        """The ``k`` nearest ``ref`` rows of each ``query`` row (cached; ``k <= 2`` always searches the
+        two nearest -- one more argmin pass -- so that every metric reads one search; a table against
+        itself uses the upper triangle, and a pair searched in both directions by :meth:`nn_both` is
+        reused).  For a release that is the training frame itself,
+        ("synthetic", "train") gives each row itself at distance 0 and leaves the further neighbours
+        unsearched (distance NaN, index -1): DCR, the identical-match share and NNDR read only the
+        first (NNDR's ratio is 0 when that distance is 0)."""
+        if (query, ref) == ("synthetic", "train") and self.synthetic_is_train:
+            def own():
+                n = len(self.train)
+                d = np.full((n, max(k, 2)), np.nan)
+                i = np.full((n, max(k, 2)), -1, dtype=np.int64)
+                d[:, 0], i[:, 0] = 0.0, np.arange(n)
+                return d, i
+            d, i = self.memo(("self-nearest", "train", max(k, 2)), own)
+            return d[:, :k], i[:, :k]
+        if k <= 2:
+            if self._same(query, ref):  # a table against itself: the upper triangle suffices
+                d, i = self.memo(("gower-self", query), lambda: self.space.nearest_self(self.enc(query)))
+                return d[:, :k], i[:, :k]
+            for a, b, side in ((query, ref, 0), (ref, query, 1)):  # searched with the other direction?
+                got = self._known(("gower-pair", a, b))
+                if got is not None:
+                    d, i = got[side]
+                    return d[:, :k], i[:, :k]
+        kk = max(k, 2)
+        d, i = self.memo(("gower-nearest", query, ref, kk),
+                         lambda: self.space.nearest(self.enc(query), self.enc(ref), kk))
         return d[:, :k], i[:, :k]
+
+    def nn_both(self, a: str, b: str):
+        """``(nn(a, b, 2), nn(b, a, 2))`` from one pass over the distances (see
+        :meth:`~synthzoo.metrics.distance.GowerSpace.nearest_pair`), for metrics that need both."""
+        if self._same(a, b):
+            both = self.nn(a, a, 2)
+            return both, both
+        if self._known(("gower-pair", b, a)) is not None:
+            back, fwd = self._known(("gower-pair", b, a))
+            return fwd, back
+        fwd, back = self._known(("gower-nearest", a, b, 2)), self._known(("gower-nearest", b, a, 2))
+        if fwd is not None or back is not None:  # one direction is known: search the other alone
+            return self.nn(a, b, 2), self.nn(b, a, 2)
+        return self.memo(("gower-pair", a, b), lambda: self.space.nearest_pair(self.enc(a), self.enc(b)))
 
     def need_holdout(self, metric: str):
         if self.holdout is None:

@@ -341,7 +341,9 @@ def _nmi(a: np.ndarray, b: np.ndarray) -> float:
     ub, ib = np.unique(b, return_inverse=True)
     if ua.size == ub.size == 1:
         return 1.0
-    joint = np.bincount(ia * ub.size + ib)
+    # the non-zero joint counts in code order, as bincount would give them without its
+    # ua.size * ub.size table (gigabytes for two near-unique numeric columns)
+    joint = np.unique(ia * ub.size + ib, return_counts=True)[1]
     ha, hb = _entropy(np.bincount(ia), n), _entropy(np.bincount(ib), n)
     mi = max(ha + hb - _entropy(joint, n), 0.0)
     den = 0.5 * (ha + hb)

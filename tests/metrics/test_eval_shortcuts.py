@@ -1,0 +1,153 @@
+"""The shortcuts that keep ``evaluate`` fast give the numbers the slow computations give: shared
+model fits and neighbour searches, the SELF baseline's values known by construction, and the
+thread-safe memo behind them."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthzoo.core import Schema
+from synthzoo.metrics import evaluate, ml_scores
+from synthzoo.metrics import ml as ml_mod
+from synthzoo.metrics._common import OnceCache
+from synthzoo.metrics.baselines import baseline_tables
+from synthzoo.metrics.evaluate import PRESETS, _score_table
+
+
+def toy(n=900, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    c = np.where(x + 0.4 * rng.normal(size=n) > 0, "hi", "lo")
+    y = np.where(rng.random(n) < 0.1, np.nan, np.round(rng.uniform(0, 10, n)))
+    z = np.round(rng.uniform(0, 5, n) + 2 * (c == "hi"), 1)
+    g = rng.choice(["a", "b", "c"], size=n)
+    df = pd.DataFrame({"x": np.clip(x, -4, 4), "c": c, "y": y, "z": z, "g": g})
+    schema = Schema.from_dict({"columns": {
+        "x": {"type": "numerical", "lower": -4, "upper": 4},
+        "c": {"type": "categorical", "categories": ["hi", "lo"]},
+        "y": {"type": "numerical", "lower": 0, "upper": 10, "integer": True, "missing": True},
+        "z": {"type": "numerical", "lower": 0, "upper": 7},
+        "g": {"type": "categorical", "categories": ["a", "b", "c"]}}})
+    schema.meta.update(target="c", task="binary classification")
+    return df, schema
+
+
+def test_once_cache_computes_each_key_once_across_threads():
+    cache, calls = OnceCache(), []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.05)
+        return len(calls)
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(cache.get("k", slow))) for _ in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert calls == [1] and out == [1] * 6
+    # a failing computation leaves the key free for the next caller
+    with pytest.raises(ZeroDivisionError):
+        cache.get("bad", lambda: 1 / 0)
+    assert cache.get("bad", lambda: 7) == 7
+    small = OnceCache(max_items=2)
+    for k in range(5):
+        small.get(k, lambda: k)
+    assert len(small) == 2 and 4 in small and 0 not in small
+
+
+def test_ml_release_equal_to_training_rows_reuses_the_real_fits(monkeypatch):
+    df, schema = toy()
+    train, test = df.iloc[:700].reset_index(drop=True), df.iloc[700:].reset_index(drop=True)
+    ml_mod._FIT_CACHE.clear()
+    fits = []
+    real_fit = ml_mod._fit_score
+    monkeypatch.setattr(ml_mod, "_fit_score", lambda *a: fits.append(a[0]) or real_fit(*a))
+    sc = ml_scores(train, train.copy(), test, schema, evaluators=("linear", "gbm"))
+    assert sorted(fits) == ["gbm", "linear"]  # one fit per evaluator: the copy is the real rows
+    assert np.array_equal(sc["synthetic"], sc["real"]) and (sc["gap"] == 0).all()
+    # the cached numbers are the uncached computation's
+    ml_mod._FIT_CACHE.clear()
+    fake = train.sample(frac=1.0, replace=True, random_state=3).reset_index(drop=True)
+    a = ml_scores(train, fake, test, schema, evaluators=("linear", "gbm"))
+    n = len(fits)
+    b = ml_scores(train, fake, test, schema, evaluators=("linear", "gbm"))
+    assert len(fits) == n  # nothing refitted
+    pd.testing.assert_frame_equal(a, b)
+
+
+def _fresh(real, rel, test, schema, names, opts, ml_train):
+    """One table scored alone: no memo shared with other tables, no cached fit."""
+    ml_mod._FIT_CACHE.clear()
+    out = _score_table(real, rel, test, schema, names, opts, ml_train=ml_train)
+    return {k: v for k, v in out.items() if not k.startswith("_")}
+
+
+@pytest.mark.parametrize("metric_set", ["default", "privacy"])
+def test_evaluate_with_shared_work_equals_each_table_scored_alone(metric_set):
+    """The release and its three baselines share fits and searches in ``evaluate``; every value must
+    be what scoring that table on its own gives."""
+    ev_mod = importlib.import_module("synthzoo.metrics.evaluate")  # the package exports the function
+    df, schema = toy()
+    train, test = df.iloc[:700].reset_index(drop=True), df.iloc[700:].reset_index(drop=True)
+    fake = train.sample(frac=1.0, replace=True, random_state=5).reset_index(drop=True)
+    metrics = None if metric_set == "default" else PRESETS["privacy"]
+    kw = dict(evaluators=("linear", "gbm"), n_attacks=150, cv_evaluators=("linear",), attr_trees=5,
+              nnaa_resamples=2)
+    ev_mod._BASELINE_CACHE.clear()
+    ml_mod._FIT_CACHE.clear()
+    table = evaluate(train, fake, test=test, schema=schema, metrics=metrics, **kw).set_index("metric")
+    opts = dict(seed=0, n_queries=1000, evaluators=kw["evaluators"], wasserstein_rows=2000, n_attacks=150,
+                cv_evaluators=kw["cv_evaluators"], nnaa_resamples=2, attr_trees=5, attr_rows=10_000)
+    names = list(table.index)
+    alone = {"value": _fresh(train, fake, test, schema, names, opts, None)}
+    tabs = baseline_tables(train, 0)
+    for b in ("HALF", "INDEPENDENT"):
+        alone[b] = _fresh(tabs[b][0], tabs[b][1], test, schema, names, opts, train)
+    # SELF alone: the training rows against a copy of themselves, so no shortcut for a table
+    # against itself applies -- the slow computation the shortcuts must reproduce
+    alone["SELF"] = _fresh(train, train.copy(), test, schema, names, opts, train)
+    for col, vals in alone.items():
+        for m in names:
+            assert table.loc[m, col] == pytest.approx(vals[m][0], abs=1e-12, nan_ok=True), (col, m)
+
+
+def test_min_hamming_by_one_hot_products_equals_the_direct_count():
+    from synthzoo.metrics.mia import _min_hamming
+    rng = np.random.default_rng(1)
+    sizes = np.array([3, 7, 2, 21, 5])
+    q, ref = rng.integers(0, sizes, (300, 5)), rng.integers(0, sizes, (700, 5))
+    ref[:40] = q[:40]  # some exact copies (distance 0)
+    direct = (q[:, None, :] != ref[None, :, :]).sum(-1).min(1)
+    assert np.array_equal(_min_hamming(q, ref, block=64), direct)
+
+
+@pytest.mark.parametrize("n_a,n_b", [(120, 97), (1, 40), (2, 2), (90, 65)])
+def test_pair_and_triangle_searches_equal_the_plain_searches(n_a, n_b):
+    """One pass for both directions, and the upper triangle for a table against itself, give the
+    plain searches' distances and neighbours exactly (duplicates and missing values included)."""
+    from synthzoo.metrics.distance import GowerSpace
+    df, schema = toy(1000, seed=4)
+    a = df.iloc[:n_a].reset_index(drop=True)
+    b = pd.concat([df.iloc[n_a:n_a + n_b - n_b // 3], a.iloc[: n_b // 3]], ignore_index=True)  # copies of a's rows
+    a = pd.concat([a, a.iloc[: n_a // 4]], ignore_index=True)  # duplicates within a
+    for sp in (GowerSpace(schema), GowerSpace(schema, weights=[2.5, 0.3, 1e16, 1.7, 1.0])):
+        _check_pair_and_self(sp, a, b)
+
+
+def _check_pair_and_self(sp, a, b):
+    ea, eb = sp.encode(a), sp.encode(b)
+    for block_rows in (None, 7):
+        if block_rows:
+            sp._block_rows = lambda n: block_rows  # many blocks, a last one of a single row
+        fwd, bwd = sp.nearest_pair(ea, eb)
+        for got, want in ((fwd, sp.nearest(ea, eb, 2, block_rows)), (bwd, sp.nearest(eb, ea, 2, block_rows))):
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        got, want = sp.nearest_self(ea), sp.nearest(ea, ea, 2, block_rows)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
