@@ -20,7 +20,8 @@ instead of their presets' 500 / 1000: their network, hence their sampling cost, 
   (what ``synthzoo sample model.szm -n N --out fake.csv --chunk C`` does; the file is deleted).
 
 Reported per run: CPU seconds of the process during the sample (user + system), wall seconds,
-rows per CPU second, the peak resident memory of the process (``ru_maxrss``) and its resident
+rows per CPU second, the peak resident memory of the process (Linux's VmHWM: a worker's own, where ``ru_maxrss`` would
+carry over the peak of the parent that fitted the models) and its resident
 memory before the timed sample; ``x mst`` is the preset's CPU seconds per row over ``mst``'s in the
 same mode and size.  The thread variables are printed with the table (one thread by default:
 OpenMP spin-waiting made torch 20-80x slower on the 2-core machine these figures come from).
@@ -69,6 +70,7 @@ def worker(model_path: str, n: int, chunk: int, mode: str) -> dict:
     import numpy as np
     import synthzoo as sz
     from synthzoo import pipeline
+    from synthzoo.isolation import peak_rss_mb
 
     synth = sz.Synthesizer.load(model_path)
     synth.sample(1000, seed=1)  # warm-up: lazy imports (torch, jax), first-call costs
@@ -90,7 +92,7 @@ def worker(model_path: str, n: int, chunk: int, mode: str) -> dict:
         raise ValueError(mode)
     cpu, wall = _cpu() - c0, time.perf_counter() - t0
     out = {"cpu_s": cpu, "wall_s": wall, "rows_per_cpu_s": n / cpu if cpu > 0 else float("nan"),
-           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "rss_before_mb": rss_before}
+           "peak_rss_mb": peak_rss_mb(), "rss_before_mb": rss_before}
     if mode == "csv":
         out["file_mb"] = size_mb
     try:

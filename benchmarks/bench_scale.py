@@ -96,7 +96,9 @@ def main() -> None:
             rng = np.random.default_rng(1)
             ind = df.apply(lambda c: c.sample(frac=1.0, random_state=int(rng.integers(1 << 30))).to_numpy())
             out["tvd_2way_independent"] = round(float(tvd_2way(df, ind, schema, bins=10)), 4)
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    from synthzoo.isolation import peak_rss_mb
+
+    out["peak_rss_mb"] = round(peak_rss_mb())
     print(json.dumps(out), flush=True)
     if a.peer:
         if a.data != "adult" or a.preset not in ("aim", "mst"):

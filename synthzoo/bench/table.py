@@ -11,7 +11,6 @@ of the real training rows -- about the best any synthesizer can hope for).
 from __future__ import annotations
 
 import platform
-import resource
 import time
 from typing import Callable, Iterable
 
@@ -20,6 +19,7 @@ import pandas as pd
 
 from .._threads import thread_settings
 from ..datasets import load_shared, train_test_split
+from ..isolation import peak_rss_mb
 from ..metrics import half_split, independent_sample, query_error_3way, tvd_2way
 from ..presets import make
 
@@ -57,7 +57,7 @@ def run(datasets: Iterable[str] = ("adult", "hmeq", "housing"), epsilons: Iterab
                 log(_fmt(rows[-1]))
     rows_df = pd.DataFrame(rows)
     rows_df.attrs["threads"] = thread_settings()
-    rows_df.attrs["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows_df.attrs["peak_rss_mb"] = peak_rss_mb()
     return rows_df
 
 
