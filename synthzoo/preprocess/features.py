@@ -52,16 +52,11 @@ class Features(Preprocessor):
 class _HistogramFeatures(Preprocessor):
     """Continuous features whose numeric encoders are fitted to a noisy PrivTree histogram per column
     on its public bounds (each numeric column an equal share of the budget), or to the column itself
-    in a non-private run (recorded as a non-private ``_exact_event``); categories one-hot."""
+    in a non-private run (recorded as a non-private ``_exact_event``); categories one-hot.
 
-    _exact_event = ""  # the ledger event of a non-private fit on the column
-    _histogram_event = ""  # the mechanism name of the noisy histogram's counts
-
-    def _from_values(self, c: Column, v: np.ndarray, rng: np.random.Generator):
-        raise NotImplementedError
-
-    def _from_histogram(self, c: Column, edges: np.ndarray, noisy: np.ndarray, rng: np.random.Generator):
-        raise NotImplementedError
+    A subclass names the two ledger events (``_exact_event``, ``_histogram_event``) and builds its
+    encoder with ``_from_values(column, values, rng)`` (non-private) and ``_from_histogram(column,
+    edges, noisy_counts, rng)`` (private)."""
 
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
         """``{name: encoder}``: an encoder fitted to a noisy PrivTree histogram per numeric column,
