@@ -17,7 +17,8 @@ Wasserstein fidelity (Du & Li; 1,000-row transport), 3-way query error, and the 
 LightGBM trained on it; HALF (half of the training rows) and INDEPENDENT (columns resampled alone)
 are the reference rows.  ``--risk`` adds DCR, identical-match share and DOMIAS against the training
 rows, and the singling-out risk (held-out rows as the control); ``--mds K`` the membership
-disclosure score of our methods (K shadow fits each).  Thread settings and the machine are printed
+disclosure score of our methods (K shadow fits each); ``--runs K`` repeats every fit with seeds
+0..K-1 and prints each score's mean and standard deviation.  Thread settings and the machine are printed
 with the table.
 """
 
@@ -70,14 +71,14 @@ def mds_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epoch
                                        n_shadow=n_shadow, max_records=2000)
 
 
-def fit_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epochs, n: int) -> dict:
+def fit_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epochs, n: int, seed: int = 0) -> dict:
     """In a worker: fit one of our presets and sample ``n`` rows (module-level for the worker)."""
     import warnings
 
     import synthzoo as sz
 
     warnings.simplefilter("ignore")
-    synth = make_ours(preset, sz.Schema.from_dict(schema_dict), epsilon, epochs, seed=0)
+    synth = make_ours(preset, sz.Schema.from_dict(schema_dict), epsilon, epochs, seed=seed)
     t0 = time.perf_counter()
     synth.fit(train)
     t1, c1 = time.perf_counter(), time.process_time()
@@ -86,7 +87,7 @@ def fit_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epoch
             "sample_cpu_s": time.process_time() - c1, "spent": list(synth.privacy_spent())}
 
 
-def run_peer(method, train, schema, epsilon, epochs, venv: Path) -> tuple[pd.DataFrame | None, dict]:
+def run_peer(method, train, schema, epsilon, epochs, venv: Path, seed: int = 0) -> tuple[pd.DataFrame | None, dict]:
     py = venv / "bin" / "python"
     if not py.exists():
         return None, {"status": f"no benchmark environment at {venv} (see this file's docstring)"}
@@ -95,7 +96,7 @@ def run_peer(method, train, schema, epsilon, epochs, venv: Path) -> tuple[pd.Dat
         tr, out = Path(d) / "train.csv", Path(d) / "fake.csv"
         train.to_csv(tr, index=False)
         cmd = [str(py), str(ROOT / "benchmarks/peers/run_peer.py"), method, str(tr), str(out),
-               "--epochs", str(epochs), "--discrete", json.dumps(discrete)]
+               "--epochs", str(epochs), "--discrete", json.dumps(discrete), "--seed", str(seed)]
         if epsilon is not None:
             cmd += ["--epsilon", str(epsilon)]
         r = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -146,6 +147,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-references", action="store_true")
     p.add_argument("--train-rows", type=int, default=0, metavar="K",
                    help="fit on K rows drawn from the training split (seed 0): overfitting runs at many epochs")
+    p.add_argument("--runs", type=int, default=1, metavar="K",
+                   help="fit every method K times (seeds 0..K-1, ours and the peers' alike) and print the mean "
+                        "and standard deviation of each score: GAN runs vary by a few hundredths")
     p.add_argument("--out", help="CSV of the table")
     a = p.parse_args(argv)
     import synthzoo as sz
@@ -167,38 +171,48 @@ def main(argv=None) -> int:
             print(rows[-1], flush=True)
     epsilons = [float(e) for e in a.epsilon.split(",") if e]
     ours = set(sz.available_presets())
-    for m in [x for x in a.methods.split(",") if x]:
-        private = m not in NON_PRIVATE and not m.startswith(("sdv-", "rtf-"))
-        for eps in (epsilons if private else [None]):
-            row = {"method": m, "epsilon": "-" if eps is None else eps}
-            if m in ours:
-                r = run_isolated(f"{__name__}:fit_ours" if __name__ != "__main__" else "bench_deep:fit_ours",
-                                 (m, train, schema.to_dict(), eps, a.epochs, len(train)))
-                if r.status != "ok":
-                    row["status"] = f"{r.status}: {r.reason}"
-                    fake = None
-                else:
-                    fake = r.value["fake"]
-                    # the worker's CPU seconds less its sampling's (peers time their fit alone too)
-                    row.update(status="ok", fit_cpu_s=r.cpu_s - r.value["sample_cpu_s"], fit_wall_s=r.value["fit_wall_s"],
-                               peak_rss_mb=r.peak_rss_mb, eps_spent=r.value["spent"][0],
-                               sample_cpu_s=r.value["sample_cpu_s"])
-            elif m in PEERS:
-                fake, info = run_peer(m, train, schema, eps, a.epochs, Path(a.venv))
-                row.update(info)
+    runs = [(m, eps, seed) for m in [x for x in a.methods.split(",") if x]
+            for eps in (epsilons if m not in NON_PRIVATE and not m.startswith(("sdv-", "rtf-")) else [None])
+            for seed in range(a.runs)]
+    for m, eps, seed in runs:
+        row = {"method": m, "epsilon": "-" if eps is None else eps, "seed": seed}
+        if m in ours:
+            r = run_isolated(f"{__name__}:fit_ours" if __name__ != "__main__" else "bench_deep:fit_ours",
+                             (m, train, schema.to_dict(), eps, a.epochs, len(train), seed))
+            if r.status != "ok":
+                row["status"] = f"{r.status}: {r.reason}"
+                fake = None
             else:
-                raise SystemExit(f"unknown method {m!r}; ours: {sorted(ours)}, peers: {sorted(PEERS)}")
-            if fake is not None:
-                row.update(score(train, test, fake, schema, a.risk))
-            if a.mds and m in ours:
-                r = run_isolated(f"{__name__}:mds_ours" if __name__ != "__main__" else "bench_deep:mds_ours",
-                                 (m, train, schema.to_dict(), eps, a.epochs, a.mds))
-                row["mds"] = r.value if r.status == "ok" else f"{r.status}: {r.reason}"
-            rows.append(row)
-            print(row, flush=True)
+                fake = r.value["fake"]
+                # the worker's CPU seconds less its sampling's (peers time their fit alone too)
+                row.update(status="ok", fit_cpu_s=r.cpu_s - r.value["sample_cpu_s"], fit_wall_s=r.value["fit_wall_s"],
+                           peak_rss_mb=r.peak_rss_mb, eps_spent=r.value["spent"][0],
+                           sample_cpu_s=r.value["sample_cpu_s"])
+        elif m in PEERS:
+            fake, info = run_peer(m, train, schema, eps, a.epochs, Path(a.venv), seed)
+            row.update(info)
+        else:
+            raise SystemExit(f"unknown method {m!r}; ours: {sorted(ours)}, peers: {sorted(PEERS)}")
+        if fake is not None:
+            row.update(score(train, test, fake, schema, a.risk))
+        if a.mds and m in ours:
+            r = run_isolated(f"{__name__}:mds_ours" if __name__ != "__main__" else "bench_deep:mds_ours",
+                             (m, train, schema.to_dict(), eps, a.epochs, a.mds))
+            row["mds"] = r.value if r.status == "ok" else f"{r.status}: {r.reason}"
+        rows.append(row)
+        print(row, flush=True)
     res = pd.DataFrame(rows)
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(res.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    if a.runs > 1:
+        cols = [c for c in ("tvd_2way", "wasserstein", "query_3way", "ml_f1", "dcr_risk", "identical_match",
+                            "domias_auc", "singling_out", "fit_cpu_s") if c in res]
+        g = res.assign(epsilon=res["epsilon"].astype(str)).groupby(["method", "epsilon"], sort=False)[cols]
+        mean, sd = g.mean(), g.std()
+        summary = mean.map(lambda x: f"{x:.4f}") + " ± " + sd.map(lambda x: f"{x:.4f}")
+        print(f"\n# mean ± sd over {a.runs} runs (seeds 0..{a.runs - 1})")
+        with pd.option_context("display.width", 250, "display.max_columns", 30):
+            print(summary.to_string())
     if a.out:
         res.to_csv(a.out, index=False)
     return 0

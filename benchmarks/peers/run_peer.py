@@ -39,10 +39,14 @@ def main():
     p.add_argument("--epsilon", type=float, default=None)
     p.add_argument("--discrete", required=True, help="JSON list of categorical columns")
     p.add_argument("--n", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0, help="seeds torch and numpy (the peers' own randomness)")
     a = p.parse_args()
+    import numpy as np
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    torch.manual_seed(a.seed)
+    np.random.seed(a.seed)
     df = pd.read_csv(a.train)
     discrete = json.loads(a.discrete)
     n = a.n or len(df)
@@ -56,7 +60,7 @@ def main():
 
         work = tempfile.mkdtemp()
         model = REaLTabFormer(model_type="tabular", tabular_config=GPT2Config(n_layer=2, n_embd=128, n_head=4),
-                              epochs=a.epochs, batch_size=128, random_state=0, checkpoints_dir=f"{work}/ck",
+                              epochs=a.epochs, batch_size=128, random_state=a.seed, checkpoints_dir=f"{work}/ck",
                               samples_save_dir=f"{work}/s", full_save_dir=f"{work}/f",
                               learning_rate=1e-3, report_to="none", save_strategy="no", eval_strategy="no",
                               load_best_model_at_end=False, use_cpu=True)
@@ -65,6 +69,7 @@ def main():
         from ctgan import CTGAN, TVAE
 
         model = (CTGAN if a.method == "sdv-ctgan" else TVAE)(epochs=a.epochs)
+        model.set_random_state(a.seed)
         model.fit(df, discrete_columns=discrete)
     else:
         from snsynth import Synthesizer
