@@ -52,8 +52,11 @@ def make_ours(preset: str, schema, epsilon, epochs, seed: int):
     over = {}
     cfg = sz.presets.preset_config(preset)
     model = cfg["model"] if isinstance(cfg["model"], dict) else {"name": cfg["model"]}
-    if epochs and "epochs" in sz.core.base.REGISTRY["model"][model["name"]]().get_params():
-        over["model"] = {**model, "epochs": int(epochs)}
+    params = sz.core.base.REGISTRY["model"][model["name"]]().get_params()
+    # TLDM trains in two stages: --epochs sets both
+    keys = [k for k in ("epochs", "vae_epochs", "diffusion_epochs") if k in params]
+    if epochs and keys:
+        over["model"] = {**model, **{k: int(epochs) for k in keys}}
     return sz.make(preset, epsilon=epsilon, schema=schema, seed=seed, **over)
 
 
@@ -139,7 +142,8 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default="ctgan,sdv-ctgan,tvae,sdv-tvae")
     p.add_argument("--epsilon", default="1", help="comma-separated epsilons for the DP methods")
     p.add_argument("--epochs", type=int, default=50,
-                   help="epochs for every model that has them (ours and the peers' alike); 0 keeps each preset's own")
+                   help="epochs for every model that has them (ours and the peers' alike; both of TLDM's stages); "
+                        "0 keeps each preset's own")
     p.add_argument("--venv", default=str(ROOT / ".bench-venv"))
     p.add_argument("--risk", action="store_true")
     p.add_argument("--mds", type=int, default=0, metavar="K",
