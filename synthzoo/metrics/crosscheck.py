@@ -31,8 +31,16 @@ def _need(module: str):
 
 
 def complete_rows(*frames: pd.DataFrame) -> list[pd.DataFrame]:
-    """Each frame without its rows holding a missing value (index reset)."""
-    return [f.dropna().reset_index(drop=True) for f in frames]
+    """Each frame without its rows holding a missing value (index reset), nullable numbers as plain
+    float64: a release's integer column with missing values is ``Int64``, whose ``.values`` are
+    Python objects that anonymeter's numba distance cannot type."""
+    out = []
+    for f in frames:
+        f = f.dropna().reset_index(drop=True)
+        nullable = [c for c in f.columns if isinstance(f[c].dtype, pd.api.extensions.ExtensionDtype)
+                    and pd.api.types.is_numeric_dtype(f[c].dtype)]
+        out.append(f.astype({c: "float64" for c in nullable}) if nullable else f)
+    return out
 
 
 def releases(train: pd.DataFrame, seed: int = 0, privsyn=None) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:

@@ -121,3 +121,14 @@ def test_crosscheck_needs_the_reference_packages(monkeypatch, split):
         X.anonymeter_risks(train, train, test, schema)
     with pytest.raises(ConfigError, match="syntheval"):
         X.syntheval_reference(train, train, schema)
+
+
+def test_complete_rows_drops_missing_and_gives_plain_numbers():
+    """A release's integer column with missing values is ``Int64``; the references read ``.values``,
+    which must be numbers, not Python objects (anonymeter's numba distance failed on them)."""
+    release = pd.DataFrame({"n": pd.array([1, None, 3], dtype="Int64"), "c": ["a", "b", None],
+                            "x": [0.5, 1.5, 2.5]})
+    real = pd.DataFrame({"n": [1.0, np.nan, 2.0], "c": ["a", "b", "c"], "x": [1.0, 2.0, 3.0]})
+    (r,), (s,) = X.complete_rows(release), X.complete_rows(real)
+    assert list(r.index) == [0] and r["n"].dtype == np.float64 and r[["n", "x"]].values.dtype == np.float64
+    assert list(s["n"]) == [1.0, 2.0] and s["n"].dtype == np.float64
