@@ -36,7 +36,31 @@ def rdb_storage(storage, heartbeat_interval=None, grace_period=None, retry: bool
         engine = {"connect_args": {"timeout": 60}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat: stable in practice
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine, **kw)
+        rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine, **kw)
+    if url.startswith("sqlite:"):
+        serialize_sqlite(rdb.engine)
+    return rdb
+
+
+def serialize_sqlite(engine) -> None:
+    """Make every transaction on a SQLite engine ``BEGIN IMMEDIATE`` (SQLAlchemy's pysqlite recipe).
+
+    Optuna pops an enqueued trial by reading that it is WAITING and then writing RUNNING, under a
+    ``SELECT ... FOR UPDATE`` that SQLite ignores; and pysqlite opens its transaction only at the
+    write, after the read.  Two workers could both read WAITING and both run the trial (measured: 19
+    to 23 of 200 enqueued trials popped twice by four processes).  With the write lock taken at the
+    start of each transaction, read and write are one step and a trial is popped once."""
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect")
+    def _no_lazy_begin(dbapi_connection, _record):
+        dbapi_connection.isolation_level = None  # pysqlite would issue its own (deferred) BEGIN
+
+    @event.listens_for(engine, "begin")
+    def _begin_immediate(connection):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    engine.dispose()  # connections opened before the listeners (optuna's schema check) are dropped
 
 
 def redact(url: str) -> str:
