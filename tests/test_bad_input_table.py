@@ -203,9 +203,11 @@ def test_two_row_non_private_table_warns_from_the_exact_count_and_says_so():
 
 
 def test_epsilon_below_what_the_table_carries_warns():
+    # the check reads the DP row count: with secret noise it warns here in about 19 fits of 20 (the
+    # estimate can land above the noise mass), so the test replays its noise (test-only noise_seed)
     df, schema = make_demo(n=1500, seed=0)
     with pytest.warns(PrivacySettingsWarning, match=r"epsilon=0.01 is below what this table carries"):
-        sz.make("mst", epsilon=0.01, schema=schema).fit(df)
+        sz.make("mst", epsilon=0.01, schema=schema, noise_seed=0).fit(df)
 
 
 def test_delta_large_against_the_dp_row_count_warns_after_the_fit():
