@@ -35,10 +35,11 @@ import pandas as pd  # noqa: E402
 MISSING = "__missing__"
 
 
-
 def _peak_rss_mb() -> float:
     """This process's own peak resident memory in MB (Linux's VmHWM: ``ru_maxrss`` would carry over the
-    peak of the parent that forked it, which fitted our preset first)."""
+    peak of the parent that forked it, which fitted our preset first).  The same as
+    ``synthzoo.isolation.peak_rss_mb``, repeated because this script runs in dpmm's own environment,
+    where synthzoo is not installed."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -47,6 +48,7 @@ def _peak_rss_mb() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
 
 def cpu_s() -> float:
     ru = resource.getrusage(resource.RUSAGE_SELF)
