@@ -262,19 +262,25 @@ class QuantileNumber:
         ``values`` there (non-decreasing, finite); linear between knots.  :meth:`from_histogram`
         builds them from a noisy histogram, :meth:`from_values` from the column (non-private).
 
+    spread : bool, default False
+        Draw each value's level uniformly within the levels :meth:`inverse` maps back to it (the
+        randomised probability integral transform: uniform levels for a discrete column).
+
     Notes
     -----
-    ``transform`` is scikit-learn's: the mean of the forward and the backward interpolation, so a
-    value held by many records (a tie among the knots) maps to the middle of its levels; ``inverse``
-    maps every level of that range back to the value.  Values outside the knots map to 0 or 1.
+    Without ``spread``, ``transform`` is scikit-learn's: the mean of the forward and the backward
+    interpolation, so a value held by many records (a tie among the knots) maps to the middle of its
+    levels; ``inverse`` maps every level of that range back to the value (for an integer column,
+    every level whose value rounds to it).  Values outside the knots map to 0 or 1.
     """
 
     kind = "quantile"
 
-    def __init__(self, column: Column, values, levels):
+    def __init__(self, column: Column, values, levels, spread: bool = False):
         self.column = column
         self.values = np.asarray(values, dtype=float)
         self.levels = np.asarray(levels, dtype=float)
+        self.spread = bool(spread)
         v, lv = self.values, self.levels
         if not (v.ndim == 1 and v.shape == lv.shape and v.size >= 2 and np.all(np.isfinite(v))
                 and np.all(np.isfinite(lv)) and np.all(np.diff(v) >= 0) and np.all(np.diff(lv) >= 0)
@@ -282,19 +288,21 @@ class QuantileNumber:
             raise ConfigError(f"column {column.name!r}: malformed quantile knots")
 
     @classmethod
-    def from_values(cls, column: Column, values: np.ndarray, n_quantiles: int = 1000) -> "QuantileNumber":
+    def from_values(cls, column: Column, values: np.ndarray, n_quantiles: int = 1000,
+                    spread: bool = False) -> "QuantileNumber":
         """The empirical quantiles of ``values`` (NaN dropped) at ``n_quantiles`` evenly spaced levels
         (at most one per value), as ``QuantileTransformer`` fits them -- a non-private run only."""
         pts = np.asarray(values, dtype=float)
         pts = pts[~np.isnan(pts)]
         if pts.size == 0:
-            return cls.on_bounds(column)
+            return cls.on_bounds(column, spread)
         lv = np.linspace(0.0, 1.0, int(max(2, min(n_quantiles, pts.size))))
         q = np.maximum.accumulate(np.percentile(pts, lv * 100.0))  # monotone despite rounding
-        return cls(column, q, lv)
+        return cls(column, q, lv, spread)
 
     @classmethod
-    def from_histogram(cls, column: Column, edges: np.ndarray, noisy_counts: np.ndarray) -> "QuantileNumber":
+    def from_histogram(cls, column: Column, edges: np.ndarray, noisy_counts: np.ndarray,
+                       spread: bool = False) -> "QuantileNumber":
         """The quantile function of a noisy histogram over increasing ``edges`` (negative counts
         clipped): uniform within each bin.  An integer column's bin ``[a, b)`` holds the integers
         ``ceil(a) .. ceil(b) - 1``, each the middle of a unit interval: the bin spans
@@ -303,7 +311,7 @@ class QuantileNumber:
         edges = np.asarray(edges, dtype=float)
         counts = np.clip(np.asarray(noisy_counts, dtype=float), 0.0, None)
         if counts.sum() <= 0 or edges[-1] <= edges[0]:
-            return cls.on_bounds(column)
+            return cls.on_bounds(column, spread)
         counts = counts + 1e-6 * counts.sum()  # strictly increasing: a bin noise emptied still inverts
         cdf = np.concatenate([[0.0], np.cumsum(counts) / counts.sum()])
         cdf[-1] = 1.0
@@ -314,27 +322,46 @@ class QuantileNumber:
         levels = np.stack([cdf[:-1], cdf[1:]], axis=1).reshape(-1)
         keep = np.ones(values.size, dtype=bool)  # drop repeated knots (a continuous bin's shared edge)
         keep[1:] = (np.diff(values) != 0) | (np.diff(levels) != 0)
-        return cls(column, np.maximum.accumulate(values[keep]), np.maximum.accumulate(levels[keep]))
+        return cls(column, np.maximum.accumulate(values[keep]), np.maximum.accumulate(levels[keep]), spread)
 
     @classmethod
-    def on_bounds(cls, column: Column) -> "QuantileNumber":
+    def on_bounds(cls, column: Column, spread: bool = False) -> "QuantileNumber":
         """Uniform on the public bounds (no data)."""
         lo, hi = float(column.lower), float(column.upper)
-        return cls(column, [lo, hi if hi > lo else lo], [0.0, 1.0])
+        return cls(column, [lo, hi if hi > lo else lo], [0.0, 1.0], spread)
 
     def segments(self) -> list[tuple[int, str]]:
         return [(1, "tanh")] + ([(1, "sigmoid")] if self.column.missing else [])
 
+    def _top(self, v: np.ndarray) -> np.ndarray:
+        """The highest level at which the quantile function is ``v`` (the forward interpolation)."""
+        return np.interp(v, self.values, self.levels)
+
+    def _bottom(self, v: np.ndarray) -> np.ndarray:
+        """The lowest level at which the quantile function is ``v`` (the backward interpolation)."""
+        return -np.interp(-v, -self.values[::-1], -self.levels[::-1])
+
     def levels_of(self, v: np.ndarray) -> np.ndarray:
-        """Quantile levels in [0, 1] of values (no NaN)."""
-        q, r = self.values, self.levels
-        return 0.5 * (np.interp(v, q, r) - np.interp(-v, -q[::-1], -r[::-1]))
+        """Quantile levels in [0, 1] of values (no NaN): the middle of the levels a value holds."""
+        return 0.5 * (self._top(v) + self._bottom(v))
+
+    def level_ranges(self, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The levels ``[a, b]`` that :meth:`inverse` maps back to each value: those of a tie (a
+        point mass), and for an integer column every level whose value rounds to it."""
+        if self.column.integer:
+            return self._bottom(v - 0.5), self._top(v + 0.5)
+        return self._bottom(v), self._top(v)
 
     def transform(self, s: pd.Series, rng: np.random.Generator) -> np.ndarray:
         v = numeric_values(s, self.column)
         na = np.isnan(v)
         out = np.zeros((len(v), 2 if self.column.missing else 1), dtype=np.float32)
-        out[~na, 0] = 2.0 * self.levels_of(v[~na]) - 1.0
+        if self.spread:  # the randomised probability integral transform: uniform levels for discrete data
+            a, b = self.level_ranges(v[~na])
+            u = a + rng.random(a.size) * (b - a)
+        else:
+            u = self.levels_of(v[~na])
+        out[~na, 0] = 2.0 * u - 1.0
         if self.column.missing:
             out[na, 1] = 1.0
         return out
@@ -347,7 +374,8 @@ class QuantileNumber:
         return v
 
     def to_state(self) -> dict:
-        return {"type": self.kind, "values": self.values.tolist(), "levels": self.levels.tolist()}
+        return {"type": self.kind, "values": self.values.tolist(), "levels": self.levels.tolist(),
+                "spread": self.spread}
 
 
 def _finish(v: np.ndarray, column: Column) -> np.ndarray:
@@ -388,8 +416,10 @@ def feature_encoder_from_state(column: Column, state: dict):
                               "(0, twice the range] and weights >= 0")
         return ModeNormalised(column, means, stds, weights)
     if kind == "quantile" and column.is_numeric:
-        if set(state) != {"type", "values", "levels"}:
-            raise ConfigError(f"{where}: a 'quantile' encoder has the keys values, levels")
+        if not {"type", "values", "levels"} <= set(state) <= {"type", "values", "levels", "spread"}:
+            raise ConfigError(f"{where}: a 'quantile' encoder has the keys values, levels (and spread)")
+        if not isinstance(state.get("spread", False), bool):
+            raise ConfigError(f"{where}: the quantile encoder's 'spread' must be true or false")
         for key in ("values", "levels"):
             v = state[key]
             if not isinstance(v, list) or not 2 <= len(v) <= 100_000 or not all(
@@ -399,7 +429,7 @@ def feature_encoder_from_state(column: Column, state: dict):
         if min(state["values"]) < column.lower - pad or max(state["values"]) > column.upper + pad:
             raise ConfigError(f"{where}: quantile values must lie within the bounds [{column.lower}, {column.upper}]"
                               + (" (half a unit beyond them for integers)" if pad else ""))
-        return QuantileNumber(column, state["values"], state["levels"])
+        return QuantileNumber(column, state["values"], state["levels"], state.get("spread", False))
     raise ConfigError(f"{where}: unknown or mismatched feature encoder {kind!r}")
 
 

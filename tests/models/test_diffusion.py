@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import synthzoo as sz
 from synthzoo.core.features import FeatureData, FeatureTable, QuantileNumber
@@ -24,15 +25,18 @@ def demo():
     return make_demo(n=800, seed=0)
 
 
-def _quantile_data(df, schema, epsilon=None):
+def _quantile_data(df, schema, epsilon=None, **params):
     ledger = PrivacyLedger(epsilon, 1e-5, noise_seed=0 if epsilon else None)
-    enc = QuantileFeatures().fit(df, schema.columns, ledger.stage("pre", 1.0), np.random.default_rng(0))
+    enc = QuantileFeatures(**params).fit(df, schema.columns, ledger.stage("pre", 1.0), np.random.default_rng(0))
     table = FeatureTable(schema, enc)
-    return FeatureData(table.transform(df, np.random.default_rng(0)), table), ledger
+    # a stream of its own: the tests draw their frames from default_rng(0), and the same draws
+    # would decide both which rows hold a value and where in its levels they land
+    return FeatureData(table.transform(df, np.random.default_rng(1)), table), ledger
 
 
 # ---------------------------------------------------------------------------- quantile features
-def test_quantile_encoding_round_trips_integers_and_point_masses():
+@pytest.mark.parametrize("dequantize", [True, False])
+def test_quantile_encoding_round_trips_integers_and_point_masses(dequantize):
     rng = np.random.default_rng(0)
     n = 5000
     gain = np.where(rng.random(n) < 0.92, 0, rng.integers(1, 99_999, n))       # adult's capital-gain shape
@@ -44,22 +48,31 @@ def test_quantile_encoding_round_trips_integers_and_point_masses():
         "age": {"type": "numerical", "lower": 17, "upper": 90, "integer": True},
         "money": {"type": "numerical", "lower": 0, "upper": 1e6}}})
     for eps in (None, 1.0):
-        data, ledger = _quantile_data(df, schema, eps)
+        data, ledger = _quantile_data(df, schema, eps, dequantize=dequantize)
         back = data.table.inverse(data.x, rng)
         assert np.array_equal(back["age"].to_numpy(), age)                      # integers come back exactly
         assert np.all(back["gain"].to_numpy()[gain == 0] == 0)                  # the point mass too
         # the sparse tail: float32 features lose a little in wide DP bins of small mass
         assert np.median(np.abs(back["gain"].to_numpy() - gain)[gain > 0]) == 0
         assert np.max(np.abs(back["gain"].to_numpy() - gain) / np.maximum(gain, 1)) < 0.01
-        # the point mass is one feature value, and every level of its range decodes to 0
         x = data.x[:, data.table.columns["gain"]][:, 0]
-        assert np.unique(x[gain == 0]).size == 1
+        if dequantize:  # the point mass spreads uniformly over the levels that decode to 0
+            lo, hi = data.table.encoders["gain"].level_ranges(np.array([0.0]))
+            u0 = (x[gain == 0] + 1) / 2
+            assert u0.min() >= lo[0] - 1e-6 and u0.max() <= hi[0] + 1e-6
+            assert stats.kstest((u0 - lo[0]) / (hi[0] - lo[0]), "uniform").pvalue > 1e-3
+        else:  # scikit-learn's transform: the point mass is one feature value
+            assert np.unique(x[gain == 0]).size == 1
+        # every level of the point mass's range decodes to 0
         enc = data.table.encoders["gain"]
         u = np.linspace(0, 1, 2001)
         zero = enc.inverse(np.c_[2 * u - 1], rng) == 0                          # the levels decoding to 0
         assert zero.mean() > 0.85 and np.all(zero[:int(0.85 * 2000)])
         rel = np.abs(back["money"] - money) / money
         assert np.median(rel) < 1e-3
+        if dequantize and eps is None:  # the randomised PIT: a discrete column's levels are uniform
+            ua = (data.x[:, data.table.columns["age"]][:, 0] + 1) / 2
+            assert stats.kstest(ua, "uniform").pvalue > 1e-3
     mech = [c.mechanism for c in ledger.charges]
     assert mech == ["privtree", "quantile_histogram"] * 3
 
@@ -89,10 +102,12 @@ def test_quantile_state_is_checked_on_load():
     col = sz.Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 1}}})["x"]
     from synthzoo.core.features import feature_encoder_from_state
 
-    good = QuantileNumber(col, [0, 0.5, 1], [0, 0.5, 1]).to_state()
-    assert isinstance(feature_encoder_from_state(col, good), QuantileNumber)
+    good = QuantileNumber(col, [0, 0.5, 1], [0, 0.5, 1], spread=True).to_state()
+    assert feature_encoder_from_state(col, good).spread is True
+    older = {k: v for k, v in good.items() if k != "spread"}                   # files written before the key
+    assert feature_encoder_from_state(col, older).spread is False
     for bad in ({**good, "values": [0, 1, 0.5]}, {**good, "levels": [0, 0.5, 0.9]},
-                {**good, "values": [0, float("nan"), 1]}):
+                {**good, "values": [0, float("nan"), 1]}, {**good, "spread": "yes"}, {**good, "extra": 1}):
         with pytest.raises(sz.ConfigError, match="quantile"):
             feature_encoder_from_state(col, bad)
 
