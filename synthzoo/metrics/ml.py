@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, quiet_library_warnings
 from ..core.schema import Schema
 from ._common import OnceCache, check_frames, resolve_schema, views
 
@@ -173,14 +173,12 @@ def _fit_score(name, task, X, y, Xt, yt, n_classes, seed) -> dict:
             return _scores(_Constant(classes[0], task), Xt, yt, task, n_classes, classes, 1.0)
         ymap = np.searchsorted(classes, y)
         model = _make_model(name, task, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence chatter from fixed iteration budgets
+        with quiet_library_warnings():  # convergence chatter from fixed iteration budgets
             model.fit(X, ymap)
         return _scores(model, Xt, yt, task, n_classes, classes, 1.0)
     y_scale = float(np.std(y)) or 1.0  # scale the target so MLP/ridge see O(1) values
     model = _make_model(name, task, seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quiet_library_warnings():
         model.fit(X, y / y_scale)
     return _scores(model, Xt, yt, task, n_classes, None, y_scale)
 
@@ -347,8 +345,7 @@ def _fit_f1_uncached(name, x, y, xt, yt, average, seed) -> float:
         pred = np.full(len(yt), classes[0])
     else:
         model = _make_model(name, "classification", seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with quiet_library_warnings():
             model.fit(x, np.searchsorted(classes, y))
         pred = classes[np.asarray(model.predict(xt)).astype(int).ravel()]
     return float(f1_score(yt, pred, average=average, zero_division=0))
@@ -408,8 +405,7 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
             m = LogisticRegression(max_iter=100, random_state=seed)
         else:
             m = _make_model(model, task, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with quiet_library_warnings():
             m.fit(x, np.searchsorted(classes, y))
         proba = np.zeros((len(xt), int(max(classes.max(), present.max())) + 1))
         proba[:, classes] = m.predict_proba(xt)

@@ -151,3 +151,36 @@ def _check_pair_and_self(sp, a, b):
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
         got, want = sp.nearest_self(ea), sp.nearest(ea, ea, 2, block_rows)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_quiet_library_warnings_holds_while_any_thread_is_inside():
+    """Two threads silencing the libraries' warnings in overlapping blocks: the second thread's
+    warning stays silenced after the first one leaves (with ``warnings.catch_warnings`` the first
+    to leave restored the filters it found, and an lbfgs ConvergenceWarning escaped ``synthzoo
+    eval``), other warnings still show, and the filters are as before once both are done."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from synthzoo.core.errors import quiet_library_warnings
+    inside, leave = threading.Event(), threading.Event()
+
+    def first():
+        with quiet_library_warnings():
+            inside.set()
+            leave.wait()
+
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        before = list(warnings.filters)
+        t = threading.Thread(target=first)
+        t.start()
+        inside.wait()
+        with quiet_library_warnings():
+            leave.set()
+            t.join()  # the first thread has left; this one is still inside
+            warnings.warn("lbfgs failed to converge", ConvergenceWarning)
+            warnings.warn("synthzoo's own", UserWarning)
+        after = list(warnings.filters)
+    assert [w.category for w in shown] == [UserWarning]
+    assert after == before
