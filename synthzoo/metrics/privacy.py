@@ -39,7 +39,7 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.schema import Schema
 from ._common import check_frames, check_positive_int, resolve_schema, views
-from .distance import GowerSpace
+from .distance import GowerSpace, concat_rows, take_rows
 
 Z95 = 1.959963984540054
 
@@ -266,9 +266,9 @@ def _domias(t: _Tables, n_candidates: int, seed: int) -> dict:
     cand_rows = cand_rows[:m]
     mem_rows = rng.choice(len(t.train), m, replace=False)
     space = t.space
-    ref = _take(t.enc("holdout"), ref_rows)
+    ref = take_rows(t.enc("holdout"), ref_rows)
     synth = t.enc("synthetic")
-    cands = _concat(_take(t.enc("train"), mem_rows), _take(t.enc("holdout"), cand_rows))
+    cands = concat_rows(take_rows(t.enc("train"), mem_rows), take_rows(t.enc("holdout"), cand_rows))
     d_s, _ = space.nearest(cands, synth, 1)
     d_r, _ = space.nearest(cands, ref, 1)
     eps = 1e-6  # a copied record (d_s = 0) gets the largest finite scores
@@ -276,17 +276,6 @@ def _domias(t: _Tables, n_candidates: int, seed: int) -> dict:
     y = np.r_[np.ones(m), np.zeros(m)]
     auc = float(roc_auc_score(y, score))
     return {"risk": max(0.0, 2 * auc - 1), "auc": auc, "n_members": m, "n_nonmembers": m}
-
-
-def _take(e: dict, rows: np.ndarray) -> dict:
-    return {"num": e["num"][rows], "nan": e["nan"][rows], "oh": e["oh"][rows], "ohw": e["ohw"][rows],
-            "ohc": None if e["ohc"] is None else e["ohc"][rows], "n_cat": e["n_cat"], "n": len(rows)}
-
-
-def _concat(a: dict, b: dict) -> dict:
-    return {k: np.concatenate([a[k], b[k]]) for k in ("num", "nan", "oh", "ohw")} | \
-        {"ohc": None if a["ohc"] is None else np.concatenate([a["ohc"], b["ohc"]]), "n_cat": a["n_cat"],
-         "n": a["n"] + b["n"]}
 
 
 def domias_auc(train, synthetic, holdout, schema, n_candidates: int = 2000, seed: int = 0) -> float:
