@@ -251,3 +251,16 @@ class OnceCache:
             with self._lock:
                 del self._pending[key]
             event.set()
+
+
+def join_parts(parts) -> pd.DataFrame:
+    """The rows a computation split into parts gives in one piece: ``parts`` are ``((i, n), frame)``
+    pairs (any order), part i holding the items at positions i, i + n, i + 2n, ... of the whole
+    list, one row each; every part must be there."""
+    parts = sorted(parts, key=lambda p: p[0][0])
+    n = parts[0][0][1] if parts else 0
+    if [p[0] for p in parts] != [(i, n) for i in range(n)]:
+        raise ValueError(f"join_parts: needs the parts 0..{n - 1} of {n}, got {[p[0] for p in parts]}")
+    frames = [p[1] for p in parts]
+    at = np.concatenate([np.arange(i, i + n * len(f), n) for i, f in enumerate(frames)])
+    return pd.concat(frames, ignore_index=True).iloc[np.argsort(at, kind="stable")].reset_index(drop=True)

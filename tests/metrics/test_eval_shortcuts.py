@@ -206,6 +206,43 @@ class _no_warning:
         return False
 
 
+def test_number_category_transport_on_the_sparse_graph_equals_the_dense_solver():
+    """A (number, category) pair's Wasserstein distance from the sparse graph is the dense transport
+    problem's optimum, to rounding: unequal sample sizes, repeated points, a category on one side
+    only, numbers beyond the public bounds."""
+    from synthzoo.metrics.wasserstein import _emd, _emd_number_category
+    rng = np.random.default_rng(3)
+    for n_r, n_s, k in ((400, 250, 5), (300, 300, 2), (120, 500, 9)):
+        r = np.c_[np.round(rng.uniform(0, 1, n_r), 2), rng.integers(0, k, n_r)]
+        s = np.c_[np.round(rng.uniform(-0.2, 1.3, n_s) ** 2, 3), rng.integers(0, k + 1, n_s)]
+        dense = _emd(r, s, np.array([False, True]))
+        assert _emd_number_category(r, s) == pytest.approx(dense, rel=1e-12, abs=1e-15)
+    same = np.c_[rng.uniform(0, 1, 200), rng.integers(0, 3, 200)]
+    assert _emd_number_category(same, same[::-1]) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_wasserstein_in_parts_gives_the_one_call_value(monkeypatch):
+    """evaluate computes a table's marginals in parts on its threads; put back together, the mean is
+    the one-call value to the last digit, and the sparse solver (forced here for every number x
+    category pair) agrees with the dense one to rounding."""
+    from synthzoo.metrics import wasserstein as W
+    df, schema = toy(900, seed=2)
+    real, fake = df.iloc[:500].reset_index(drop=True), df.iloc[500:].reset_index(drop=True)
+    fake["y"] = fake["y"].fillna(3.0)  # one number x category pair without missing values on either side
+    real["y"] = real["y"].fillna(5.0)
+    whole = W.wasserstein_fidelity(real, fake, schema)
+    for n in (1, 2, 3, 7):
+        parts = [((i, n), W.wasserstein_marginals(real, fake, schema, part=(i, n))) for i in range(n)]
+        assert W.fidelity_of_parts(parts[::-1]) == whole
+    with pytest.raises(ValueError, match="needs the parts 0..2 of 3"):
+        W.fidelity_of_parts([((0, 3), parts[0][1]), ((2, 3), parts[0][1])])
+    dense = W.wasserstein_marginals(real, fake, schema)
+    monkeypatch.setattr(W, "_SPARSE_FROM", 0)
+    sparse = W.wasserstein_marginals(real, fake, schema)
+    assert (sparse["kind"] == "cat-num").sum() >= 4
+    np.testing.assert_allclose(sparse["distance"], dense["distance"], rtol=1e-12, atol=1e-15)
+
+
 def test_quiet_library_warnings_holds_while_any_thread_is_inside():
     """Two threads silencing the libraries' warnings in overlapping blocks: the second thread's
     warning stays silenced after the first one leaves (with ``warnings.catch_warnings`` the first
