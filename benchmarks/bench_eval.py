@@ -80,7 +80,7 @@ def run_python(args, train, test, fake, schema) -> None:
     prof = None
     if args.profile:
         import cProfile
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.process_time)  # CPU seconds: comparable on a busy machine
     w0, c0 = time.perf_counter(), time.process_time()
     if prof:
         prof.enable()
@@ -135,7 +135,8 @@ def main(argv=None):
     p.add_argument("--release", choices=("privsyn", "half"), default="privsyn")
     p.add_argument("--cli", action="store_true", help="time `synthzoo eval` in a child process instead")
     p.add_argument("--n-jobs", type=int, default=2, help="evaluate's n_jobs (default 2, its default)")
-    p.add_argument("--profile", help="write a cProfile dump here (use with --n-jobs 1: cProfile sees one thread)")
+    p.add_argument("--profile", help="write a cProfile dump (CPU seconds) here (use with --n-jobs 1: cProfile sees "
+                   "one thread)")
     p.add_argument("--csv", help="write the metric table here (all digits), to compare runs")
     p.add_argument("--cache", type=Path, default=Path("/tmp/synthzoo_bench_eval"))
     p.add_argument("--seed", type=int, default=0)
