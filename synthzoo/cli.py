@@ -403,20 +403,30 @@ def cmd_eval(a) -> int:
     live = sys.stderr.isatty()
     bar = progress_bar(None, total=1, desc="eval", enabled=live) if live else None  # tqdm, updated by hand
     seconds, finished, reported = [0.0] * len(steps), set(), set()
+    start = last = time.perf_counter()
 
     def label(step):
         return "ML metrics" if step[0].startswith("ml_") else "privacy attacks" if len(step) > 1 else step[0]
 
     def progress(unit, table, dt, complete, done, total):
-        # one evaluate call runs every metric on the release and its baselines side by side; a
-        # step is reported when its metrics are done on every table, with the seconds its units took
+        # one evaluate call runs every metric on the release and its baselines side by side, the
+        # longest first; a step is reported when its metrics are done on every table, with the
+        # seconds its units took, and a count of the units done at least every 30 s
+        nonlocal last
         seconds[step_of[unit[0]]] += dt
         finished.update(complete)
+        lines = []
         for i, step in enumerate(steps):
             if i not in reported and finished.issuperset(step):
                 reported.add(i)
-                if not live:
-                    print(f"  [synthzoo] eval: {label(step)} ({seconds[i]:.1f}s)", file=sys.stderr, flush=True)
+                lines.append(f"{label(step)} ({seconds[i]:.1f}s)")
+        now = time.perf_counter()
+        if not lines and now - last >= 30 and done < total:
+            lines.append(f"{done} of {total} units done ({now - start:.0f}s)")
+        if not live:
+            for line in lines:
+                print(f"  [synthzoo] eval: {line}", file=sys.stderr, flush=True)
+            last = now if lines else last
         if live:
             bar.total, bar.n = total, done
             bar.set_description(f"eval: {label(steps[step_of[unit[0]]])} ({table})")

@@ -369,17 +369,18 @@ def _unit_cost(unit: list[str], part, real, rel, same: bool, opts: dict) -> floa
 def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None = None) -> dict:
     """``{name: (scores, seconds)}`` for each (name, real, release, ml_train, metrics, tokens) job.
 
-    Every job's metrics are split into units (:func:`_units`) and all units of all jobs run on
-    ``n_jobs`` threads, the most expensive first, so that the cores stay busy to the end.  The units
-    share one memo of encodings and neighbour searches (``tokens`` name each job's frames, see
-    ``_Tables``) and the fitted models (the ML cache); a unit's values do not depend on what else
-    runs or in which order.  ``seconds`` is the sum of a job's unit times.  ``progress`` (see
+    Every job's metrics are split into units (:func:`_units`) and all units of all jobs run
+    ``n_jobs`` at a time, the most expensive first, so that the cores stay busy to the end.  The
+    units share one memo of encodings and neighbour searches (``tokens`` name each job's frames, see
+    ``_Tables``) and the fitted models (the ML cache); a unit that waits for a result another one is
+    computing lets a further unit run meanwhile (:class:`~synthzoo.metrics._common.WorkSlots`).  A
+    unit's values do not depend on what else runs or in which order.  ``seconds`` is the sum of a job's unit times.  ``progress`` (see
     :func:`evaluate`) is called after each unit.  Warning filters are process-wide, so they are
     restored as they were once every unit is done."""
     import warnings
     from concurrent.futures import ThreadPoolExecutor
 
-    from ._common import OnceCache
+    from ._common import OnceCache, WorkSlots
     shared = OnceCache()
     n_jobs = check_positive_int(n_jobs, "n_jobs")
     work = []
@@ -392,12 +393,15 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     lock = threading.Lock()
     done = [0]
 
+    slots = WorkSlots(n_jobs)
+
     def one(w):
         name, real, rel, ml_train, unit, part, tokens = w[3:]
-        t = time.perf_counter()
-        got = _score_table(real, rel, test, schema, unit, opts, ml_train=ml_train, shared=shared, tokens=tokens,
-                           part=part)
-        dt = time.perf_counter() - t
+        with slots.run():
+            t = time.perf_counter()
+            got = _score_table(real, rel, test, schema, unit, opts, ml_train=ml_train, shared=shared, tokens=tokens,
+                               part=part)
+            dt = time.perf_counter() - t
         with lock:
             done[0] += 1
             remaining.subtract(unit)
@@ -409,8 +413,8 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     try:
         if n_jobs == 1 or len(work) <= 1:
             finished = [one(w) for w in work]
-        else:
-            with ThreadPoolExecutor(max_workers=min(n_jobs, len(work))) as pool:
+        else:  # two threads more than slots: they take over while a unit waits for a shared result
+            with ThreadPoolExecutor(max_workers=min(n_jobs + 2, len(work))) as pool:
                 finished = list(pool.map(one, work))
     finally:
         warnings.filters[:] = saved

@@ -279,3 +279,40 @@ def test_quiet_library_warnings_holds_while_any_thread_is_inside():
         after = list(warnings.filters)
     assert [w.category for w in shown] == [UserWarning]
     assert after == before
+
+
+def test_a_unit_waiting_for_a_shared_result_lets_another_unit_run():
+    """Two work slots, three threads: B computes a shared value that A needs; while A waits, its slot
+    goes to C (which here is what B waits for: without the hand-over the three would deadlock)."""
+    from synthzoo.metrics._common import WorkSlots
+    slots, cache = WorkSlots(2), OnceCache()
+    b_owns, go, c_ran, out = threading.Event(), threading.Event(), threading.Event(), {}
+
+    def b():
+        with slots.run():
+            def compute():
+                b_owns.set()
+                assert go.wait(10)
+                return 42
+            out["b"] = cache.get("k", compute)
+
+    def a():
+        assert b_owns.wait(10)
+        with slots.run():
+            out["a"] = cache.get("k", lambda: -1)  # B's value, not a recomputation
+
+    def c():
+        assert b_owns.wait(10)
+        time.sleep(0.05)  # A takes its slot first
+        with slots.run():
+            c_ran.set()
+            out["running_with_c"] = slots.running
+            go.set()
+
+    threads = [threading.Thread(target=f) for f in (b, a, c)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(20)
+    assert c_ran.is_set() and out == {"b": 42, "a": 42, "running_with_c": 2}
+    assert slots.running == 0
