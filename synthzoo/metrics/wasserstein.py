@@ -58,12 +58,11 @@ def _features(views, schema: Schema) -> tuple[np.ndarray, np.ndarray]:
 def _column_cost(a: np.ndarray, b: np.ndarray, categorical: bool) -> np.ndarray:
     if categorical:
         return (a[:, None] != b[None, :]).astype(float)
-    na, nb = np.isnan(a), np.isnan(b)
     c = np.abs(a[:, None] - b[None, :])
-    both = na[:, None] & nb[None, :]
-    one = na[:, None] ^ nb[None, :]
-    c[both] = 0.0
-    c[one] = 1.0
+    na, nb = np.isnan(a), np.isnan(b)
+    if na.any() or nb.any():  # (the masks cost four passes over the matrix: only when needed)
+        c[na[:, None] & nb[None, :]] = 0.0
+        c[na[:, None] ^ nb[None, :]] = 1.0
     return c
 
 
@@ -79,7 +78,9 @@ def _emd(r: np.ndarray, s: np.ndarray, is_cat: np.ndarray) -> float:
     ur, wr = _unique_weighted(r)
     us, ws = _unique_weighted(s)
     ot = _pot()
-    cost = sum(_column_cost(ur[:, k], us[:, k], bool(is_cat[k])) for k in range(r.shape[1]))
+    cost = _column_cost(ur[:, 0], us[:, 0], bool(is_cat[0]))
+    for k in range(1, r.shape[1]):  # summed in column order, in place
+        cost += _column_cost(ur[:, k], us[:, k], bool(is_cat[k]))
     return float(ot.emd2(wr, ws, cost, numItermax=10_000_000))
 
 
