@@ -14,6 +14,7 @@ Every metric goes through :func:`check_frames`, so bad input fails the same way 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 import warnings
@@ -205,13 +206,20 @@ class WorkSlots:
     def __init__(self, n: int):
         self.n, self.running = n, 0
         self._cond = threading.Condition()
+        self._queue: collections.deque = collections.deque()
 
     @contextlib.contextmanager
     def run(self):
+        # first come, first served: a thread that has waited for a slot is not overtaken by one
+        # that asks later (the units arrive longest first)
         with self._cond:
-            while self.running >= self.n:
+            me = object()
+            self._queue.append(me)
+            while self.running >= self.n or self._queue[0] is not me:
                 self._cond.wait()
+            self._queue.popleft()
             self.running += 1
+            self._cond.notify_all()
         _SLOTS.current = self
         try:
             yield
@@ -222,7 +230,7 @@ class WorkSlots:
     def _release(self):
         with self._cond:
             self.running -= 1
-            self._cond.notify()
+            self._cond.notify_all()
 
     def _resume(self):
         with self._cond:

@@ -316,3 +316,34 @@ def test_a_unit_waiting_for_a_shared_result_lets_another_unit_run():
         th.join(20)
     assert c_ran.is_set() and out == {"b": 42, "a": 42, "running_with_c": 2}
     assert slots.running == 0
+
+
+def test_work_slots_are_given_in_the_order_asked():
+    """A thread waiting for a slot is not overtaken by one that asks later -- here the thread that
+    just gave the slot up and asks again at once (evaluate's units arrive longest first: a long unit
+    overtaken again and again ran last, and the evaluation waited for it)."""
+    from synthzoo.metrics._common import WorkSlots
+    slots, order, b_queued = WorkSlots(1), [], threading.Event()
+
+    def a():
+        with slots.run():
+            order.append("A1")
+            assert b_queued.wait(10)
+            while not slots._queue:
+                time.sleep(0.001)
+        with slots.run():  # asks again right after giving the slot up
+            order.append("A2")
+
+    def b():
+        while not order:
+            time.sleep(0.001)
+        b_queued.set()
+        with slots.run():
+            order.append("B")
+
+    threads = [threading.Thread(target=f) for f in (a, b)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(10)
+    assert order == ["A1", "B", "A2"]
