@@ -13,8 +13,10 @@ rows instead (no fit).  The baseline cache starts empty in every run (one proces
 every figure includes the baselines.
 
 Printed: the seconds each table (release, HALF, INDEPENDENT, SELF) spent on each metric -- ML
-metrics and the privacy attacks are fitted and searched together and appear as one entry each --
-then the total wall time and the process CPU time (all threads).  ``--cli`` runs the command
+metrics and the privacy attacks are fitted and searched together and appear as one entry each;
+``evaluate`` runs all of them as units side by side on ``n_jobs`` threads, so the seconds (wall
+time of a table's units, summed, waits for shared results included) add up to more than the
+total -- then the total wall time and the process CPU time (all threads).  ``--cli`` runs the command
 line in a child process on CSV files written to the cache folder and reports its wall and CPU time
 (user + system, from the child's resource usage).
 """
@@ -80,7 +82,7 @@ def run_python(args, train, test, fake, schema) -> None:
     prof = None
     if args.profile:
         import cProfile
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.process_time)  # CPU seconds: comparable on a busy machine
     w0, c0 = time.perf_counter(), time.process_time()
     if prof:
         prof.enable()
@@ -96,7 +98,8 @@ def run_python(args, train, test, fake, schema) -> None:
     if per:
         frame = pd.DataFrame(per).fillna(0.0)
         frame.loc["total"] = frame.sum()
-        print("\nseconds per metric (wall, inside each table's job; jobs run on n_jobs threads):")
+        print("\nseconds per metric (wall time of each table's units, summed; units run side by side on n_jobs "
+              "threads):")
         print(frame.to_string(float_format=lambda x: f"{x:7.1f}"))
     if args.csv:
         table.to_csv(args.csv, index=False, float_format="%.17g")
@@ -135,7 +138,8 @@ def main(argv=None):
     p.add_argument("--release", choices=("privsyn", "half"), default="privsyn")
     p.add_argument("--cli", action="store_true", help="time `synthzoo eval` in a child process instead")
     p.add_argument("--n-jobs", type=int, default=2, help="evaluate's n_jobs (default 2, its default)")
-    p.add_argument("--profile", help="write a cProfile dump here (use with --n-jobs 1: cProfile sees one thread)")
+    p.add_argument("--profile", help="write a cProfile dump (CPU seconds) here (use with --n-jobs 1: cProfile sees "
+                   "one thread)")
     p.add_argument("--csv", help="write the metric table here (all digits), to compare runs")
     p.add_argument("--cache", type=Path, default=Path("/tmp/synthzoo_bench_eval"))
     p.add_argument("--seed", type=int, default=0)

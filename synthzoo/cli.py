@@ -397,24 +397,46 @@ def cmd_eval(a) -> int:
     if schema is None:
         schema = Schema.infer(real)  # warns: fine for evaluation, not a differentially private schema
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
-    steps = _eval_steps(_resolve_metrics(metrics, test is not None, False, _task_of(schema)))
+    names = _resolve_metrics(metrics, test is not None, False, _task_of(schema))
+    steps = _eval_steps(names)
+    step_of = {m: i for i, step in enumerate(steps) for m in step}
     live = sys.stderr.isatty()
-    tables, timings, details = [], {}, {}
-    bar = progress_bar(steps, total=len(steps), desc="eval", enabled=live)
-    for step in bar:
-        label = "ML metrics" if step[0].startswith("ml_") else "privacy attacks" if len(step) > 1 else step[0]
-        if live:
-            bar.set_description(f"eval: {label}")
-        t0 = time.perf_counter()
-        table, got = evaluate(real, fake, test=test, schema=schema, metrics=step, seed=a.seed,
-                              return_details=True)
-        tables.append(table)
-        for k, v in got.pop("timings").items():
-            timings[k] = timings.get(k, 0.0) + v
-        details.update({k: v for k, v in got.items() if v is not None})  # ROC curves, ML detail, MDS
+    bar = progress_bar(None, total=1, desc="eval", enabled=live) if live else None  # tqdm, updated by hand
+    seconds, finished, reported = [0.0] * len(steps), set(), set()
+    start = last = time.perf_counter()
+
+    def label(step):
+        return "ML metrics" if step[0].startswith("ml_") else "privacy attacks" if len(step) > 1 else step[0]
+
+    def progress(unit, table, dt, complete, done, total):
+        # one evaluate call runs every metric on the release and its baselines side by side, the
+        # longest first; a step is reported when its metrics are done on every table, with the
+        # seconds its units took, and a count of the units done at least every 30 s
+        nonlocal last
+        seconds[step_of[unit[0]]] += dt
+        finished.update(complete)
+        lines = []
+        for i, step in enumerate(steps):
+            if i not in reported and finished.issuperset(step):
+                reported.add(i)
+                lines.append(f"{label(step)} ({seconds[i]:.1f}s)")
+        now = time.perf_counter()
+        if not lines and now - last >= 30 and done < total:
+            lines.append(f"{done} of {total} units done ({now - start:.0f}s)")
         if not live:
-            print(f"  [synthzoo] eval: {label} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr, flush=True)
-    table = pd.concat(tables, ignore_index=True)
+            for line in lines:
+                print(f"  [synthzoo] eval: {line}", file=sys.stderr, flush=True)
+            last = now if lines else last
+        if live:
+            bar.total, bar.n = total, done
+            bar.set_description(f"eval: {label(steps[step_of[unit[0]]])} ({table})")
+
+    table, details = evaluate(real, fake, test=test, schema=schema, metrics=names, seed=a.seed, return_details=True,
+                              progress=progress)
+    if bar is not None:
+        bar.close()
+    timings = details.pop("timings")
+    details = {k: v for k, v in details.items() if v is not None}  # ROC curves, ML detail, MDS
     notes = {f"time ({k})": f"{v:.1f} s" for k, v in timings.items()}
     if test is None:
         notes["privacy / ML"] = "no --test rows given: ML and privacy metrics need real held-out rows and were skipped"

@@ -1,4 +1,9 @@
-"""Exceptions raised by synthzoo. Each names the column or parameter at fault."""
+"""Exceptions raised by synthzoo. Each names the column or parameter at fault; and the warning
+categories, with a thread-safe way to silence libraries' warnings."""
+
+import contextlib
+import threading
+import warnings
 
 
 class SynthzooError(Exception):
@@ -24,3 +29,49 @@ class NotFittedError(SynthzooError, RuntimeError):
 class PrivacySettingsWarning(UserWarning):
     """A privacy request that is allowed but dubious (delta not small against plausible row counts,
     a table too small for its epsilon)."""
+
+
+# ---------------------------------------------------------------------------------------
+# silencing libraries' chatter, thread-safely
+# ---------------------------------------------------------------------------------------
+
+_QUIET_LOCK = threading.Lock()
+_QUIET_USERS = 0
+_QUIET_FILTERS: list = []
+
+
+@contextlib.contextmanager
+def quiet_library_warnings():
+    """Silence what scikit-learn, LightGBM, XGBoost and CatBoost warn while a model fits (the
+    convergence chatter of fixed iteration budgets), safely on threads.
+
+    ``warnings.catch_warnings`` saves the process-wide filter list on entry and puts it back on
+    exit, so two threads inside it at once undo each other: the first to leave drops the second's
+    filter (its warnings escape: ``synthzoo eval``'s scoring threads leaked lbfgs'
+    ``ConvergenceWarning``) and the last to leave may restore a filter that outlives its block.
+    Here two filters -- scikit-learn's ``ConvergenceWarning`` from anywhere, and any warning raised
+    in those libraries' modules -- are added when the first user enters and removed, by identity,
+    when the last one leaves; warnings of other origins (synthzoo's own) still show."""
+    global _QUIET_USERS
+    with _QUIET_LOCK:
+        if _QUIET_USERS == 0:
+            import re
+
+            from sklearn.exceptions import ConvergenceWarning
+            items = [("ignore", None, ConvergenceWarning, None, 0),
+                     ("ignore", None, Warning, re.compile(r"(sklearn|lightgbm|xgboost|catboost)(\.|$)"), 0)]
+            _QUIET_FILTERS[:] = [f for f in items if f not in warnings.filters]  # a user's own copy stays
+            warnings.filters[:0] = _QUIET_FILTERS
+            warnings._filters_mutated()
+        _QUIET_USERS += 1
+    try:
+        yield
+    finally:
+        with _QUIET_LOCK:
+            _QUIET_USERS -= 1
+            if _QUIET_USERS == 0:
+                for f in _QUIET_FILTERS:
+                    if f in warnings.filters:
+                        warnings.filters.remove(f)
+                _QUIET_FILTERS.clear()
+                warnings._filters_mutated()

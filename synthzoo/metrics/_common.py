@@ -14,6 +14,8 @@ Every metric goes through :func:`check_frames`, so bad input fails the same way 
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import threading
 import warnings
 from dataclasses import dataclass
@@ -191,12 +193,73 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+class WorkSlots:
+    """At most ``n`` threads working at once, where a thread that waits for another's result gives
+    its slot up meanwhile.
+
+    ``evaluate`` runs its units of work on a few more threads than ``n_jobs``; each takes a slot
+    (:meth:`run`) before it starts.  When a unit needs a value another unit is computing (a model
+    fitted on the real rows, a neighbour search -- see :class:`OnceCache`), its thread frees the
+    slot while it waits, so another unit keeps the core busy, and takes it back at once when the
+    value is there (for a moment one thread more than ``n`` may run)."""
+
+    def __init__(self, n: int):
+        self.n, self.running = n, 0
+        self._cond = threading.Condition()
+        self._queue: collections.deque = collections.deque()
+
+    @contextlib.contextmanager
+    def run(self):
+        # first come, first served: a thread that has waited for a slot is not overtaken by one
+        # that asks later (the units arrive longest first)
+        with self._cond:
+            me = object()
+            self._queue.append(me)
+            while self.running >= self.n or self._queue[0] is not me:
+                self._cond.wait()
+            self._queue.popleft()
+            self.running += 1
+            self._cond.notify_all()
+        _SLOTS.current = self
+        try:
+            yield
+        finally:
+            _SLOTS.current = None
+            self._release()
+
+    def _release(self):
+        with self._cond:
+            self.running -= 1
+            self._cond.notify_all()
+
+    def _resume(self):
+        with self._cond:
+            self.running += 1
+
+
+_SLOTS = threading.local()
+
+
+def _wait(event: threading.Event) -> None:
+    """``event.wait()``, the calling thread's work slot (if it holds one) freed meanwhile."""
+    slots = getattr(_SLOTS, "current", None)
+    if slots is None or event.is_set():
+        event.wait()
+        return
+    slots._release()
+    try:
+        event.wait()
+    finally:
+        slots._resume()
+
+
 class OnceCache:
     """A memo whose values are computed once even when several threads ask for the same key at the
     same time: the first caller computes, the others wait for its result (``evaluate`` scores the
     release and its baselines on threads, and they share fitted models and neighbour searches).
     ``max_items`` bounds the memory of long sessions (the oldest entries go first).  A computation
-    must not ask for a key another thread is computing while that thread waits for it."""
+    must not ask for a key another thread is computing while that thread waits for it.  A waiting
+    thread gives up its :class:`WorkSlots` slot meanwhile."""
 
     def __init__(self, max_items: int | None = None):
         self._lock = threading.Lock()
@@ -223,7 +286,7 @@ class OnceCache:
             event = self._pending.get(key)
         if event is None:
             return None
-        event.wait()
+        _wait(event)
         with self._lock:
             return self._data.get(key)
 
@@ -238,7 +301,7 @@ class OnceCache:
                     event = self._pending[key] = threading.Event()
             if owner:
                 break
-            event.wait()  # then read the result, or compute it here if the owner failed
+            _wait(event)  # then read the result, or compute it here if the owner failed
         try:
             value = compute()
             with self._lock:
@@ -251,3 +314,16 @@ class OnceCache:
             with self._lock:
                 del self._pending[key]
             event.set()
+
+
+def join_parts(parts) -> pd.DataFrame:
+    """The rows a computation split into parts gives in one piece: ``parts`` are ``((i, n), frame)``
+    pairs (any order), part i holding the items at positions i, i + n, i + 2n, ... of the whole
+    list, one row each; every part must be there."""
+    parts = sorted(parts, key=lambda p: p[0][0])
+    n = parts[0][0][1] if parts else 0
+    if [p[0] for p in parts] != [(i, n) for i in range(n)]:
+        raise ValueError(f"join_parts: needs the parts 0..{n - 1} of {n}, got {[p[0] for p in parts]}")
+    frames = [p[1] for p in parts]
+    at = np.concatenate([np.arange(i, i + n * len(f), n) for i, f in enumerate(frames)])
+    return pd.concat(frames, ignore_index=True).iloc[np.argsort(at, kind="stable")].reset_index(drop=True)

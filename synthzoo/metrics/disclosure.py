@@ -18,7 +18,7 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.schema import Schema
 from ._common import check_positive_int, views
-from .distance import GowerSpace
+from .distance import GowerSpace, take_rows
 from .ml import encode_features
 from .privacy import _Tables
 
@@ -42,16 +42,12 @@ def _aa(t: _Tables, real: str, synth: str = "synthetic", rows_r=None, rows_s=Non
         d_ss = t.nn(synth, synth, 2)[0][:, 1]
     else:  # a resample: fresh searches within the drawn rows
         sp = t.space
-        er, es = _sub(t.enc(real), rows_r), _sub(t.enc(synth), rows_s)
+        er, es = take_rows(t.enc(real), rows_r), take_rows(t.enc(synth), rows_s)
         d_rs = sp.nearest(er, es, 1)[0][:, 0]
         d_rr = sp.nearest(er, er, 2)[0][:, 1]
         d_sr = sp.nearest(es, er, 1)[0][:, 0]
         d_ss = sp.nearest(es, es, 2)[0][:, 1]
     return 0.5 * (float(np.mean(d_rs > d_rr)) + float(np.mean(d_sr > d_ss)))
-
-
-def _sub(e: dict, rows) -> dict:
-    return {k: (v[rows] if isinstance(v, np.ndarray) else v) for k, v in e.items()} | {"n": len(rows)}
 
 
 

@@ -11,6 +11,9 @@ Gower's distance (Gower, 1971) averages per-column dissimilarities in [0, 1]:
 No one-hot blow-up of the distance itself: categorical mismatches are counted with one
 matrix product of one-hot blocks (matches = A @ B.T), numeric parts with ``cdist`` on the few
 numeric columns, so the cost grows with the number of columns, not of categories squared.
+The searches for the one or two nearest neighbours run compiled (:mod:`._distance_numba`: one
+row of distances at a time, summed in the same order, so the distances and neighbours are
+bit-identical to the numpy blocks'); more neighbours, and ``compiled=False``, use the blocks.
 """
 
 from __future__ import annotations
@@ -22,14 +25,21 @@ from scipy.spatial.distance import cdist
 from ..core.schema import Schema
 from ._common import views
 
+try:  # numba is a dependency; without it the numpy blocks do every search
+    from . import _distance_numba as _nb
+except ImportError:  # pragma: no cover
+    _nb = None
+
 
 class GowerSpace:
     """A schema's records encoded for Gower distance computations.
 
     ``weights`` (one non-negative number per schema column, default all 1) gives the weighted
-    Gower distance sum_j w_j d_j / sum_j w_j, as epsilon-identifiability uses it."""
+    Gower distance sum_j w_j d_j / sum_j w_j, as epsilon-identifiability uses it.  ``compiled``
+    (default: when numba is installed) runs the one- and two-neighbour searches compiled; the
+    results are the same either way."""
 
-    def __init__(self, schema: Schema, weights=None):
+    def __init__(self, schema: Schema, weights=None, compiled: bool | None = None):
         self.schema = schema
         self.p = len(schema)
         w = np.ones(self.p) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -40,6 +50,10 @@ class GowerSpace:
         self.w_num = w[[not k for k in kinds]]
         self.w_cat = w[kinds]
         self.total = float(w.sum())
+        self.compiled = (_nb is not None) if compiled is None else bool(compiled and _nb is not None)
+        # each categorical column's out-of-schema code (see category_codes): it matches nothing
+        self._oos = np.array([len(c.categories) + 1 for c in schema.columns if c.kind == "categorical"],
+                             dtype=np.int64)
 
     def encode(self, df: pd.DataFrame, role: str = "table") -> dict:
         v = views(df, self.schema, role)
@@ -71,8 +85,11 @@ class GowerSpace:
                 blocks.append(o)
             ohw = np.concatenate(blocks, axis=1)
             ohc = 1.0 - oh.astype(np.float64)
-        return {"num": num, "nan": np.isnan(num), "oh": oh, "ohw": ohw, "ohc": ohc, "n_cat": float(self.w_cat.sum()),
-                "n": v.n}
+        # for the compiled searches: category codes (weighted) or one-hot bit sets (unweighted)
+        codes = np.stack([v.cat[c.name] for c in cat_cols], axis=1) if cat_cols else np.zeros((v.n, 0), np.int64)
+        bits = _nb.one_hot_bits(oh) if self.compiled and not self.weighted else np.zeros((v.n, 0), np.uint64)
+        return {"num": num, "nan": np.isnan(num), "oh": oh, "ohw": ohw, "ohc": ohc, "cat": codes, "bits": bits,
+                "n_cat": float(self.w_cat.sum()), "n": v.n}
 
     def block(self, a: dict, ia: slice, b: dict) -> np.ndarray:
         """Gower distances between rows ``ia`` of ``a`` and all rows of ``b``."""
@@ -123,6 +140,9 @@ class GowerSpace:
         """The ``k`` smallest Gower distances (sorted) from each query row to the reference rows,
         and their indices (for ``k=1``, the first reference row among tied nearest ones)."""
         k = min(k, ref["n"])
+        if k <= 2 and self.compiled:
+            (dist, idx), _ = self._search(query, ref, 0)
+            return self._clamp(dist[:, :k]), idx[:, :k]
         if block_rows is None:
             block_rows = max(64, int(4_000_000 // max(ref["n"], 1)))
         dist = np.empty((query["n"], k), dtype=np.float64)
@@ -154,6 +174,19 @@ class GowerSpace:
     def _block_rows(self, n_ref: int) -> int:
         return max(64, int(4_000_000 // max(n_ref, 1)))
 
+    def _search(self, a: dict, b: dict, mode: int):
+        """The compiled two-nearest search (:func:`._distance_numba.top2`; ``mode`` 0: a's rows,
+        1: both directions, 2: a against itself), unclamped."""
+        # columns with a missing value in either table take the missing-aware sum, as in block()
+        has_nan = a["nan"].any(0) | b["nan"].any(0)
+        return _nb.search(a, b, np.nonzero(~has_nan)[0], np.nonzero(has_nan)[0], self.w_num, self._oos, self.w_cat,
+                          self.weighted, self.total, mode)
+
+    def _clamp(self, dist: np.ndarray) -> np.ndarray:
+        if not self.weighted:  # float32 matmul rounding can leave ~1e-7 for identical rows
+            dist[dist < 1e-6] = 0.0
+        return dist
+
     def nearest_pair(self, a: dict, b: dict) -> tuple[tuple, tuple]:
         """The two nearest ``b`` rows of each ``a`` row and the two nearest ``a`` rows of each ``b``
         row -- ``(nearest(a, b, 2), nearest(b, a, 2))`` -- from one pass over the distance matrix:
@@ -163,6 +196,9 @@ class GowerSpace:
         result equals the two searches exactly, ties to the lower index included."""
         if a["n"] < 2 or b["n"] < 2:
             return self.nearest(a, b, 2), self.nearest(b, a, 2)
+        if self.compiled:
+            (da, ia), (db, ib) = self._search(a, b, 1)
+            return (self._clamp(da), ia), (self._clamp(db), ib)
         step = self._block_rows(b["n"])
         da, ia = np.empty((a["n"], 2)), np.empty((a["n"], 2), dtype=np.int64)
         db, ib = np.full((b["n"], 2), np.inf), np.full((b["n"], 2), -1, dtype=np.int64)
@@ -185,6 +221,9 @@ class GowerSpace:
         distances."""
         if a["n"] < 2:
             return self.nearest(a, a, 2)
+        if self.compiled:
+            (d, i), _ = self._search(a, a, 2)
+            return self._clamp(d), i
         n = a["n"]
         step = self._block_rows(n)
         d_best, i_best = np.full((n, 2), np.inf), np.full((n, 2), -1, dtype=np.int64)
@@ -201,11 +240,21 @@ class GowerSpace:
         return d_best, i_best
 
 
+def take_rows(e: dict, rows) -> dict:
+    """Rows ``rows`` (an index array or a slice, which gives views) of an encoding of
+    :meth:`GowerSpace.encode`: every per-row array; scalars and absent parts kept."""
+    return {k: (v[rows] if isinstance(v, np.ndarray) else v) for k, v in e.items()} | {"n": len(e["num"][rows])}
+
+
+def concat_rows(a: dict, b: dict) -> dict:
+    """Two encodings of one space: the rows of ``a``, then those of ``b``."""
+    return {k: (np.concatenate([v, b[k]]) if isinstance(v, np.ndarray) else v) for k, v in a.items()} | \
+        {"n": a["n"] + b["n"]}
+
+
 def _slice(e: dict, start: int, stop: int | None = None) -> dict:
     """Rows ``start:stop`` of an encoding (views, no copy)."""
-    sl = slice(start, stop)
-    return {k: (v[sl] if isinstance(v, np.ndarray) else v) for k, v in e.items()} | \
-        {"n": len(e["num"][sl])}
+    return take_rows(e, slice(start, stop))
 
 
 def _top2(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

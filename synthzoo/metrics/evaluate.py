@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import Counter
 from typing import Callable
 
 import numpy as np
@@ -11,7 +13,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import check_frames, check_positive_int, resolve_schema
+from ._common import check_frames, check_positive_int, join_parts, resolve_schema
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
@@ -19,7 +21,7 @@ from .mds import CopySynthesizer, IndependentSynthesizer, membership_disclosure
 from .ml import DEFAULT_EVALUATORS, ml_scores
 from .mia import membership_attacks
 from .privacy import privacy_scores
-from .wasserstein import wasserstein_fidelity
+from .wasserstein import fidelity_of_parts, wasserstein_fidelity, wasserstein_marginals
 
 # name -> (group, better direction, description)
 METRICS = {
@@ -160,8 +162,10 @@ def _task_of(schema: Schema) -> str | None:
     return "classification" if schema[schema.meta["target"]].kind == "categorical" else "regression"
 
 
-def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=None, tokens=None) -> dict:
-    """All selected metrics of one (real, synthetic) pair -> {name: (value, ci_low, ci_high)}.
+def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=None, tokens=None, part=None) -> dict:
+    """All selected metrics of one (real, synthetic) pair -> {name: (value, ci_low, ci_high)}; with
+    ``part=(i, n)`` and one metric of ``_PARTS``, that part of its work only, under ``"_part"`` as
+    ``(metric, part, partial result)`` (:func:`_combine` puts the parts together).
 
     The nearest-neighbour searches are shared: one :class:`~synthzoo.metrics.privacy._Tables` holds
     the encodings and searches every distance-based metric of this pair uses, and with ``shared``
@@ -193,6 +197,9 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             out[m] = (0.0,)
         elif same and m == "ci_overlap":
             out[m] = (1.0,)
+        elif m == "wasserstein" and part is not None:
+            out["_part"] = (m, part, wasserstein_marginals(real, synth, schema, max_rows=opts["wasserstein_rows"],
+                                                           seed=opts["seed"], part=part))
         elif m == "wasserstein":
             out[m] = (wasserstein_fidelity(real, synth, schema, max_rows=opts["wasserstein_rows"], seed=opts["seed"]),)
         elif m == "tvd_1way":
@@ -222,10 +229,15 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "corr_diff":
             out[m] = (S.correlation_difference(real, synth, schema),)
         elif m == "ml_cv_f1_diff":
-            df = ml_cross_validated(ml_train if ml_train is not None else real, synth, schema,
-                                    evaluators=opts["cv_evaluators"], seed=opts["seed"])
-            out[m] = (float(df["diff"].mean()),)
-            out["_cv_detail"] = df
+            # a part: some of the evaluators (each evaluator's folds are the same whichever others run)
+            evs = opts["cv_evaluators"] if part is None else opts["cv_evaluators"][part[0]::part[1]]
+            df = ml_cross_validated(ml_train if ml_train is not None else real, synth, schema, evaluators=evs,
+                                    seed=opts["seed"])
+            if part is None:
+                out[m] = (float(df["diff"].mean()),)
+                out["_cv_detail"] = df
+            else:
+                out["_part"] = (m, part, df)
         elif m == "auroc_diff":
             out[m] = (_or_nan(lambda: auroc_difference(ml_train if ml_train is not None else real, synth, test,
                                                         schema, seed=opts["seed"])).get("auroc_diff", np.nan),)
@@ -246,9 +258,15 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "mia_classifier_f1":
             out[m] = (D.mia_classifier(t(), None, None, schema, seed=opts["seed"])["f1"],)
         elif m == "attr_disclosure":
-            out[m] = (D.attribute_disclosure(t(), None, schema, n_estimators=opts["attr_trees"],
-                                             max_rows=opts["attr_rows"], seed=opts["seed"])["accuracy"],)
-        if m in out:
+            # a part: some of the columns (one forest each, on the same rows whichever others run)
+            cols = None if part is None else schema.names[part[0]::part[1]]
+            r = D.attribute_disclosure(t(), None, schema, columns=cols, n_estimators=opts["attr_trees"],
+                                       max_rows=opts["attr_rows"], seed=opts["seed"])
+            if part is None:
+                out[m] = (r["accuracy"],)
+            else:
+                out["_part"] = (m, part, r["columns"])
+        if m in out or "_part" in out:
             times[m] = time.perf_counter() - t0
     ml_names = [m for m in names if m in _ML or m == "ml_affinity"]
     if ml_names:
@@ -283,32 +301,138 @@ def _or_nan(fn) -> dict:
 _BASELINE_CACHE: dict = {}
 
 
-def _run_tables(jobs, test, schema, opts, n_jobs: int) -> dict:
-    """``{name: (scores, seconds)}`` for each (name, real, release, ml_train, metrics, tokens) job, on
-    ``n_jobs`` threads; the jobs share one memo of encodings and neighbour searches (``tokens``
-    name each job's frames, see ``_Tables``).  Warning filters are process-wide and
-    ``catch_warnings`` is not thread-safe, so they are restored as they were once every job is done."""
+#: metrics computed together (one call serves them all)
+_TOGETHER = ({"ks_distance", "ks_significant"}, {"pca_eigval_diff", "pca_angle_diff"}, {"mia_max_auc", "mia_tpr_1pct"},
+             set(_ML) | {"ml_affinity"}, set(_PRIV_KEY))
+#: rough CPU seconds of a metric on adult's release (26k rows), to start the longest units first
+#: (``_CV_COST``: ml_cv_f1_diff's share per evaluator)
+_COST = {"attr_disclosure": 13.0, "wasserstein": 5.0, "ml_f1": 8.0, "ml_auc": 8.0, "ml_rmse": 8.0, "ml_r2": 8.0,
+         "ml_affinity": 8.0, "dcr_risk": 5.0, "eps_identifiability": 3.0, "nnaa_privacy_loss": 3.0, "mia_max_auc": 2.5,
+         "mia_classifier_f1": 1.0, "pmse": 0.5, "mi_diff": 0.7, "association_diff": 0.5, "corr_diff": 0.5}
+_CV_COST = {"rf": 5.0, "xgboost": 4.0, "catboost": 4.0, "mlp": 3.0, "gbm": 1.5, "linear": 0.5}
+
+
+#: metrics whose work on one table is split into parts that run side by side, and how many: the
+#: Wasserstein marginals, attribute disclosure's columns (a forest each) and the cross-validated
+#: utility's evaluators; the parts are put back together exactly (:func:`_combine`)
+_PARTS = {"wasserstein": 3, "attr_disclosure": 3, "ml_cv_f1_diff": 4}
+
+
+def _units(names: list[str], opts: dict) -> list[tuple[list[str], tuple | None]]:
+    """One table's metrics as units of work that can run side by side, ``(metrics, part)``: each
+    metric alone, except those one call computes together (``_TOGETHER``), and those of ``_PARTS``
+    in parts."""
+    n_parts = dict(_PARTS, ml_cv_f1_diff=min(_PARTS["ml_cv_f1_diff"], len(opts["cv_evaluators"])))
+    units, seen = [], set()
+    for m in names:
+        if m in seen:
+            continue
+        if n_parts.get(m, 1) > 1:
+            units += [([m], (i, n_parts[m])) for i in range(n_parts[m])]
+            seen.add(m)
+            continue
+        group = next((g for g in _TOGETHER if m in g), {m})
+        unit = [x for x in names if x in group]
+        units.append((unit, None))
+        seen.update(unit)
+    return units
+
+
+def _combine(metric: str, parts: list) -> dict:
+    """A metric's value from all its parts' results (``(part, result)`` pairs, any order), equal to
+    the one-call value to the last digit: the pieces are put back in the one-call order before the
+    mean is taken.  Returns the entries ``_score_table`` gives for the whole metric."""
+    if metric == "wasserstein":
+        return {metric: (fidelity_of_parts(parts),)}
+    whole = join_parts(parts)  # attribute disclosure's columns, or the cross-validation's evaluators
+    if metric == "attr_disclosure":
+        return {metric: (float(whole["accuracy"].mean()),)}
+    return {metric: (float(whole["diff"].mean()),), "_cv_detail": whole}
+
+
+def _unit_cost(unit: list[str], part, real, rel, same: bool, opts: dict) -> float:
+    """A unit's rough cost (``_COST``), for the order in which the units start."""
+    if same and all(m in _ZERO_FOR_IDENTICAL or m == "ci_overlap" for m in unit):
+        return 0.0
+    if same and (unit[0] in _ML or unit[0] == "ml_affinity"):
+        return 0.1  # SELF's models are the release's real-row ones: last, when they are fitted
+    if unit[0] == "ml_cv_f1_diff":
+        evs = opts["cv_evaluators"] if part is None else opts["cv_evaluators"][part[0]::part[1]]
+        base = sum(_CV_COST.get(e, 3.0) for e in evs)
+    else:
+        base = max(_COST.get(m, _COST["dcr_risk"] if m in _PRIV_KEY else 0.2) for m in unit)
+        if part is not None:
+            base /= part[1]
+    return base * (0.4 + 0.6 * (len(real) + len(rel)) / 52_000)  # the half-size baselines cost less
+
+
+def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None = None) -> dict:
+    """``{name: (scores, seconds)}`` for each (name, real, release, ml_train, metrics, tokens) job.
+
+    Every job's metrics are split into units (:func:`_units`) and all units of all jobs run
+    ``n_jobs`` at a time, the most expensive first, so that the cores stay busy to the end.  The
+    units share one memo of encodings and neighbour searches (``tokens`` name each job's frames, see
+    ``_Tables``) and the fitted models (the ML cache); a unit that waits for a result another one is
+    computing lets a further unit run meanwhile (:class:`~synthzoo.metrics._common.WorkSlots`).  A
+    unit's values do not depend on what else runs or in which order.  ``seconds`` is the sum of a job's unit times.  ``progress`` (see
+    :func:`evaluate`) is called after each unit.  Warning filters are process-wide, so they are
+    restored as they were once every unit is done."""
     import warnings
     from concurrent.futures import ThreadPoolExecutor
 
-    from ._common import OnceCache
+    from ._common import OnceCache, WorkSlots
     shared = OnceCache()
-
-    def one(job):
-        name, real, rel, ml_train, metrics, tokens = job
-        t = time.perf_counter()
-        return name, (_score_table(real, rel, test, schema, metrics, opts, ml_train=ml_train, shared=shared,
-                                   tokens=tokens), time.perf_counter() - t)
     n_jobs = check_positive_int(n_jobs, "n_jobs")
-    if n_jobs == 1 or len(jobs) == 1:
-        return dict(one(j) for j in jobs)
+    work = []
+    for order, (name, real, rel, ml_train, metrics, tokens) in enumerate(jobs):
+        for unit, part in _units(metrics, opts):
+            cost = _unit_cost(unit, part, real, rel, rel is real, opts)
+            work.append((-cost, order, len(work), name, real, rel, ml_train, unit, part, tokens))
+    work.sort(key=lambda w: w[:3])
+    remaining = Counter(m for w in work for m in w[7])  # units left per metric, over all tables
+    lock = threading.Lock()
+    done = [0]
+
+    slots = WorkSlots(n_jobs)
+
+    def one(w):
+        name, real, rel, ml_train, unit, part, tokens = w[3:]
+        with slots.run():
+            t = time.perf_counter()
+            got = _score_table(real, rel, test, schema, unit, opts, ml_train=ml_train, shared=shared, tokens=tokens,
+                               part=part)
+            dt = time.perf_counter() - t
+        with lock:
+            done[0] += 1
+            remaining.subtract(unit)
+            if progress is not None:
+                progress(list(unit), name, dt, [m for m in unit if remaining[m] == 0], done[0], len(work))
+        return name, got, dt
+
     saved = list(warnings.filters)
     try:
-        with ThreadPoolExecutor(max_workers=min(n_jobs, len(jobs))) as pool:
-            return dict(pool.map(one, jobs))
+        if n_jobs == 1 or len(work) <= 1:
+            finished = [one(w) for w in work]
+        else:  # two threads more than slots: they take over while a unit waits for a shared result
+            with ThreadPoolExecutor(max_workers=min(n_jobs + 2, len(work))) as pool:
+                finished = list(pool.map(one, work))
     finally:
         warnings.filters[:] = saved
         warnings._filters_mutated()
+    out = {name: ({"_times": {}}, 0.0) for name, *_ in jobs}
+    parts = {}
+    for name, got, dt in finished:
+        scores, seconds = out[name]
+        for k, v in got.pop("_times", {}).items():
+            scores["_times"][k] = scores["_times"].get(k, 0.0) + v
+        if "_part" in got:
+            metric, part, result = got.pop("_part")
+            parts.setdefault((name, metric), []).append((part, result))
+        scores.update(got)
+        out[name] = (scores, seconds + dt)
+    for (name, metric), got in parts.items():
+        out[name][0].update(_combine(metric, got))
+    return out
 
 
 def _key(df) -> bytes:
@@ -326,7 +450,8 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
              n_queries: int = 1000, evaluators=DEFAULT_EVALUATORS, wasserstein_rows: int = 2000,
              n_attacks: int = 1000, synthesizer_factory: Callable | None = None, mds_shadow_models: int = 4,
              mds_samples: int = 1, cv_evaluators=("rf", "gbm", "linear", "xgboost"), nnaa_resamples: int = 5,
-             attr_trees: int = 30, attr_rows: int | None = 10_000, n_jobs: int = 2, return_details: bool = False):
+             attr_trees: int = 30, attr_rows: int | None = 10_000, n_jobs: int = 2, return_details: bool = False,
+             progress: Callable | None = None):
     """Score a synthetic table: fidelity, utility and privacy risk, each with its baselines.
 
     ``train``: the real rows the synthesizer was fitted on; ``synthetic``: the release;
@@ -338,8 +463,12 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     ``cv_evaluators``, ``nnaa_resamples``, ``attr_trees`` and ``attr_rows`` set the cost of
     ``ml_cv_f1_diff``, ``nnaa_privacy_loss`` and ``attr_disclosure`` (SynthEval: 30 resamples,
     100 trees on every synthetic row; the defaults here keep ``"full"`` on adult within minutes).
-    ``n_jobs`` threads score the release and the three baselines side by side (the heavy parts --
-    distance blocks, transport problems, tree boosting -- run outside Python's lock).
+    ``n_jobs`` threads score the release and the three baselines side by side, metric by metric,
+    the longest first (the heavy parts -- neighbour searches, transport problems, tree fits -- run
+    outside Python's lock).  ``progress(metrics, table, seconds, complete, done, total)``, if given,
+    is called after each unit of work (one metric, or the metrics one call computes together, on
+    one table): ``complete`` lists the metrics now finished on every table, ``done``/``total``
+    count the units.
 
     Returns a tidy frame, one row per metric: ``metric``, ``group``, ``value`` (with
     ``ci_low``/``ci_high`` for the attacks), ``HALF``, ``INDEPENDENT``, ``SELF`` (the baseline
@@ -382,11 +511,10 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
         if any(todo.values()):
             tables = baseline_tables(train, seed)
             tables["SELF"] = (train, train)
-            # HALF beside the release (the largest job), then SELF, which reuses the release's real-row
-            # models and holdout searches, then INDEPENDENT, which reuses HALF's
+            # SELF reuses the release's real-row models and holdout searches, INDEPENDENT HALF's
             jobs += [(b, tables[b][0], tables[b][1], train, todo[b], tokens[b]) for b in ("HALF", "SELF", "INDEPENDENT")
                      if todo[b]]
-    results = _run_tables(jobs, test, schema, opts, n_jobs)
+    results = _run_tables(jobs, test, schema, opts, n_jobs, progress)
     main = results["synthetic"][0]
     timings["synthetic"] = results["synthetic"][1]
     metric_timings = {name: res[0].pop("_times", {}) for name, res in results.items()}

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, quiet_library_warnings
 from ..core.schema import Schema
 from ._common import OnceCache, check_frames, resolve_schema, views
 
@@ -93,7 +93,9 @@ def _make_model(name: str, task: str, seed: int):
         return LogisticRegression(max_iter=300, C=1.0) if clf else Ridge(alpha=1.0)
     if name == "rf":
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-        kw = dict(n_estimators=50, max_depth=14, min_samples_leaf=2, max_features="sqrt", n_jobs=2, random_state=seed)
+        # one thread: with several, a forest sums its trees' probabilities in the order they finish, so
+        # under load the last digits of the scores varied between runs (evaluate runs fits side by side)
+        kw = dict(n_estimators=50, max_depth=14, min_samples_leaf=2, max_features="sqrt", n_jobs=1, random_state=seed)
         return RandomForestClassifier(**kw) if clf else RandomForestRegressor(**kw)
     if name == "gbm":
         import lightgbm as lgb
@@ -173,14 +175,12 @@ def _fit_score(name, task, X, y, Xt, yt, n_classes, seed) -> dict:
             return _scores(_Constant(classes[0], task), Xt, yt, task, n_classes, classes, 1.0)
         ymap = np.searchsorted(classes, y)
         model = _make_model(name, task, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # convergence chatter from fixed iteration budgets
+        with quiet_library_warnings():  # convergence chatter from fixed iteration budgets
             model.fit(X, ymap)
         return _scores(model, Xt, yt, task, n_classes, classes, 1.0)
     y_scale = float(np.std(y)) or 1.0  # scale the target so MLP/ridge see O(1) values
     model = _make_model(name, task, seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quiet_library_warnings():
         model.fit(X, y / y_scale)
     return _scores(model, Xt, yt, task, n_classes, None, y_scale)
 
@@ -242,11 +242,13 @@ def ml_scores(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, 
     Xr = encode_features(tr, schema, target, "train")
     yr = _target(tr, schema, target, task, "train")
     test_key = _digest(Xt, yt)
+    # the release's models first, then the real rows': jobs scoring several releases side by side
+    # reach the shared real-row models after their own, at different times, and one fits each while
+    # the others are still busy with theirs (instead of waiting for it)
+    syn = {name: _fit_score_cached(name, task, Xs, ys, Xt, yt, n_classes, seed, test_key) for name in evaluators}
     rows = []
     for name in evaluators:
-        # the release's model first: jobs scoring several releases side by side then reach the shared
-        # real-row model at different times, and one fits it while the others fit their own
-        syn_sc = _fit_score_cached(name, task, Xs, ys, Xt, yt, n_classes, seed, test_key)
+        syn_sc = syn[name]
         real_sc = _fit_score_cached(name, task, Xr, yr, Xt, yt, n_classes, seed, test_key)
         for score, rv in real_sc.items():
             sv = syn_sc[score]
@@ -312,14 +314,14 @@ def ml_cross_validated(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Sch
     xr2, yr2 = resample(xr, yr)
     xs2, ys2 = resample(xs, ys)
     kf = StratifiedKFold(k_folds, shuffle=True, random_state=seed)
+    folds = list(zip(kf.split(xr2, yr2), kf.split(xs2, ys2)))
+    # every synthetic fold first, the real ones after (cached and shared between releases; see ml_scores)
+    tstr = {(name, f): _fit_f1(name, xs2[tr_s], ys2[tr_s], xr2[te_r], yr2[te_r], average, seed)
+            for name in evaluators for f, ((_, te_r), (tr_s, _)) in enumerate(folds)}
     rows = []
     for name in evaluators:
-        res = []
-        for (tr_r, te_r), (tr_s, _) in zip(kf.split(xr2, yr2), kf.split(xs2, ys2)):
-            # synthetic first, real second (cached and shared between releases; see ml_scores)
-            tstr = _fit_f1(name, xs2[tr_s], ys2[tr_s], xr2[te_r], yr2[te_r], average, seed)
-            res.append([_fit_f1(name, xr2[tr_r], yr2[tr_r], xr2[te_r], yr2[te_r], average, seed), tstr])
-        res = np.asarray(res)
+        res = np.asarray([[_fit_f1(name, xr2[tr_r], yr2[tr_r], xr2[te_r], yr2[te_r], average, seed), tstr[name, f]]
+                          for f, ((tr_r, te_r), _) in enumerate(folds)])
         se = res.std(0, ddof=1) / np.sqrt(len(res)) if len(res) > 1 else np.zeros(2)
         row = {"evaluator": name, "trtr": res[:, 0].mean(), "trtr_se": se[0], "tstr": res[:, 1].mean(),
                "tstr_se": se[1], "diff": res[:, 1].mean() - res[:, 0].mean()}
@@ -347,8 +349,7 @@ def _fit_f1_uncached(name, x, y, xt, yt, average, seed) -> float:
         pred = np.full(len(yt), classes[0])
     else:
         model = _make_model(name, "classification", seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with quiet_library_warnings():
             model.fit(x, np.searchsorted(classes, y))
         pred = classes[np.asarray(model.predict(xt)).astype(int).ravel()]
     return float(f1_score(yt, pred, average=average, zero_division=0))
@@ -408,8 +409,7 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
             m = LogisticRegression(max_iter=100, random_state=seed)
         else:
             m = _make_model(model, task, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with quiet_library_warnings():
             m.fit(x, np.searchsorted(classes, y))
         proba = np.zeros((len(xt), int(max(classes.max(), present.max())) + 1))
         proba[:, classes] = m.predict_proba(xt)

@@ -39,7 +39,12 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.schema import Schema
 from ._common import check_frames, check_positive_int, resolve_schema, views
-from .distance import GowerSpace
+from .distance import GowerSpace, concat_rows, take_rows
+
+try:  # numba is a dependency; without it singling out counts with bit sets only
+    from . import _singling_numba as _sn
+except ImportError:  # pragma: no cover
+    _sn = None
 
 Z95 = 1.959963984540054
 
@@ -266,9 +271,9 @@ def _domias(t: _Tables, n_candidates: int, seed: int) -> dict:
     cand_rows = cand_rows[:m]
     mem_rows = rng.choice(len(t.train), m, replace=False)
     space = t.space
-    ref = _take(t.enc("holdout"), ref_rows)
+    ref = take_rows(t.enc("holdout"), ref_rows)
     synth = t.enc("synthetic")
-    cands = _concat(_take(t.enc("train"), mem_rows), _take(t.enc("holdout"), cand_rows))
+    cands = concat_rows(take_rows(t.enc("train"), mem_rows), take_rows(t.enc("holdout"), cand_rows))
     d_s, _ = space.nearest(cands, synth, 1)
     d_r, _ = space.nearest(cands, ref, 1)
     eps = 1e-6  # a copied record (d_s = 0) gets the largest finite scores
@@ -276,17 +281,6 @@ def _domias(t: _Tables, n_candidates: int, seed: int) -> dict:
     y = np.r_[np.ones(m), np.zeros(m)]
     auc = float(roc_auc_score(y, score))
     return {"risk": max(0.0, 2 * auc - 1), "auc": auc, "n_members": m, "n_nonmembers": m}
-
-
-def _take(e: dict, rows: np.ndarray) -> dict:
-    return {"num": e["num"][rows], "nan": e["nan"][rows], "oh": e["oh"][rows], "ohw": e["ohw"][rows],
-            "ohc": None if e["ohc"] is None else e["ohc"][rows], "n_cat": e["n_cat"], "n": len(rows)}
-
-
-def _concat(a: dict, b: dict) -> dict:
-    return {k: np.concatenate([a[k], b[k]]) for k in ("num", "nan", "oh", "ohw")} | \
-        {"ohc": None if a["ohc"] is None else np.concatenate([a["ohc"], b["ohc"]]), "n_cat": a["n_cat"],
-         "n": a["n"] + b["n"]}
 
 
 def domias_auc(train, synthetic, holdout, schema, n_candidates: int = 2000, seed: int = 0) -> float:
@@ -428,14 +422,14 @@ class _Predicates:
 
 
 class _BitIndex:
-    """A table's rows as bit sets, for counting the rows that conjunctive predicates match.
+    """A table's rows indexed for counting the rows that conjunctive predicates match.
 
-    Each column's values get dense ranks; every one-column predicate is a rank interval
-    [lo, hi], i.e. prefix(hi) minus prefix(lo - 1) where prefix(k) is the set of rows of rank at
-    most k.  For a batch of predicates only the prefixes it needs are built (one pass over the
-    rows per column, then a cumulative OR), so a conjunction costs a few word operations per 64
-    rows -- fast enough for the hundreds of thousands of candidate predicates a singling-out
-    attack draws on a table like adult."""
+    Each column's values get dense ranks; every one-column predicate is a rank interval [lo, hi].
+    :meth:`counts` scans, per predicate, the rows of its narrowest interval (rows sorted by rank:
+    one slice) and checks the other conditions (compiled, :mod:`._singling_numba`), stopping at
+    ``cap`` -- fast enough for the hundreds of thousands of candidate predicates a singling-out
+    attack draws on a table like adult.  :meth:`bits` gives the matched rows as bit sets:
+    prefix(hi) minus prefix(lo - 1), where prefix(k) is the set of rows of rank at most k."""
 
     def __init__(self, x: np.ndarray):
         self.n, self.d = x.shape
@@ -446,7 +440,7 @@ class _BitIndex:
         self._word = self.rows >> 6
         self._lo32 = np.where(shift < 32, np.left_shift(1, np.minimum(shift, 31)), 0).astype(float)
         self._hi32 = np.where(shift >= 32, np.left_shift(1, np.maximum(shift - 32, 0)), 0).astype(float)
-        self.uniq, self.rank, self.nan_bits = [], [], []
+        self.uniq, self.rank = [], []
         for j in range(self.d):
             v = x[:, j]
             ok = ~np.isnan(v)
@@ -455,24 +449,16 @@ class _BitIndex:
             r[ok] = np.searchsorted(u, v[ok])
             self.uniq.append(u)
             self.rank.append(r)
-            self.nan_bits.append(self._pack(~ok))
-
-    def _pack(self, mask: np.ndarray) -> np.ndarray:
-        b = np.zeros(self.w * 8, dtype=np.uint8)
-        packed = np.packbits(mask, bitorder="little")
-        b[:packed.size] = packed
-        return b.view(np.uint64)
+        self._sorted = None
 
     def unpack(self, bits: np.ndarray) -> np.ndarray:
         """(Q, w) words -> (Q, n) booleans."""
         return np.unpackbits(bits.view(np.uint8), axis=-1, bitorder="little")[:, : self.n].astype(bool)
 
-    def bits(self, p: _Predicates) -> np.ndarray:
-        """(Q, w) uint64: the rows each predicate matches."""
+    def _intervals(self, p: _Predicates) -> tuple[np.ndarray, np.ndarray]:
+        """Each condition's rank interval [lo, hi] (empty when hi < lo); "is missing" is the rank of
+        every missing value, one past the column's distinct values."""
         q, k = p.cols.shape
-        out = np.full((q, self.w), np.uint64(0xFFFFFFFFFFFFFFFF))
-        if self.n % 64:
-            out[:, -1] = np.uint64((1 << (self.n % 64)) - 1)
         lo = np.zeros((q, k), np.int64)
         hi = np.zeros((q, k), np.int64)
         for j in np.unique(p.cols):
@@ -480,8 +466,17 @@ class _BitIndex:
             u, v, op = self.uniq[j], p.vals[at], p.ops[at]
             left = np.searchsorted(u, v, "left")
             right = np.searchsorted(u, v, "right") - 1
-            lo[at] = np.where(op == 3, 0, left)
-            hi[at] = np.where(op == 2, len(u) - 1, np.where(op == 0, -1, right))
+            lo[at] = np.where(op == 0, len(u), np.where(op == 3, 0, left))
+            hi[at] = np.where(op == 0, len(u), np.where(op == 2, len(u) - 1, right))
+        return lo, hi
+
+    def bits(self, p: _Predicates) -> np.ndarray:
+        """(Q, w) uint64: the rows each predicate matches."""
+        q, k = p.cols.shape
+        out = np.full((q, self.w), np.uint64(0xFFFFFFFFFFFFFFFF))
+        if self.n % 64:
+            out[:, -1] = np.uint64((1 << (self.n % 64)) - 1)
+        lo, hi = self._intervals(p)
         for j in np.unique(p.cols):
             at = p.cols == j
             ks, inv = np.unique(np.concatenate([hi[at], lo[at] - 1]), return_inverse=True)
@@ -493,24 +488,34 @@ class _BitIndex:
                      | (np.bincount(where, self._hi32, size).astype(np.uint64) << np.uint64(32)))
             prefix = np.bitwise_or.accumulate(delta.reshape(len(ks) + 1, self.w)[:-1], axis=0)
             n_at = int(at.sum())
-            sel = prefix[inv[:n_at]] & ~prefix[inv[n_at:]]
-            missing = p.ops[at] == 0
-            if missing.any():
-                sel[missing] = self.nan_bits[j]
             qi = np.nonzero(at)[0]
-            out[qi] &= sel
+            out[qi] &= prefix[inv[:n_at]] & ~prefix[inv[n_at:]]
         return out
 
-    def counts(self, p: _Predicates, chunk: int = 2000) -> np.ndarray:
+    def counts(self, p: _Predicates, cap: int | None = None) -> np.ndarray:
+        """How many rows each predicate matches, counting no further than ``cap`` (``cap=2`` tells
+        whether a predicate singles out one row: 0, 1 or "more")."""
         if not len(p):
             return np.zeros(0, np.int64)
-        return np.concatenate([np.bitwise_count(self.bits(p.take(slice(s, s + chunk)))).sum(1, dtype=np.int64)
-                               for s in range(0, len(p), chunk)])
+        if _sn is None:  # pragma: no cover - numba is a dependency
+            full = np.concatenate([np.bitwise_count(self.bits(p.take(slice(s, s + 2000)))).sum(1, dtype=np.int64)
+                                   for s in range(0, len(p), 2000)])
+            return full if cap is None else np.minimum(full, cap)
+        if self._sorted is None:  # each column's rows sorted by rank, and where each rank starts
+            rank = np.stack(self.rank) if self.d else np.zeros((0, self.n), np.int64)
+            order = np.argsort(rank, axis=1, kind="stable")
+            width = max((len(u) for u in self.uniq), default=0) + 2
+            start = np.stack([np.searchsorted(rank[j][order[j]], np.arange(width), "left") for j in range(self.d)]) \
+                if self.d else np.zeros((0, width), np.int64)
+            self._sorted = (rank, order, start)
+        lo, hi = self._intervals(p)
+        return _sn.count_matches(*self._sorted, np.ascontiguousarray(p.cols), lo, hi,
+                                 self.n + 1 if cap is None else int(cap))
 
 
 def _unique_singling(cand: _Predicates, index: _BitIndex, seen: set, found: list, n_wanted: int) -> None:
     """Append to ``found`` the candidates that isolate exactly one synthetic record and are new."""
-    ok = np.nonzero(index.counts(cand) == 1)[0]
+    ok = np.nonzero(index.counts(cand, cap=2) == 1)[0]
     if not len(ok):
         return
     keys = cand.take(ok).keys()
@@ -659,14 +664,13 @@ def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str 
     q = len(preds)
     if q == 0:
         return {**normalised_risk(0, 1, 0, 1), "n_predicates": 0, "mode": mode, "control_correction": 1.0}
-    succ = int((_BitIndex(train).counts(preds) == 1).sum())
+    succ = int((_BitIndex(train).counts(preds, cap=2) == 1).sum())
     cindex = _BitIndex(control)
-    cbits = cindex.bits(preds)
-    ccounts = np.bitwise_count(cbits).sum(1)
+    ccounts = cindex.counts(preds)
     ctrl = float((ccounts == 1).sum())
     correction = 1.0
     if len(control) != len(train) and size_correction == "fit":
-        correction = _control_size_correction(cindex.unpack(cbits), len(train), rng)
+        correction = _control_size_correction(cindex.unpack(cindex.bits(preds)), len(train), rng)
     elif len(control) != len(train) and size_correction == "posterior":
         correction = _posterior_size_correction(ccounts, len(control), len(train))
     ctrl = min(ctrl * correction, q)

@@ -107,3 +107,25 @@ def test_singling_out_size_corrections_and_errors():
         singling_out_risk(train, train, control, schema, size_correction="nope")
     with pytest.raises(ConfigError, match="mode"):
         singling_out_risk(train, train, control, schema, mode="nope")
+
+
+def test_compiled_predicate_counts_equal_the_bit_set_counts():
+    """Singling out counts matches by scanning each predicate's narrowest rank slice (compiled, with
+    a cap); the counts are the bit sets' exactly -- equalities, both tails, "is missing" and values
+    the table does not hold included."""
+    rng = np.random.default_rng(5)
+    n = 700
+    x = np.stack([np.round(rng.normal(size=n), 1), rng.integers(0, 4, n).astype(float),
+                  np.where(rng.random(n) < 0.1, np.nan, rng.integers(0, 30, n).astype(float))], axis=1)
+    x = np.concatenate([x, x[:40]])  # repeated rows
+    q = 3000
+    cols = np.argsort(rng.random((q, 3)), axis=1)[:, :rng.integers(1, 4)]
+    rows = rng.integers(len(x), size=q)
+    vals = x[rows[:, None], cols] + np.where(rng.random(cols.shape) < 0.1, 0.05, 0.0)  # some values no row has
+    ops = np.where(np.isnan(vals), 0, rng.integers(1, 4, cols.shape))
+    p = _Predicates(cols, ops, vals)
+    index = _BitIndex(x)
+    full = np.bitwise_count(index.bits(p)).sum(1)
+    assert full.max() > 100 and (full == 0).any() and (full == 1).any()
+    assert np.array_equal(index.counts(p), full)
+    assert np.array_equal(index.counts(p, cap=2), np.minimum(full, 2))
