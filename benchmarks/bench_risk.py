@@ -44,9 +44,10 @@ class ConvergedOverfit:
     level of a sweep, which fits the same rows; ``base_epochs`` fixes it instead."""
 
     def __init__(self, schema, model: str, fo: float, seed: int, probe_epochs: int, cache: dict,
-                 base_epochs: int | None = None, log=print):
+                 base_epochs: int | None = None, log=print, rtol: float = 0.01):
         self.schema, self.model, self.fo, self.seed = schema, model, float(fo), seed
         self.probe_epochs, self.cache, self.base_epochs, self.log = probe_epochs, cache, base_epochs, log
+        self.rtol = rtol
 
     def _make(self, epochs: int):
         return sz.make(self.model, epsilon=None, schema=self.schema, seed=self.seed,
@@ -63,7 +64,7 @@ class ConvergedOverfit:
             hist = getattr(probe.model, "loss_history_", None)
             if hist is None:
                 raise SystemExit(f"{self.model}: the model records no loss curve; give --base-epochs")
-            e = converged_epochs(hist)
+            e = converged_epochs(hist, rtol=self.rtol)
             if e is None:
                 raise SystemExit(f"{self.model}: the loss has not converged in {self.probe_epochs} epochs "
                                  f"(last {hist[-3:]}); raise --probe-epochs")
@@ -82,9 +83,9 @@ class ConvergedOverfit:
 
 
 def overfit_factory(schema, model: str = "tvae", probe_epochs: int = 600, base_epochs: int | None = None,
-                    log=print):
+                    log=print, rtol: float = 0.01):
     cache = {}
-    return lambda fo, seed: ConvergedOverfit(schema, model, fo, seed, probe_epochs, cache, base_epochs, log)
+    return lambda fo, seed: ConvergedOverfit(schema, model, fo, seed, probe_epochs, cache, base_epochs, log, rtol)
 
 
 def dp_factory(schema, preset: str):
