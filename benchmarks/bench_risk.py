@@ -32,7 +32,7 @@ import pandas as pd  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import synthzoo as sz  # noqa: E402
 from synthzoo.core import Schema  # noqa: E402
-from synthzoo.metrics.risk import LEVELS, correlation_matrix, risk_response  # noqa: E402
+from synthzoo.metrics.risk import LEVELS, correlation_matrix, level_correlation, risk_response  # noqa: E402
 
 DATA = Path(os.environ.get("SYNTHZOO_DATASETS", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
 
@@ -141,6 +141,8 @@ def main():
     joined = pd.concat(tables, axis=1)
     print("\n# every privacy metric x risk level")
     print(joined.round(3).to_string())
+    print("\n# Spearman correlation of each metric with the level, within each risk model")
+    print(level_correlation(joined).round(2).to_string())
     print("\n# Spearman correlation of the metrics over all releases")
     print(correlation_matrix(joined).round(2).to_string())
     joined.to_csv(args.out)

@@ -176,3 +176,17 @@ def correlation_matrix(*tables: pd.DataFrame, method: str = "spearman") -> pd.Da
     (metrics as variables, releases as observations): which metric tracks which."""
     joined = pd.concat(tables, axis=1)
     return joined.T.astype(float).corr(method=method)
+
+
+def level_correlation(*tables: pd.DataFrame, method: str = "spearman") -> pd.DataFrame:
+    """How each metric follows each risk model's level: the rank correlation, within one risk
+    model, between a metric and the level (metrics x risk models; +1 = rises with every step of the
+    risk, blank = the metric did not move).  Leaky f and overfit f_o raise the risk; for a DP risk
+    model the level is epsilon, so a metric that tracks privacy loss also correlates positively."""
+    joined = pd.concat(tables, axis=1)
+    out = {}
+    for model in dict.fromkeys(joined.columns.get_level_values(0)):
+        part = joined[model].astype(float)
+        levels = pd.Series([float(x) for x in part.columns], index=part.columns)
+        out[model] = part.apply(lambda row: row.corr(levels, method=method), axis=1)
+    return pd.DataFrame(out)
