@@ -188,5 +188,7 @@ def level_correlation(*tables: pd.DataFrame, method: str = "spearman") -> pd.Dat
     for model in dict.fromkeys(joined.columns.get_level_values(0)):
         part = joined[model].astype(float)
         levels = pd.Series([float(x) for x in part.columns], index=part.columns)
-        out[model] = part.apply(lambda row: row.corr(levels, method=method), axis=1)
+        # a metric that does not move has no rank order: blank, without scipy's constant-input warning
+        out[model] = part.apply(lambda row: row.corr(levels, method=method) if row.nunique() > 1 else np.nan,
+                                axis=1)
     return pd.DataFrame(out)
