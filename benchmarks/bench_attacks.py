@@ -1,16 +1,17 @@
 """DP-TLDM's membership-inference suite against our record models, without and with DP.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_attacks.py --presets tabddpm dp-tabddpm ctgan dp-ctgan
+    OMP_NUM_THREADS=1 python benchmarks/bench_attacks.py --presets tabddpm dp-tabddpm tldm dp-tldm ctgan dp-ctgan
+    OMP_NUM_THREADS=1 python benchmarks/bench_attacks.py --members 500 --epochs 2000   # overfitting regime
     OMP_NUM_THREADS=1 python benchmarks/bench_attacks.py --groundhog tvae dp-tvae --shadows 20
 
 No-box attacks (closest distance Hamming / L2, KDE density, DOMIAS with KDE and with 1-NN): each
 preset is fitted on ``--members`` rows of adult (seed 0; DP presets at ``--epsilon``, delta 1e-5,
-their preset epochs), samples as many rows, and 1,000 members and 1,000 held-out rows are scored;
+their preset epochs unless ``--dp-epochs``; ``--epochs`` sets the non-private presets' epochs, both
+of TLDM's stages), samples as many rows, and up to 1,000 members and as many held-out rows are scored;
 AUC and TPR at 1 % / 0.1 % FPR per attack and the maximum over attacks (0.5 / 0.01 / 0.001 =
 blind guess).  ``--groundhog`` runs the shadow-model protocol of Stadler et al. on the given presets
 (``--shadows`` fits on ``--shadow-rows``-row training sets, five outlier targets): Groundhog with
 naive / histogram / correlation features and the no-box attacks on the same shadow releases.
-``tldm`` runs too when the preset exists.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_deep.make_ours
 import synthzoo as sz  # noqa: E402
 from synthzoo.core import Schema  # noqa: E402
 from synthzoo.metrics.mia import groundhog_attack, membership_attacks  # noqa: E402
@@ -36,22 +38,20 @@ DATA = Path(os.environ.get("SYNTHZOO_DATASETS", Path(__file__).resolve().parents
 
 
 def make(preset, schema, epsilon, seed, epochs=None):
-    private = preset.startswith("dp-")
-    kw = {}
-    if epochs:
-        from synthzoo.presets import preset_config
-        m = preset_config(preset)["model"]
-        kw["model"] = {**({"name": m} if isinstance(m, str) else m), "epochs": int(epochs)}
-    return sz.make(preset, epsilon=epsilon if private else None, delta=1e-5, schema=schema, seed=seed, **kw)
+    """``preset`` at ``epsilon`` (DP presets, named ``dp-*``) or without privacy; ``epochs`` overrides
+    every epoch count the model has (both of TLDM's stages), as ``bench_deep.py --epochs`` does."""
+    from bench_deep import make_ours
+    return make_ours(preset, schema, epsilon if preset.startswith("dp-") else None, epochs, seed)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="adult")
-    ap.add_argument("--presets", nargs="*", default=["tabddpm", "dp-tabddpm", "ctgan", "dp-ctgan"])
+    ap.add_argument("--presets", nargs="*", default=["tabddpm", "dp-tabddpm", "tldm", "dp-tldm", "ctgan", "dp-ctgan"])
     ap.add_argument("--members", type=int, default=10000)
     ap.add_argument("--epsilon", type=float, default=1.0)
-    ap.add_argument("--epochs", type=int, help="override every preset's epochs")
+    ap.add_argument("--epochs", type=int, help="the non-private presets' epochs (both of TLDM's stages)")
+    ap.add_argument("--dp-epochs", type=int, help="the DP presets' epochs (default: each preset's own)")
     ap.add_argument("--groundhog", nargs="*", default=[])
     ap.add_argument("--shadows", type=int, default=20)
     ap.add_argument("--shadow-rows", type=int, default=1000)
@@ -64,16 +64,16 @@ def main():
     members = df.iloc[idx[: args.members]].reset_index(drop=True)
     holdout = df.iloc[idx[args.members: args.members + 5000]].reset_index(drop=True)
     pd.set_option("display.width", 200)
+    from synthzoo._threads import thread_settings
+    print(f"# {args.data}: {len(members):,} members / {len(holdout):,} holdout rows; {thread_settings()}", flush=True)
     presets = list(args.presets)
-    if "tldm" in sz.available_presets() and "tldm" not in presets:
-        presets += ["tldm", "dp-tldm"] if "dp-tldm" in sz.available_presets() else ["tldm"]
     rows = []
     for p in presets:
         if p not in sz.available_presets():
             print(f"# {p}: no such preset, skipped", flush=True)
             continue
         t = time.process_time()
-        synth = make(p, schema, args.epsilon, 0, args.epochs)
+        synth = make(p, schema, args.epsilon, 0, args.dp_epochs if p.startswith("dp-") else args.epochs)
         synth.fit(members)
         fake = synth.sample(len(members))
         t_fit = time.process_time() - t

@@ -8,7 +8,7 @@ complete rows only -- both references fail on or mishandle missing values).
 
 The reference packages: ``pip install 'synthzoo[crosscheck]'`` (syntheval installs next to our
 pins; anonymeter 1.1 pins numpy<1.27 but runs with numpy 2 -- ``pip install --no-deps anonymeter``
-plus ``numba polars 'pyarrow<22'``, as /work/venvs/xcheck was built:
+plus ``numba polars polars-runtime-32 'pyarrow<22'`` (polars 2's compiled part), as /work/venvs/xcheck was built:
 ``python -m venv --system-site-packages /work/venvs/xcheck`` and those two pip commands).
 """
 

@@ -24,7 +24,8 @@ from .statistical import (ci_overlap, correlation_difference, dimensionwise_mean
 from .disclosure import attribute_disclosure, epsilon_identifiability, hitting_rate, mia_classifier, nnaa
 from .mia import NO_BOX_ATTACKS, groundhog_attack, membership_attacks, roc_summary
 from .ml import auroc_difference, ml_cross_validated
-from .risk import LEVELS, canaries, canary_exposure, correlation_matrix, risk_response
+from .risk import (LEVELS, canaries, canary_exposure, converged_epochs, correlation_matrix, level_correlation,
+                   risk_response)
 from .evaluate import PRESETS
 
 __all__ = [
@@ -40,5 +41,5 @@ __all__ = [
     "mutual_information_difference", "pca_difference", "pmse", "attribute_disclosure", "epsilon_identifiability",
     "hitting_rate", "mia_classifier", "nnaa", "NO_BOX_ATTACKS", "groundhog_attack", "membership_attacks",
     "roc_summary", "auroc_difference", "ml_cross_validated", "LEVELS", "canaries", "canary_exposure",
-    "correlation_matrix", "risk_response", "PRESETS",
+    "converged_epochs", "correlation_matrix", "level_correlation", "risk_response", "PRESETS",
 ]

@@ -8,8 +8,9 @@ non-members.  A *risk model* turns a level into a release fitted on the members:
 
 * ``leaky`` -- a fraction f of the released rows are member rows, the rest pool rows
   (:class:`synthzoo.metrics.mds.LeakySynthesizer`); f = 0 ... 1;
-* ``overfit`` -- a non-private deep model trained f_o times as long as its converged setting,
-  f_o = 1 ... 2 (the factory decides the model; ``benchmarks/bench_risk.py`` uses TVAE);
+* ``overfit`` -- a non-private deep model trained f_o times as long as it takes to converge,
+  f_o = 1 ... 2 (the factory decides the model; ``benchmarks/bench_risk.py`` uses TVAE and reads
+  the converged length off a probe fit's loss curve with :func:`converged_epochs`);
 * ``dp`` -- the same model (or AIM) trained with differential privacy at epsilon = 1 ... 100.
 
 This module only needs a ``synthesizer_factory(level, seed)``; the layer above builds the
@@ -40,6 +41,43 @@ from .mds import LeakySynthesizer
 
 #: the levels of each risk model swept by default
 LEVELS = {"leaky": FRACTIONS, "overfit": (1.0, 1.25, 1.5, 1.75, 2.0), "dp": (1.0, 5.0, 10.0, 50.0, 100.0)}
+
+
+def converged_epochs(losses, window: int = 10, rtol: float = 0.01) -> int | None:
+    """The epoch at which a training loss curve has converged, or None if it has not within the curve.
+
+    The curve is smoothed by a moving mean over ``window`` epochs; it has converged at the end of the
+    first window whose mean improves on the window before it by less than ``rtol`` times the
+    improvement since the first window.  The rule is scale-free (a loss may be negative, as a
+    Gaussian likelihood's is) and ignores the slow decline a model keeps while it memorises.
+
+    Parameters
+    ----------
+    losses : array-like of float
+        One training loss per epoch (e.g. TVAE's ``loss_history_``).
+    window : int, default 10
+        Epochs per smoothing window.
+    rtol : float, default 0.01
+        The relative improvement below which the loss counts as settled.
+
+    Returns
+    -------
+    int or None
+        Epochs trained to the end of that window (at least ``2 * window``).
+    """
+    window = check_positive_int(window, "window")
+    if not 0 < rtol < 1:
+        raise ConfigError(f"converged_epochs: rtol must lie in (0, 1), got {rtol}")
+    loss = np.asarray(losses, dtype=float)
+    if loss.ndim != 1 or len(loss) < 2 * window or not np.isfinite(loss).all():
+        raise ConfigError(f"converged_epochs: losses must be at least 2 * window = {2 * window} finite values, "
+                          f"got shape {loss.shape}")
+    ma = np.convolve(loss, np.ones(window) / window, mode="valid")   # ma[i]: mean of epochs i .. i+window-1
+    for i in range(window, len(ma)):
+        total = ma[0] - ma[i]
+        if total > 0 and ma[i - window] - ma[i] < rtol * total:
+            return i + window
+    return None
 
 
 def random_records(schema: Schema, n: int, seed: int = 0) -> pd.DataFrame:
@@ -138,3 +176,19 @@ def correlation_matrix(*tables: pd.DataFrame, method: str = "spearman") -> pd.Da
     (metrics as variables, releases as observations): which metric tracks which."""
     joined = pd.concat(tables, axis=1)
     return joined.T.astype(float).corr(method=method)
+
+
+def level_correlation(*tables: pd.DataFrame, method: str = "spearman") -> pd.DataFrame:
+    """How each metric follows each risk model's level: the rank correlation, within one risk
+    model, between a metric and the level (metrics x risk models; +1 = rises with every step of the
+    risk, blank = the metric did not move).  Leaky f and overfit f_o raise the risk; for a DP risk
+    model the level is epsilon, so a metric that tracks privacy loss also correlates positively."""
+    joined = pd.concat(tables, axis=1)
+    out = {}
+    for model in dict.fromkeys(joined.columns.get_level_values(0)):
+        part = joined[model].astype(float)
+        levels = pd.Series([float(x) for x in part.columns], index=part.columns)
+        # a metric that does not move has no rank order: blank, without scipy's constant-input warning
+        out[model] = part.apply(lambda row: row.corr(levels, method=method) if row.nunique() > 1 else np.nan,
+                                axis=1)
+    return pd.DataFrame(out)

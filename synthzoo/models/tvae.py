@@ -173,6 +173,9 @@ class TVAE(OneNetwork, Model):
             sgd.backward(wrapped, params, loss)
             opt.step()
         self._set_fitted(data.table, net, n_hat)
+        # per-epoch mean training loss of a non-private fit (None under DP): how long it takes to
+        # converge, for the overfit risk model (synthzoo.metrics.risk.converged_epochs)
+        self.loss_history_ = sgd.loss_history(int(self.epochs))
         return self
 
     # ------------------------------------------------------------------ sample

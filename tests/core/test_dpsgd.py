@@ -79,3 +79,20 @@ def test_non_private_run_uses_whole_shuffled_batches_and_no_noise():
     sgd = DPSGD(led.stage("m", 1.0), n_hat=1000, batch_size=64, steps=40)
     batches = list(sgd.batches(1000, np.random.default_rng(0)))
     assert all(len(b) == 64 for b in batches) and math.isinf(led.spent().epsilon) and sgd.sigma == 0
+
+
+def test_loss_history_recorded_without_privacy_only():
+    # the overfit risk model reads a non-private fit's loss curve; a private run must record none
+    # (a loss read from the private batch is a release no step's noise covers)
+    w = torch.nn.Parameter(torch.ones(3))
+    led = PrivacyLedger(None)
+    sgd = DPSGD(led.stage("m", 1.0), n_hat=100, batch_size=10, steps=6)
+    for k in range(6):
+        sgd.backward(None, [w], (w * float(k)).sum().reshape(1).repeat(4))
+    assert sgd.losses == pytest.approx([3.0 * k for k in range(6)])
+    assert sgd.loss_history(3) == pytest.approx([1.5, 7.5, 13.5])   # per-epoch means of 2 steps each
+    _, budget = _budget(1.0)
+    private = DPSGD(budget, n_hat=1000, batch_size=40, steps=5)
+    p = torch.nn.Parameter(torch.zeros(4))
+    private.backward(None, [p], None)
+    assert private.losses == [] and private.loss_history(5) is None

@@ -21,7 +21,7 @@ needs_syntheval = pytest.mark.skipif(importlib.util.find_spec("syntheval") is No
                                      reason="syntheval is not installed (pip install 'synthzoo[crosscheck]')")
 needs_anonymeter = pytest.mark.skipif(importlib.util.find_spec("anonymeter") is None,
                                       reason="anonymeter is not installed (pip install --no-deps anonymeter "
-                                             "numba polars 'pyarrow<22')")
+                                             "numba polars polars-runtime-32 'pyarrow<22')")
 
 
 def mixed_table(n=1800, seed=0):

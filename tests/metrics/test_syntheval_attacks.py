@@ -15,7 +15,8 @@ from synthzoo.metrics.evaluate import METRICS, PRESETS, evaluate
 from synthzoo.metrics.mia import groundhog_attack, membership_attacks, roc_summary
 from synthzoo.metrics.mds import CopySynthesizer, IndependentSynthesizer
 from synthzoo.metrics.ml import auroc_difference, ml_cross_validated, ml_scores
-from synthzoo.metrics.risk import canaries, canary_exposure, correlation_matrix, risk_response
+from synthzoo.metrics.risk import (canaries, canary_exposure, converged_epochs, correlation_matrix,
+                                  level_correlation, risk_response)
 from test_crosscheck import mixed_table
 
 
@@ -174,3 +175,26 @@ def test_full_preset_runs_with_baselines(parts):
     before = list(warnings.filters)
     evaluate(a, b, test=c, schema=schema, metrics=["dcr_risk"], n_jobs=2)
     assert warnings.filters == before
+
+
+def test_converged_epochs_reads_where_the_loss_settles():
+    e = np.arange(400)
+    loss = 5.0 * np.exp(-e / 30.0) - 2.0 - 1e-4 * e     # settles near epoch 150, then a slow memorising decline
+    at = converged_epochs(loss)
+    assert 100 <= at <= 200
+    assert converged_epochs(loss * 7.0 - 3.0) == at          # scale- and shift-free (negative losses too)
+    assert converged_epochs(np.linspace(10, 0, 100)) is None  # still falling steadily: not converged
+    with pytest.raises(ConfigError, match="losses"):
+        converged_epochs([1.0, 2.0])
+    with pytest.raises(ConfigError, match="rtol"):
+        converged_epochs(loss, rtol=2)
+
+
+def test_level_correlation_per_risk_model():
+    cols = pd.MultiIndex.from_tuples([("leaky", 0.0), ("leaky", 0.5), ("leaky", 1.0), ("dp", 1.0), ("dp", 10.0),
+                                      ("dp", 100.0)], names=["risk_model", "level"])
+    tab = pd.DataFrame([[0.0, 0.4, 0.9, 0.3, 0.2, 0.1], [0.5, 0.5, 0.5, 0.1, 0.2, 0.9]], index=["a", "b"], columns=cols)
+    r = level_correlation(tab)
+    assert list(r.columns) == ["leaky", "dp"]
+    assert r.loc["a", "leaky"] == pytest.approx(1.0) and r.loc["a", "dp"] == pytest.approx(-1.0)
+    assert np.isnan(r.loc["b", "leaky"]) and r.loc["b", "dp"] == pytest.approx(1.0)   # a flat metric: blank

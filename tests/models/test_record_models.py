@@ -67,3 +67,13 @@ def test_non_private_tvae_learns_more_than_independent_columns(demo):
     s = sz.make("tvae", epsilon=None, schema=schema, seed=0, model={"name": "tvae", "epochs": 150}).fit(df)
     fake = s.sample(3000)
     assert tvd_2way(df, fake, schema) < tvd_2way(df, independent_sample(df, seed=0), schema) + 0.02
+
+
+def test_tvae_loss_history_without_privacy_only(demo):
+    df, schema = demo
+    model = {"name": "tvae", **QUICK["tvae"], "epochs": 6}
+    s = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=None, schema=schema, seed=0).fit(df)
+    hist = s.model.loss_history_
+    assert len(hist) == 6 and np.isfinite(hist).all()
+    p = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=1.0, schema=schema, seed=0).fit(df)
+    assert p.model.loss_history_ is None

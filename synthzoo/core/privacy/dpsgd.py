@@ -120,6 +120,9 @@ class DPSGD:
             raise ConfigError(f"DP-SGD needs a positive clipping norm, got {max_grad_norm}")
         self.batch_size, self.steps, self.max_grad_norm = int(batch_size), int(steps), float(max_grad_norm)
         self.private = budget.private
+        #: the mean training loss of every step, recorded without privacy only: under DP a loss read
+        #: from the private batch would be a release that no step's noise accounts for
+        self.losses: list[float] = []
         self.noise = budget.noise
         if self.private:
             self.q = min(1.0, self.batch_size / max(float(n_hat), 1.0))
@@ -146,6 +149,14 @@ class DPSGD:
             yield order[pos:pos + self.batch_size]
             pos += self.batch_size
 
+    def loss_history(self, epochs: int) -> np.ndarray | None:
+        """The recorded step losses as ``epochs`` per-epoch means (consecutive equal groups of steps),
+        or None for a private run, which records none."""
+        if self.private or not self.losses:
+            return None
+        return np.array([g.mean() for g in np.array_split(np.asarray(self.losses), max(1, min(int(epochs),
+                                                                                         len(self.losses))))])
+
     # ------------------------------------------------------------------ steps
     def wrap(self, module):
         """``module`` with Opacus' ghost clipping hooks (private), or as it is (non-private)."""
@@ -165,7 +176,9 @@ class DPSGD:
         for p in params:
             p.grad = None
         if not self.private:
-            loss_per_record.mean().backward()
+            loss = loss_per_record.mean()
+            loss.backward()
+            self.losses.append(float(loss.detach()))
             return
         if loss_per_record is not None and loss_per_record.numel():
             with warnings.catch_warnings():  # Opacus' hooks on layers whose inputs need no gradient

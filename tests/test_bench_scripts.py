@@ -1,0 +1,51 @@
+"""The benchmark scripts' model factories build what their options say (the scripts themselves are
+run by hand: benchmarks/*.py)."""
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import synthzoo as sz
+from synthzoo.datasets import make_demo
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_attacks  # noqa: E402
+import bench_risk  # noqa: E402
+
+
+@pytest.mark.filterwarnings("ignore:epsilon=None")
+def test_bench_attacks_epochs_set_both_tldm_stages_and_keep_dp_private():
+    # --epochs once wrote an "epochs" key that TLDM does not have; both of its stages must follow it
+    schema = make_demo(n=50, seed=0)[1]
+    tldm = bench_attacks.make("tldm", schema, 1.0, 0, 7)
+    assert tldm.epsilon is None and (tldm.model.vae_epochs, tldm.model.diffusion_epochs) == (7, 7)
+    assert bench_attacks.make("tvae", schema, 1.0, 0, 9).model.epochs == 9
+    dp = bench_attacks.make("dp-tldm", schema, 1.0, 0, None)
+    assert dp.epsilon == 1.0 and dp.model.vae_epochs == sz.presets.preset_config("dp-tldm")["model"]["vae_epochs"]
+
+
+@pytest.mark.filterwarnings("ignore:epsilon=None")
+def test_bench_risk_overfit_trains_multiples_of_the_probed_converged_length():
+    df, schema = make_demo(n=300, seed=0)
+    logs = []
+    make = bench_risk.overfit_factory(schema, "tvae", probe_epochs=60, log=logs.append, rtol=0.1)
+    first = make(1.0, 0)
+    first._make = lambda epochs, f=first._make: _small(f(epochs))
+    first.fit(df)
+    e = first.cache["epochs"]
+    assert 20 <= e < 60 and len(first.cache["history"]) == 60 and "converges at epoch" in logs[0]
+    assert first.synth.model.epochs == e
+    second = make(1.5, 0)          # the same sweep: the probe is not fitted again
+    second._make = lambda epochs, f=second._make: _small(f(epochs))
+    second.fit(df)
+    assert second.synth.model.epochs == round(1.5 * e) and len(logs) == 1
+    assert isinstance(second.sample(10), pd.DataFrame)
+
+
+def _small(synth):
+    """A narrower TVAE (the test's speed; the widths do not change what is probed)."""
+    for k, v in dict(embedding_dim=8, compress_dims=(16,), decompress_dims=(16,), batch_size=50, lr=1e-2).items():
+        setattr(synth.model, k, v)
+    return synth
