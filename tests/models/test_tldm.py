@@ -123,7 +123,7 @@ def test_tokens_round_trip_the_layout(demo):
     from synthzoo.models.torch_features import Head
 
     head = Head(data.table, "cpu")
-    back = head.finish(head.activate(raw), np.random.default_rng(0))
+    back = head.draw(raw, torch.Generator().manual_seed(0))
     real = data.x.copy()
     blocks = [s for s in data.table.layout if s.activation == "softmax"]
     empty = np.zeros(len(real), dtype=bool)
