@@ -276,6 +276,7 @@ class OneNetwork:
         self._fitted(table)
         self._net = net.cpu().eval()
         self.total_ = float(total)
+        self._sampler = None  # what a model derives from the network for sampling, made on the first sample
 
     def _get_state(self) -> dict:
         """The network's weights (a function of the DP training and public randomness) and the DP count."""
