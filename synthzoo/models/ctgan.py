@@ -43,7 +43,7 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import (ConditionalSampler, Conditions, Head, build_for_saved, load_json_state, resolve_device,
+from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
                              sample_rows, state_dict_to_json, torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
@@ -297,13 +297,13 @@ class CTGAN(Model):
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` feature rows from the generator, conditioned on categories drawn by frequency from the
         (noisy) one-way marginals, one category per block drawn from the generated softmax.  The
-        generator runs as :class:`~.torch_features.ConditionalSampler` (batch norm folded, the
+        generator runs as :class:`~.torch_features.SamplingNet` (batch norm folded, the
         condition gathered): the same network, fewer operations."""
         self._require_fit()
         torch = torch_module()
         if self._sampler is None:
             G = self._gen
-            self._sampler = ConditionalSampler([(r.fc, r.bn, "residual") for r in G.body] + [(G.out, None, "linear")],
+            self._sampler = SamplingNet([(r.fc, r.bn, "residual") for r in G.body] + [(G.out, None, "linear")],
                                                self._cond.dim, int(self.embedding_dim))
         cond, net, emb = self._cond, self._sampler, int(self.embedding_dim)
 

@@ -74,7 +74,7 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import (ConditionalSampler, Conditions, Head, build_for_saved, load_json_state, resolve_device,
+from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
                              sample_rows, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
@@ -439,14 +439,14 @@ class PATEGAN(Model):
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` feature rows from the generator, conditioned on categories drawn by (noisy) frequency,
         categories and flags drawn from its outputs.  The generator runs as
-        :class:`~.torch_features.ConditionalSampler` (the condition gathered): the same network,
+        :class:`~.torch_features.SamplingNet` (the condition gathered): the same network,
         fewer operations."""
         self._require_fit()
         torch = torch_module()
         if self._sampler is None:
             linears = [mod for mod in self._gen if isinstance(mod, torch.nn.Linear)]  # _mlp: Linear, ReLU, ..., Linear
             layers = [(fc, None, "relu") for fc in linears[:-1]] + [(linears[-1], None, "linear")]
-            self._sampler = ConditionalSampler(layers, self._cond.dim, int(self.noise_dim))
+            self._sampler = SamplingNet(layers, self._cond.dim, int(self.noise_dim))
         cond, net, emb = self._cond, self._sampler, int(self.noise_dim)
 
         def decode(m, gen):

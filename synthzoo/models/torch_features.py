@@ -144,13 +144,21 @@ def resolve_device(spec: str, who: str):
 
 def draw_categories(logits, u):
     """Categorical draws from the softmax of each row of ``logits`` (m, k) by inverse CDF on the
-    uniforms ``u`` (m, r): ``r`` draws per row, as (m, r) codes.  The code drawn is the first whose
-    cumulative weight exceeds ``u`` times the row's mass, on the cumulative sums of
-    ``exp(logits - max)``: the softmax up to its normaliser, so the law is the softmax's without
-    forming it, and a code whose weight underflows to 0 is never drawn."""
+    uniforms ``u`` (m, r): ``r`` draws per row, as (m, r) codes.  The weights are ``exp(logits -
+    max)``, the softmax up to its normaliser, so the law is the softmax's without forming it, and a
+    code whose weight underflows to 0 is never drawn."""
     torch = torch_module()
-    cdf = torch.exp(logits - logits.amax(dim=1, keepdim=True)).cumsum_(dim=1)
-    return torch.searchsorted(cdf, u * cdf[:, -1:], right=True).clamp_(max=logits.shape[1] - 1)
+    return draw_weighted(torch.exp(logits - logits.amax(dim=1, keepdim=True)), u)
+
+
+def draw_weighted(weights, u):
+    """Categorical draws in proportion to the non-negative ``weights`` (m, k), which need no
+    normalising, by inverse CDF on the uniforms ``u`` (m, r): the first code whose cumulative weight
+    exceeds ``u`` times the row's total (a code of weight 0 is never drawn).  Returns (m, r) codes.
+    ``weights`` is overwritten by its cumulative sums."""
+    torch = torch_module()
+    cdf = weights.cumsum_(dim=1)
+    return torch.searchsorted(cdf, u * cdf[:, -1:], right=True).clamp_(max=weights.shape[1] - 1)
 
 
 #: Rows per network pass when sampling: large enough that a pass is a few large matrix products,
@@ -412,11 +420,12 @@ class Conditions:
         return loss
 
 
-class ConditionalSampler:
+class SamplingNet:
     """A generator's forward pass for sampling, as a few fused matrix products: the network's
-    linear layers with any batch norm (in its evaluation form) folded into them, and the one-hot
-    condition that ends the network's input entered as a gathered row instead of ``cond_dim``
-    multiply-adds per output.
+    linear layers with any batch norm (in its evaluation form) folded into them, in-place
+    activations, residual inputs never concatenated (each input piece meets its own block of the
+    weight), and a one-hot condition that ends the network's input entered as a gathered row
+    instead of ``cond_dim`` multiply-adds per output.
 
     ``W [x, e_j] + b = W_x x + (W_c[:, j] + b)``: each layer whose input ends in the condition keeps
     ``W_x`` and a table whose row ``j`` is ``W_c[:, j] + b``.  The logits are those of the network up
@@ -425,19 +434,22 @@ class ConditionalSampler:
 
     Parameters
     ----------
-    layers : list of (linear, batch_norm or None, kind)
-        In order; ``kind`` is ``"residual"`` (CTGAN's block: ``[relu(bn(fc(x))), x]``, the input
-        carried on, condition included), ``"relu"`` or ``"linear"`` (the output).
+    layers : list of (linear, norm or None, kind)
+        In order; ``norm`` a ``BatchNorm1d`` (folded into the linear layer) or a ``LayerNorm``
+        (applied after it); ``kind`` is ``"residual"`` (CTGAN's block: ``[relu(norm(fc(x))), x]``,
+        the input carried on, condition included), ``"relu"`` or ``"linear"`` (the output).
     cond_dim : int
         Width of the one-hot condition at the end of the first layer's input (0: none).
     noise_dim : int
-        Width of the noise that starts it.
+        Width of the rest of the first layer's input (a generator's noise).
+    device : torch device, optional
+        Where the fused weights live (the CPU by default).
     """
 
-    def __init__(self, layers, cond_dim: int, noise_dim: int):
+    def __init__(self, layers, cond_dim: int, noise_dim: int, device=None):
         torch = torch_module()
         if not layers or layers[-1][2] != "linear" or any(k not in ("residual", "relu") for _, _, k in layers[:-1]):
-            raise ValueError("ConditionalSampler: residual or relu layers, then one linear output layer")
+            raise ValueError("SamplingNet: residual or relu layers, then one linear output layer")
         self.cond_dim = int(cond_dim)
         self.layers = []
         widths = [int(noise_dim)]  # the pieces of the current input (without the condition), in order
@@ -445,10 +457,15 @@ class ConditionalSampler:
         with torch.no_grad():
             for fc, bn, kind in layers:
                 w, b = fc.weight.detach().float().cpu(), fc.bias.detach().float().cpu()
-                if bn is not None:  # eval-mode batch norm: y = (x - mean) / sqrt(var + eps) * gamma + beta
+                ln = None
+                if isinstance(bn, torch.nn.BatchNorm1d):  # eval mode: (x - mean) / sqrt(var + eps) * gamma + beta
                     scale = bn.weight.detach().float().cpu() / torch.sqrt(bn.running_var.float().cpu() + bn.eps)
                     w = w * scale[:, None]
                     b = (b - bn.running_mean.float().cpu()) * scale + bn.bias.detach().float().cpu()
+                elif isinstance(bn, torch.nn.LayerNorm):  # a function of the whole row: applied, not folded
+                    ln = (bn.normalized_shape, bn.weight.detach().float().cpu(), bn.bias.detach().float().cpu(), bn.eps)
+                elif bn is not None:
+                    raise ValueError(f"SamplingNet: unsupported normalisation {type(bn).__name__}")
                 cond = carries and self.cond_dim > 0
                 if cond:
                     table = (w[:, -self.cond_dim:].T + b).contiguous()
@@ -457,21 +474,26 @@ class ConditionalSampler:
                     table = b[None, :].contiguous()
                 # one weight block per input piece: the residual inputs are never concatenated
                 blocks = [blk.T.contiguous() for blk in torch.split(w, widths, dim=1)]
-                self.layers.append((blocks, table, kind, cond))
+                if device is not None:
+                    blocks, table = [blk.to(device) for blk in blocks], table.to(device)
+                    ln = ln and (ln[0], ln[1].to(device), ln[2].to(device), ln[3])
+                self.layers.append((blocks, table, kind, cond, ln))
                 out = w.shape[0]
                 widths = [out, *widths] if kind == "residual" else [out]
                 carries = carries and kind == "residual"
 
     def __call__(self, z, column=None):
-        """Logits for noise ``z`` (m, noise) and, with a condition, ``column`` (m,): the position of
-        each row's 1 in the condition."""
+        """Outputs for the input ``z`` (m, noise_dim) and, with a condition, ``column`` (m,): the
+        position of each row's 1 in the condition."""
         torch = torch_module()
         pieces = [z]
-        j = torch.as_tensor(column, dtype=torch.long) if column is not None else None
-        for blocks, table, kind, cond in self.layers:
-            y = table.index_select(0, j) if cond else table.expand(z.shape[0], -1).clone()
-            for x, wt in zip(pieces, blocks):
+        j = torch.as_tensor(column, dtype=torch.long, device=z.device) if column is not None else None
+        for blocks, table, kind, cond, ln in self.layers:
+            y = torch.addmm(table.index_select(0, j) if cond else table, pieces[0], blocks[0])
+            for x, wt in zip(pieces[1:], blocks[1:]):
                 y.addmm_(x, wt)
+            if ln is not None:
+                y = torch.nn.functional.layer_norm(y, *ln)
             if kind == "residual":
                 pieces = [y.relu_(), *pieces]
             elif kind == "relu":

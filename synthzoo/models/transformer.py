@@ -41,7 +41,7 @@ from ..core.params import Boolean, Integral, Interval, Options, Real
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.tokens import BOS, TokenData, TokenTable
-from .torch_features import OneNetwork, draw_categories, dpsgd_run, resolve_device, torch_module
+from .torch_features import OneNetwork, dpsgd_run, draw_categories, resolve_device, torch_module
 
 _PAPER = ("Solatorio & Dupriez, REaLTabFormer: Generating Realistic Relational and Tabular Data using "
           "Transformers, arXiv:2302.02041, 2023; GPT-2: Radford et al., 2019")

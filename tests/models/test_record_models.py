@@ -79,7 +79,7 @@ def fitted_records(demo):
 
 @pytest.mark.parametrize("name", ["ctgan", "pategan"])
 def test_the_fused_sampling_pass_gives_the_generators_logits(fitted_records, name):
-    """ConditionalSampler (batch norm folded, the one-hot condition gathered, no concatenation)
+    """SamplingNet (batch norm folded, the one-hot condition gathered, no concatenation)
     computes what the generator computes on [noise, one-hot condition]."""
     import copy
 
