@@ -506,7 +506,7 @@ class TabDDPM(OneNetwork, Model):
 
     # ------------------------------------------------------------------ sample / state
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` feature rows from the reverse chain (8,192 rows at a time, on the model's device);
+        """``n`` feature rows from the reverse chain (16,384 rows at a time, on the model's device);
         labels first, from the noisy label distribution, when conditional."""
         self._require_fit()
         torch = torch_module()

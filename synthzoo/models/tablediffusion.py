@@ -239,7 +239,7 @@ class TableDiffusion(OneNetwork, Model):
         return self
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` feature rows: T reverse steps from standard normal noise (8,192 rows at a time)."""
+        """``n`` feature rows: T reverse steps from standard normal noise (16,384 rows at a time)."""
         self._require_fit()
         torch = torch_module()
         dev = resolve_device(self.device, self.name)

@@ -704,7 +704,7 @@ class TLDM(OneNetwork, Model):
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` feature rows: latents drawn by the Heun sampler for 8,192 rows at a time, mapped back
+        """``n`` feature rows: latents drawn by the Heun sampler for 16,384 rows at a time, mapped back
         to the latent scale and decoded (on the GPU when ``device`` gives one)."""
         self._require_fit()
         torch = torch_module()
