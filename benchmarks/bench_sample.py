@@ -2,7 +2,8 @@
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
         python benchmarks/bench_sample.py [--presets privsyn,mst,ctgan,...] [--rows 1e6,1e7] \
-        [--slow-rows 2e4] [--modes codes,frame,csv] [--chunk 500000] [--models DIR] [--out bench_sample.csv]
+        [--slow-rows 2e4] [--modes codes,frame,csv] [--chunk 500000] [--models DIR] [--baseline CHECKOUT] \
+        [--out bench_sample.csv]
 
 Each marginal preset is fitted once on adult (all 32,561 rows of ../shared/datasets/adult, epsilon
 1, delta 1e-5, seed 0) and saved in ``--models`` (a model file found there is reused).  With
@@ -34,8 +35,11 @@ Reported per run: CPU seconds of the process during the sample (user + system), 
 rows per CPU second, the peak resident memory of the process (Linux's VmHWM: a worker's own, where ``ru_maxrss`` would
 carry over the peak of the parent that fitted the models) and its resident
 memory before the timed sample; ``x mst`` is the preset's CPU seconds per row over ``mst``'s in the
-same mode and size.  The thread variables are printed with the table (one thread by default:
-OpenMP spin-waiting made torch 20-80x slower on the 2-core machine these figures come from).
+same mode, size and tree.  With ``--baseline CHECKOUT`` every sample is also timed by that checkout's
+worker (its own code on the same model files), the two back to back in alternating order, so that a
+before/after comparison sees the same machine load.  The thread variables are printed with the
+table (one thread by default: OpenMP spin-waiting made torch 20-80x slower on the 2-core machine
+these figures come from).
 """
 
 from __future__ import annotations
@@ -173,6 +177,8 @@ def main() -> int:
                     help="folder of fitted model files (<preset>.szm), reused when present")
     ap.add_argument("--train-iters", type=int, help="training steps of the generator models (gn per round, "
                                                      "dpmerf); their sampling cost does not depend on it")
+    ap.add_argument("--baseline", help="a checkout of another version (e.g. `git worktree add ../base main`): each "
+                                       "sample is also timed there, back to back with this tree's (x mst per tree)")
     ap.add_argument("--out", help="also write the table as CSV")
     ap.add_argument("--worker", nargs=4, metavar=("MODEL", "N", "CHUNK", "MODE"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -194,36 +200,50 @@ def main() -> int:
     sizes = {p: slow_rows if p in SLOW else rows for p in presets}
     if any(p in SLOW for p in presets) and "mst" in presets:
         sizes["mst"] = sorted(set(rows) | set(slow_rows))  # the reference at every size measured
+    trees = {"this": Path(__file__)}
+    if a.baseline:  # another checkout's worker, run back to back with this one's: both see the same load
+        trees["baseline"] = Path(a.baseline).resolve() / "benchmarks" / "bench_sample.py"
+        if not trees["baseline"].exists():
+            print(f"--baseline {a.baseline}: no benchmarks/bench_sample.py there", file=sys.stderr)
+            return 2
     results = []
     for n in sorted({n for v in sizes.values() for n in v}):
         for mode in modes:
             for p in (p for p in presets if n in sizes[p]):
-                cmd = [sys.executable, __file__, "--worker", str(models / f"{p}.szm"), str(n), str(a.chunk), mode]
-                proc = subprocess.run(cmd, capture_output=True, text=True)
-                if proc.returncode != 0:
-                    print(f"# {p} {mode} {n:,}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
-                    continue
-                r = {"preset": p, "rows": n, "mode": mode, **json.loads(proc.stdout.strip().splitlines()[-1])}
-                results.append(r)
-                print(f"# {p:<8} {mode:<6} {n:>11,} rows: {r['cpu_s']:8.1f} CPU s  {r['wall_s']:8.1f} s wall  "
-                      f"{r['rows_per_cpu_s']:>10,.0f} rows/CPU s  peak RSS {r['peak_rss_mb']:6.0f} MB "
-                      f"(before {r['rss_before_mb']:.0f})", flush=True)
+                order = list(trees.items())
+                if len(results) % 2:  # alternate which tree goes first
+                    order.reverse()
+                for tree, script in order:
+                    cmd = [sys.executable, str(script), "--worker", str(models / f"{p}.szm"), str(n), str(a.chunk),
+                           mode]
+                    proc = subprocess.run(cmd, capture_output=True, text=True)
+                    if proc.returncode != 0:
+                        print(f"# {p} {mode} {n:,} ({tree}): failed\n{proc.stderr[-2000:]}", file=sys.stderr)
+                        continue
+                    r = {"preset": p, "rows": n, "mode": mode, "tree": tree,
+                         **json.loads(proc.stdout.strip().splitlines()[-1])}
+                    results.append(r)
+                    print(f"# {p:<8} {mode:<6} {n:>11,} rows{' (' + tree + ')' if a.baseline else ''}: "
+                          f"{r['cpu_s']:8.1f} CPU s  {r['wall_s']:8.1f} s wall  "
+                          f"{r['rows_per_cpu_s']:>10,.0f} rows/CPU s  peak RSS {r['peak_rss_mb']:6.0f} MB "
+                          f"(before {r['rss_before_mb']:.0f})", flush=True)
     import pandas as pd
 
     res = pd.DataFrame(results)
     if res.empty:
         return 1
-    ref = res[res["preset"] == "mst"].set_index(["rows", "mode"])["cpu_s"]
-    res["x_mst"] = [r.cpu_s / ref.get((r.rows, r.mode), float("nan")) for r in res.itertuples()]
+    ref = res[res["preset"] == "mst"].set_index(["tree", "rows", "mode"])["cpu_s"]
+    res["x_mst"] = [r.cpu_s / ref.get((r.tree, r.rows, r.mode), float("nan")) for r in res.itertuples()]
     print(f"\n# threads: {thread_settings()}; torch threads {res.get('torch_threads', pd.Series([None])).max()}; "
           f"chunk {a.chunk:,}; models fitted on adult, epsilon 1, delta 1e-5, seed 0 (record presets: "
           f"{a.record_rows:,} rows, {a.record_epochs} epoch(s))")
-    print("| preset | rows | mode | CPU s | wall s | rows / CPU s | CPU us / row | x mst (CPU per row) | peak RSS MB "
-          "| RSS before MB |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| preset | tree | rows | mode | CPU s | wall s | rows / CPU s | CPU us / row | x mst (CPU per row) "
+          "| peak RSS MB | RSS before MB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in res.itertuples():
-        print(f"| {r.preset} | {r.rows:,} | {r.mode} | {r.cpu_s:.1f} | {r.wall_s:.1f} | {r.rows_per_cpu_s:,.0f} | "
-              f"{1e6 * r.cpu_s / r.rows:,.1f} | {r.x_mst:.2f} | {r.peak_rss_mb:.0f} | {r.rss_before_mb:.0f} |")
+        print(f"| {r.preset} | {r.tree} | {r.rows:,} | {r.mode} | {r.cpu_s:.1f} | {r.wall_s:.1f} | "
+              f"{r.rows_per_cpu_s:,.0f} | {1e6 * r.cpu_s / r.rows:,.1f} | {r.x_mst:.2f} | {r.peak_rss_mb:.0f} | "
+              f"{r.rss_before_mb:.0f} |")
     if a.out:
         res.to_csv(a.out, index=False)
     return 0
