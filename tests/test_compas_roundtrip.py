@@ -146,8 +146,17 @@ def test_dp_schema_report_is_in_privacy_report_and_says_what_was_merged(compas):
     text = synth.privacy_report()
     assert "schema measured under DP (epsilon=0.3" in text and f"merged into {OTHER!r}" in text
     assert "list the public categories in kinds" in text
-    with pytest.warns(UserWarning, match=r"race: \d+ value\(s\) .* merged into '__other__'"):
+    released = [c for c in schema["race"].categories if c != OTHER]
+    race_line = next(line for line in text.splitlines() if line.strip().startswith("race"))
+    assert all(repr(c) in race_line for c in released)       # the report names what was kept (DP releases)
+    # conform names, for the owner, exactly which values were merged, with their counts, and the remedy
+    merged = df["race"][~df["race"].isin(released)].value_counts()
+    assert len(merged) > 0
+    with pytest.warns(UserWarning, match=r"race: [\d,]+ value\(s\) .* merged into '__other__'") as rec:
         sz.conform(df, schema)
+    msg = next(str(w.message) for w in rec if "race:" in str(w.message))
+    line = next(x for x in msg.splitlines() if x.strip().startswith("race:"))
+    assert all(f"{k!r} {v:,}" in line for k, v in merged.items()) and "public categories" in line
 
 
 def test_cli_dp_schema_with_a_partial_schema(compas, tmp_path, capsys):

@@ -703,11 +703,12 @@ def dp_schema_report(schema: Schema) -> str:
             if "missing_estimate" in r and eps is not None else "")
         if r.get("kind") == "categorical" and "released" in r:
             n_rel = len(r["released"])
-            text = f"{n_rel} categor{'y' if n_rel == 1 else 'ies'} released"
+            shown = ", ".join(map(repr, r["released"][:12])) + (" ..." if n_rel > 12 else "")
+            text = f"{n_rel} categor{'y' if n_rel == 1 else 'ies'} released ({shown})"
             if r.get("other") is not None and eps is not None:
-                text += (f"; values held by fewer than about {r['selection_threshold']:,.0f} rows (the selection "
-                         f"threshold at this budget) are merged into {r['other']!r} -- list the public categories in "
-                         "kinds to keep them")
+                text += (f"; every other value is merged into {r['other']!r} (at this budget any held by fewer than "
+                         f"about {r['selection_threshold']:,.0f} rows, the selection threshold; conform lists which, "
+                         "for your eyes only) -- list the public categories in kinds to keep them")
         elif "lower" in r:
             text = f"bounds [{r['lower']}, {r['upper']}]"
             if eps is not None:
@@ -761,7 +762,9 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
                 out[col.name] = new
                 if unseen.any():
                     changes.append(f"{col.name}: {int(unseen.sum()):,} value(s) ({100 * unseen.sum() / n:.2f} %) of "
-                                   f"unreleased categories merged into {other_of[col.name]!r}")
+                                   f"unreleased categories merged into {other_of[col.name]!r}: "
+                                   f"{_merged(keys[unseen])}; list the column's public categories (kinds, or the "
+                                   "--schema file of `fit --dp-schema`) to keep them")
                 if fill.any():
                     changes.append(f"{col.name}: {int(fill.sum()):,} missing value(s) set to {other_of[col.name]!r} "
                                    "(the DP schema declares no missing values)")
@@ -795,6 +798,13 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
                       "part of any release, do not publish them):\n  " + "\n  ".join(changes), UserWarning,
                       stacklevel=2)
     return schema.validate(out)
+
+
+def _merged(values: pd.Series, show: int = 8) -> str:
+    """The merged categories with their exact counts, largest first (for the data owner's eyes)."""
+    vc = values.value_counts()
+    text = ", ".join(f"{k!r} {v:,}" for k, v in vc.iloc[:show].items())
+    return text + (f" and {len(vc) - show:,} more" if len(vc) > show else "")
 
 
 def _rho(budget: Budget, rho: float | None) -> float:

@@ -43,8 +43,8 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import (Conditions, Head, build_for_saved, load_json_state, resolve_device, sample_rows,
-                             state_dict_to_json, torch_module)
+from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
+                             sample_rows, state_dict_to_json, torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -291,17 +291,28 @@ class CTGAN(Model):
         self._gen = G.cpu().eval()
         self._cond = cond
         self.total_ = float(total)
+        self._sampler = None  # the fused forward pass, made on the first sample
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` feature rows from the generator, conditioned on categories drawn by frequency from the
-        (noisy) one-way marginals, one category per block drawn from the generated softmax."""
+        (noisy) one-way marginals, one category per block drawn from the generated softmax.  The
+        generator runs as :class:`~.torch_features.SamplingNet` (batch norm folded, the
+        condition gathered): the same network, fewer operations."""
         self._require_fit()
         torch = torch_module()
+        if self._sampler is None:
+            G = self._gen
+            self._sampler = SamplingNet([(r.fc, r.bn, "residual") for r in G.body] + [(G.out, None, "linear")],
+                                               self._cond.dim, int(self.embedding_dim))
+        cond, net, emb = self._cond, self._sampler, int(self.embedding_dim)
 
         def decode(m, gen):
-            c = torch.as_tensor(self._cond.draw(m, rng, log=False)[2]) if self._cond.dim else torch.zeros(m, 0)
-            return self._gen(torch.cat([torch.randn(m, int(self.embedding_dim), generator=gen), c], dim=1))
+            column = None
+            if cond.dim:
+                blk, cat = cond.draw_codes(m, rng)
+                column = cond.offsets[blk] + cat
+            return net(torch.randn(m, emb, generator=gen), column)
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
 

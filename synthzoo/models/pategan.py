@@ -74,8 +74,8 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import (Conditions, Head, build_for_saved, load_json_state, resolve_device, sample_rows,
-                             state_dict_to_json, torch_module)
+from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
+                             sample_rows, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -434,16 +434,27 @@ class PATEGAN(Model):
         self._gen = G.cpu().eval()
         self._cond = cond
         self.total_ = total
+        self._sampler = None  # the fused forward pass, made on the first sample
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` feature rows from the generator, conditioned on categories drawn by (noisy) frequency,
-        categories and flags drawn from its outputs."""
+        categories and flags drawn from its outputs.  The generator runs as
+        :class:`~.torch_features.SamplingNet` (the condition gathered): the same network,
+        fewer operations."""
         self._require_fit()
         torch = torch_module()
+        if self._sampler is None:
+            linears = [mod for mod in self._gen if isinstance(mod, torch.nn.Linear)]  # _mlp: Linear, ReLU, ..., Linear
+            layers = [(fc, None, "relu") for fc in linears[:-1]] + [(linears[-1], None, "linear")]
+            self._sampler = SamplingNet(layers, self._cond.dim, int(self.noise_dim))
+        cond, net, emb = self._cond, self._sampler, int(self.noise_dim)
 
         def decode(m, gen):
-            c = torch.as_tensor(self._cond.draw(m, rng, log=False)[2]) if self._cond.dim else torch.zeros(m, 0)
-            return self._gen(torch.cat([torch.randn(m, int(self.noise_dim), generator=gen), c], dim=1))
+            column = None
+            if cond.dim:
+                blk, cat = cond.draw_codes(m, rng)
+                column = cond.offsets[blk] + cat
+            return net(torch.randn(m, emb, generator=gen), column)
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
 

@@ -53,7 +53,8 @@ from ..core.features import FeatureData, FeatureTable, QuantileNumber
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import OneNetwork, dpsgd_run, resolve_device, sample_rows, torch_module
+from .torch_features import (OneNetwork, SamplingNet, dpsgd_run, draw_weighted, resolve_device, sample_rows,
+                             torch_module)
 
 _PAPER = ("Kotelnikov, Baranchuk, Rubachev, Babenko, TabDDPM: Modelling Tabular Data with Diffusion Models "
           "(ICML 2023)")
@@ -93,11 +94,15 @@ def _network(torch, dim: int, hidden: list, emb: int, n_labels: int, dropout: fl
             e = torch.cat([torch.cos(a), torch.sin(a)], dim=-1)
             return torch.nn.functional.pad(e, (0, emb - e.shape[-1]))
 
-        def forward(self, x, t, y=None):
+        def condition(self, t, y=None):
+            """What the timesteps (and labels) add to the projected input."""
             h = self.time(self.embed(t))
             if self.label is not None:
                 h = h + torch.nn.functional.silu(self.label(y))
-            return self.mlp(self.proj(x) + h)
+            return h
+
+        def forward(self, x, t, y=None):
+            return self.mlp(self.proj(x) + self.condition(t, y))
 
     return Denoiser()
 
@@ -122,12 +127,13 @@ class _Layout:
         self.target_slice = (tgt[0].start, tgt[0].stop) if tgt else None
         self.n_labels = tgt[0].width if tgt else 0
         segs = [s for s in table.layout if not (tgt and s.column == target)]
-        keep, gauss, normal, flags, blocks = [], [], [], [], []
+        keep, gauss, normal, flags, blocks, ranges = [], [], [], [], [], []
         for s in segs:
             pos = len(keep)
             keep.extend(range(s.start, s.stop))
             if s.activation == "softmax":
                 blocks.append(list(range(pos, pos + s.width)))
+                ranges.append((pos, s.width))
             else:
                 gauss.append(pos)
                 if s.activation == "sigmoid":
@@ -144,6 +150,7 @@ class _Layout:
         t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)  # noqa: E731
         self.keep, self.gauss, self.normal, self.flags = t(keep), t(gauss), t(normal), t(flags)
         self.n_gauss, self.n_blocks, self.width = len(gauss), len(blocks), w
+        self.block_ranges = ranges  # (first column, width) of each one-hot block in the state
         # the range every Gaussian coordinate of a record lies in (public: the encoding fixes it):
         # normal scores within Phi^-1(1e-7) of 0, scalars and flags in [-1, 1]
         top = np.where(np.isin(gauss, normal), -_ndtri_floor(), 1.0)
@@ -282,9 +289,20 @@ class _Diffusion:
     def sample(self, net, m: int, labels, gen, clip: bool = True):
         """The reverse chain for ``m`` rows with labels (m,) or None; returns the final state.
         ``clip`` keeps each step's predicted ``x_0`` in the range records live in (Ho et al.'s
-        ``clip_denoised``)."""
+        ``clip_denoised``).
+
+        Every step is the network's forward pass (the timestep's embedding made once for all rows,
+        the labels' once for the chain, the MLP as a :class:`~.torch_features.SamplingNet`) and each
+        one-hot block's posterior drawn on its own columns: the weights
+        ``(abar' p0 + (1 - abar') / K) (alpha x_t + (1 - alpha) / K)`` by inverse CDF, with no
+        padding and no normalising (the same law as :meth:`posterior` then :meth:`draw`)."""
         torch, lay = self.torch, self.lay
         dev = self.beta.device
+        linears = [mod for mod in net.mlp if isinstance(mod, torch.nn.Linear)]   # Linear, ReLU, Dropout, ..., Linear
+        mlp = SamplingNet([(fc, None, "relu") for fc in linears[:-1]] + [(linears[-1], None, "linear")], 0,
+                          linears[0].in_features, device=dev)
+        label_term = torch.nn.functional.silu(net.label(labels)) if net.label is not None else 0.0
+        ranges = lay.block_ranges
         z = torch.zeros(m, lay.d, device=dev)
         if lay.n_gauss:
             z[:, lay.gauss] = torch.randn(m, lay.n_gauss, generator=gen).to(dev)
@@ -292,8 +310,7 @@ class _Diffusion:
             uniform = self.inv_k.expand(m, -1, -1)
             z = lay.scatter_blocks(z, self.draw(uniform, torch.rand(m, lay.n_blocks, generator=gen).to(dev)))
         for i in reversed(range(self.T)):
-            t = torch.full((m,), i, dtype=torch.long, device=dev)
-            out = net(z, t, labels)
+            out = self.network_step(net, mlp, z, i, label_term)
             new = torch.zeros_like(z)
             if lay.n_gauss:
                 x = z[:, lay.gauss]
@@ -304,11 +321,34 @@ class _Diffusion:
                 noise = torch.randn(m, lay.n_gauss, generator=gen).to(dev) if i > 0 else 0.0
                 new[:, lay.gauss] = mean + self.var[i].sqrt() * noise
             if lay.n_blocks:
-                p0 = torch.softmax(out[:, lay.idx].masked_fill(~lay.mask, _NEG), dim=-1)
-                p = self.posterior(p0, z[:, lay.idx] * lay.mask, t)
-                new = lay.scatter_blocks(new, self.draw(p, torch.rand(m, lay.n_blocks, generator=gen).to(dev)))
+                u = torch.rand(m, lay.n_blocks, generator=gen).to(dev)
+                a_prev, a = float(self.abar_prev[i]), float(self.alpha[i])
+                hot = torch.empty(m, lay.n_blocks, dtype=torch.long, device=dev)
+                for b, (start, width) in enumerate(ranges):
+                    w = self.block_weights(out[:, start:start + width], z[:, start:start + width], a_prev, a)
+                    hot[:, b:b + 1] = draw_weighted(w, u[:, b:b + 1]).add_(start)
+                new.scatter_(1, hot, 1.0)
             z = new
         return z
+
+    @staticmethod
+    def network_step(net, mlp, z, i: int, label_term):
+        """The denoiser's output ``net(z, t = i, labels)``, with the timestep embedded once for all
+        rows and ``label_term`` (``silu(label embedding)`` of the rows, or 0) made once per chain."""
+        torch = torch_module()
+        h = net.time(net.embed(torch.full((1,), i, dtype=torch.long, device=z.device))) + label_term
+        return mlp(net.proj(z).add_(h))
+
+    @staticmethod
+    def block_weights(logits, xt, a_prev: float, a: float):
+        """Unnormalised ``q(x_{t-1} | x_t, x_0 = softmax(logits))`` of one block (m, K):
+        ``(a_prev p0 + (1 - a_prev) / K) (a x_t + (1 - a) / K)`` with ``a_prev = abar_{t-1}``,
+        ``a = alpha_t`` (:meth:`posterior` before its normalising)."""
+        torch = torch_module()
+        width = logits.shape[1]
+        p0 = torch.exp(logits - logits.amax(dim=1, keepdim=True))
+        p0.mul_(a_prev / p0.sum(dim=1, keepdim=True)).add_((1 - a_prev) / width)
+        return p0.mul_(xt.mul(a).add_((1 - a) / width))
 
 
 @register("model", "tabddpm")
@@ -469,7 +509,7 @@ class TabDDPM(OneNetwork, Model):
 
     # ------------------------------------------------------------------ sample / state
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` feature rows from the reverse chain (8,192 rows at a time, on the model's device);
+        """``n`` feature rows from the reverse chain (16,384 rows at a time, on the model's device);
         labels first, from the noisy label distribution, when conditional."""
         self._require_fit()
         torch = torch_module()

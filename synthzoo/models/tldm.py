@@ -329,7 +329,15 @@ def _edm(torch, dim: int, width: int):
             self.net = Denoiser()
 
         def denoise(self, x, sigma):
-            """EDM's preconditioned denoiser D(x; sigma) (Karras et al., Table 1)."""
+            """EDM's preconditioned denoiser D(x; sigma) (Karras et al., Table 1): ``sigma`` per row
+            (...), or one float for every row (the sampler's levels: the noise level's embedding is
+            then made once and broadcast, not once per row)."""
+            if isinstance(sigma, float):
+                sd2 = SIGMA_DATA ** 2
+                c_noise = torch.full((1,), math.log(sigma) / 4, device=x.device)
+                norm = math.sqrt(sigma ** 2 + sd2)
+                out = self.net(x / norm, c_noise)
+                return out.mul_(sigma * SIGMA_DATA / norm).add_(x, alpha=sd2 / norm ** 2)
             s = sigma[..., None]
             sd2 = SIGMA_DATA ** 2
             c_skip = sd2 / (s ** 2 + sd2)
@@ -360,7 +368,7 @@ def edm_sample(edm, m: int, dim: int, steps: int, gen, device, churn: float = 1.
         return torch.randn(m, dim, generator=gen).to(device)
 
     def d_of(x, t):
-        return (x - edm.denoise(x, torch.full((m,), t, device=device))) / t
+        return (x - edm.denoise(x, float(t))) / t
 
     x = noise() * ts[0]
     for k in range(steps):
@@ -696,7 +704,7 @@ class TLDM(OneNetwork, Model):
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` feature rows: latents drawn by the Heun sampler for 8,192 rows at a time, mapped back
+        """``n`` feature rows: latents drawn by the Heun sampler for 16,384 rows at a time, mapped back
         to the latent scale and decoded (on the GPU when ``device`` gives one)."""
         self._require_fit()
         torch = torch_module()

@@ -99,26 +99,37 @@ class Head:
             loss = loss - (target * logp.masked_fill(~self.soft_mask, 0.0)).sum(dim=(1, 2))
         return loss
 
-    def finish(self, out, rng: np.random.Generator, sigma=None) -> np.ndarray:
-        """Model outputs to feature rows: softmax blocks drawn (one category each), flags drawn, tanh
-        scalars kept (with Gaussian noise of ``sigma`` when given, as TVAE samples)."""
-        x = out.detach().cpu().double().numpy()
-        res = np.zeros_like(x)
-        t = self.tanh.cpu().numpy()
-        if t.size:
-            v = x[:, t]
-            if sigma is not None:
-                v = v + rng.normal(size=v.shape) * np.asarray(sigma)[None, :]
-            res[:, t] = np.clip(v, -1.0, 1.0)
-        f = self.sigm.cpu().numpy()
-        if f.size:
-            res[:, f] = (rng.random((x.shape[0], f.size)) < x[:, f]).astype(float)
-        for column, start, width in self.blocks:
-            p = np.clip(x[:, start:start + width], 0.0, None) + 1e-12
-            cdf = np.cumsum(p, axis=1)
-            k = np.minimum((cdf < rng.random(x.shape[0])[:, None] * cdf[:, -1:]).sum(axis=1), width - 1)
-            res[np.arange(x.shape[0]), start + k] = 1.0
-        return res.astype(np.float32)
+    def draw(self, logits, generator, sigma=None) -> np.ndarray:
+        """Feature rows drawn from a model's raw outputs on the layout (sampling): each softmax
+        block's category drawn from its softmax, each flag from its sigmoid, each tanh scalar kept
+        (plus Gaussian noise of ``sigma`` when given, as TVAE samples) and clipped to [-1, 1].
+
+        The softmax is never formed (:func:`draw_categories`: the inverse CDF of one uniform per
+        block), which is the softmax's law at a fraction of the work of activating and normalising
+        the padded blocks.  A flag is ``u < sigmoid``.
+        All draws come from the CPU torch ``generator``.  Returns float32 rows (n, dim)."""
+        torch = torch_module()
+        with torch.no_grad():
+            x = logits.detach().to("cpu", torch.float32)
+            n = x.shape[0]
+            out = torch.zeros(n, self.dim)
+            if self.tanh.numel():
+                t = self.tanh.cpu()
+                v = torch.tanh(x[:, t])
+                if sigma is not None:
+                    s = torch.as_tensor(np.asarray(sigma, dtype=np.float32))
+                    v.add_(torch.randn(v.shape, generator=generator).mul_(s))
+                out[:, t] = v.clamp_(-1.0, 1.0)
+            if self.sigm.numel():
+                f = self.sigm.cpu()
+                out[:, f] = (torch.rand(n, f.numel(), generator=generator) < torch.sigmoid(x[:, f])).float()
+            if self.n_soft:
+                u = torch.rand(n, self.n_soft, generator=generator)
+                hot = torch.empty(n, self.n_soft, dtype=torch.long)
+                for b, (_, start, width) in enumerate(self.blocks):
+                    hot[:, b:b + 1] = draw_categories(x[:, start:start + width], u[:, b:b + 1]).add_(start)
+                out.scatter_(1, hot, 1.0)
+        return out.numpy()
 
 
 def resolve_device(spec: str, who: str):
@@ -131,23 +142,48 @@ def resolve_device(spec: str, who: str):
     return torch.device(spec)
 
 
+def draw_categories(logits, u):
+    """Categorical draws from the softmax of each row of ``logits`` (m, k) by inverse CDF on the
+    uniforms ``u`` (m, r): ``r`` draws per row, as (m, r) codes.  The weights are ``exp(logits -
+    max)``, the softmax up to its normaliser, so the law is the softmax's without forming it, and a
+    code whose weight underflows to 0 is never drawn."""
+    torch = torch_module()
+    return draw_weighted(torch.exp(logits - logits.amax(dim=1, keepdim=True)), u)
+
+
+def draw_weighted(weights, u):
+    """Categorical draws in proportion to the non-negative ``weights`` (m, k), which need no
+    normalising, by inverse CDF on the uniforms ``u`` (m, r): the first code whose cumulative weight
+    exceeds ``u`` times the row's total (a code of weight 0 is never drawn).  Returns (m, r) codes.
+    ``weights`` is overwritten by its cumulative sums."""
+    torch = torch_module()
+    cdf = weights.cumsum_(dim=1)
+    return torch.searchsorted(cdf, u * cdf[:, -1:], right=True).clamp_(max=weights.shape[1] - 1)
+
+
+#: Rows per network pass when sampling: large enough that a pass is a few large matrix products,
+#: small enough that a generator's activations stay tens of MB.
+SAMPLE_BATCH = 16_384
+
+
 def sample_rows(table: FeatureTable, n: int, rng: np.random.Generator, decode, sigma=None,
                 finished: bool = False) -> np.ndarray:
-    """``n`` feature rows, 8,192 at a time: ``decode(m, generator)`` gives a batch's raw outputs (a
-    torch generator seeded from ``rng`` draws its noise), the head activates them and draws the
-    categories and flags (and adds ``sigma`` noise to the scalars, TVAE's sampling).  With
-    ``finished=True`` the decoder's output already is feature rows (a diffusion model's chain ends on
-    one-hot categories) and is taken as it is."""
+    """``n`` feature rows, :data:`SAMPLE_BATCH` at a time, without autograd: ``decode(m, generator)``
+    gives a batch's raw outputs (a torch generator seeded from ``rng`` draws its noise), and
+    :meth:`Head.draw` draws the categories and flags from them with the same generator (and adds
+    ``sigma`` noise to the scalars, TVAE's sampling).  With ``finished=True`` the decoder's output
+    already is feature rows (a diffusion model's chain ends on one-hot categories) and is taken as
+    it is."""
     torch = torch_module()
     head = Head(table, "cpu")
     gen = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
-    out = []
-    with torch.no_grad():
-        for lo in range(0, n, 8192):
-            raw = decode(min(8192, n - lo), gen)
-            out.append(raw.cpu().numpy().astype(np.float32) if finished else
-                       head.finish(head.activate(raw), rng, sigma))
-    return np.concatenate(out) if out else np.zeros((0, table.dim), dtype=np.float32)
+    out = np.empty((n, table.dim), dtype=np.float32)
+    with torch.inference_mode():
+        for lo in range(0, n, SAMPLE_BATCH):
+            m = min(SAMPLE_BATCH, n - lo)
+            raw = decode(m, gen)
+            out[lo:lo + m] = raw.cpu().numpy() if finished else head.draw(raw, gen, sigma)
+    return out
 
 
 def state_dict_to_json(module) -> dict:
@@ -248,6 +284,7 @@ class OneNetwork:
         self._fitted(table)
         self._net = net.cpu().eval()
         self.total_ = float(total)
+        self._sampler = None  # what a model derives from the network for sampling, made on the first sample
 
     def _get_state(self) -> dict:
         """The network's weights (a function of the DP training and public randomness) and the DP count."""
@@ -321,13 +358,19 @@ class Conditions:
     def draw(self, m: int, rng: np.random.Generator, log: bool):
         """``m`` conditions: (block, category, one-hot matrix); the block uniformly, the category by
         frequency or (``log``) by log-frequency."""
+        blk, cat = self.draw_codes(m, rng, log)
+        return blk, cat, self.onehot(blk, cat)
+
+    def draw_codes(self, m: int, rng: np.random.Generator, log: bool = False):
+        """``m`` conditions as (block, category) without the one-hot matrix (what :meth:`draw`
+        draws from the same ``rng``); ``self.offsets[block] + category`` is the column of the 1."""
         blk = rng.integers(len(self.blocks), size=m)
         cat = np.empty(m, dtype=np.int64)
         table = self.logf if log else self.freq
         for b in np.unique(blk):
             sel = blk == b
             cat[sel] = rng.choice(table[b].size, size=int(sel.sum()), p=table[b])
-        return blk, cat, self.onehot(blk, cat)
+        return blk, cat
 
     def onehot(self, blk, cat) -> np.ndarray:
         out = np.zeros((len(blk), self.dim), dtype=np.float32)
@@ -375,3 +418,84 @@ class Conditions:
             avg = probs[:, start:start + width].mean(0).clamp_min(1e-8)
             loss = loss + (target * (torch.log(target.clamp_min(1e-8)) - torch.log(avg))).sum()
         return loss
+
+
+class SamplingNet:
+    """A generator's forward pass for sampling, as a few fused matrix products: the network's
+    linear layers with any batch norm (in its evaluation form) folded into them, in-place
+    activations, residual inputs never concatenated (each input piece meets its own block of the
+    weight), and a one-hot condition that ends the network's input entered as a gathered row
+    instead of ``cond_dim`` multiply-adds per output.
+
+    ``W [x, e_j] + b = W_x x + (W_c[:, j] + b)``: each layer whose input ends in the condition keeps
+    ``W_x`` and a table whose row ``j`` is ``W_c[:, j] + b``.  The logits are those of the network up
+    to float rounding (the tests compare the two); on CTGAN's adult layout (a condition of 104
+    columns) the pass takes 23 % fewer multiply-adds.
+
+    Parameters
+    ----------
+    layers : list of (linear, norm or None, kind)
+        In order; ``norm`` a ``BatchNorm1d`` (folded into the linear layer) or a ``LayerNorm``
+        (applied after it); ``kind`` is ``"residual"`` (CTGAN's block: ``[relu(norm(fc(x))), x]``,
+        the input carried on, condition included), ``"relu"`` or ``"linear"`` (the output).
+    cond_dim : int
+        Width of the one-hot condition at the end of the first layer's input (0: none).
+    noise_dim : int
+        Width of the rest of the first layer's input (a generator's noise).
+    device : torch device, optional
+        Where the fused weights live (the CPU by default).
+    """
+
+    def __init__(self, layers, cond_dim: int, noise_dim: int, device=None):
+        torch = torch_module()
+        if not layers or layers[-1][2] != "linear" or any(k not in ("residual", "relu") for _, _, k in layers[:-1]):
+            raise ValueError("SamplingNet: residual or relu layers, then one linear output layer")
+        self.cond_dim = int(cond_dim)
+        self.layers = []
+        widths = [int(noise_dim)]  # the pieces of the current input (without the condition), in order
+        carries = True  # does this layer's input still end in the condition?
+        with torch.no_grad():
+            for fc, bn, kind in layers:
+                w, b = fc.weight.detach().float().cpu(), fc.bias.detach().float().cpu()
+                ln = None
+                if isinstance(bn, torch.nn.BatchNorm1d):  # eval mode: (x - mean) / sqrt(var + eps) * gamma + beta
+                    scale = bn.weight.detach().float().cpu() / torch.sqrt(bn.running_var.float().cpu() + bn.eps)
+                    w = w * scale[:, None]
+                    b = (b - bn.running_mean.float().cpu()) * scale + bn.bias.detach().float().cpu()
+                elif isinstance(bn, torch.nn.LayerNorm):  # a function of the whole row: applied, not folded
+                    ln = (bn.normalized_shape, bn.weight.detach().float().cpu(), bn.bias.detach().float().cpu(), bn.eps)
+                elif bn is not None:
+                    raise ValueError(f"SamplingNet: unsupported normalisation {type(bn).__name__}")
+                cond = carries and self.cond_dim > 0
+                if cond:
+                    table = (w[:, -self.cond_dim:].T + b).contiguous()
+                    w = w[:, :-self.cond_dim]
+                else:
+                    table = b[None, :].contiguous()
+                # one weight block per input piece: the residual inputs are never concatenated
+                blocks = [blk.T.contiguous() for blk in torch.split(w, widths, dim=1)]
+                if device is not None:
+                    blocks, table = [blk.to(device) for blk in blocks], table.to(device)
+                    ln = ln and (ln[0], ln[1].to(device), ln[2].to(device), ln[3])
+                self.layers.append((blocks, table, kind, cond, ln))
+                out = w.shape[0]
+                widths = [out, *widths] if kind == "residual" else [out]
+                carries = carries and kind == "residual"
+
+    def __call__(self, z, column=None):
+        """Outputs for the input ``z`` (m, noise_dim) and, with a condition, ``column`` (m,): the
+        position of each row's 1 in the condition."""
+        torch = torch_module()
+        pieces = [z]
+        j = torch.as_tensor(column, dtype=torch.long, device=z.device) if column is not None else None
+        for blocks, table, kind, cond, ln in self.layers:
+            y = torch.addmm(table.index_select(0, j) if cond else table, pieces[0], blocks[0])
+            for x, wt in zip(pieces[1:], blocks[1:]):
+                y.addmm_(x, wt)
+            if ln is not None:
+                y = torch.nn.functional.layer_norm(y, *ln)
+            if kind == "residual":
+                pieces = [y.relu_(), *pieces]
+            elif kind == "relu":
+                pieces = [y.relu_()]
+        return y

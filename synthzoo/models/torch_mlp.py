@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.params import Integral, Interval, Options, Sequence
+from .torch_features import draw_categories
 
 #: Constraints of the parameters every torch MLP model has.
 MLP_CONSTRAINTS = {"hidden": [Interval(Integral, 1, None), Sequence(Interval(Integral, 1, None), min_length=1)],
@@ -88,19 +89,17 @@ class TorchMLP:
         ``i``), each attribute drawn by inverse CDF on the uniforms ``u`` (``m * per`` records,
         attributes) -- the code whose cumulative probability first exceeds ``u``."""
         torch = torch_module("mlp")
-        with torch.no_grad():
+        with torch.inference_mode():
             h = inp
             for i in range(0, len(net) - 2, 2):
-                h = torch.relu(torch.addmm(net[i + 1], h, net[i].T))
+                h = torch.addmm(net[i + 1], h, net[i].T).relu_()
             logits = torch.addmm(net[-1], h, net[-2].T)
             m = logits.shape[0]
             u_t = torch.as_tensor(u, dtype=torch.float32, device=logits.device).view(m, per, len(sizes))
             out = torch.empty((m, per, len(sizes)), dtype=torch.int64, device=logits.device)
             off = 0
             for j, k in enumerate(sizes):
-                cdf = torch.softmax(logits[:, off:off + k], dim=1).cumsum_(dim=1)
-                # the number of codes whose cumulative probability is below u: a binary search per record
-                out[:, :, j] = torch.searchsorted(cdf, u_t[:, :, j] * cdf[:, -1:]).clamp_(max=k - 1)
+                out[:, :, j] = draw_categories(logits[:, off:off + k], u_t[:, :, j])
                 off += k
         return out.view(m * per, len(sizes)).cpu().numpy()
 

@@ -41,7 +41,7 @@ from ..core.params import Boolean, Integral, Interval, Options, Real
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.tokens import BOS, TokenData, TokenTable
-from .torch_features import OneNetwork, dpsgd_run, resolve_device, torch_module
+from .torch_features import OneNetwork, dpsgd_run, draw_categories, resolve_device, torch_module
 
 _PAPER = ("Solatorio & Dupriez, REaLTabFormer: Generating Realistic Relational and Tabular Data using "
           "Transformers, arXiv:2302.02041, 2023; GPT-2: Radford et al., 2019")
@@ -286,27 +286,90 @@ class Transformer(OneNetwork, Model):
         return np.concatenate(out) if out else np.zeros((0, table.n_positions), dtype=np.int64)
 
     def _generate(self, torch, table: TokenTable, m: int, gen) -> np.ndarray:
-        net = self._net
+        if self._sampler is None:
+            self._sampler = _Decoder(torch, self._net)
+        dec = self._sampler
         L, W = table.n_positions, table.max_width
         starts = table.starts
         temp, k = float(self.temperature), int(self.top_k)
         out = np.zeros((m, L), dtype=np.int64)
         state = table.start_state(m)
-        inp = torch.full((m, 1), BOS, dtype=torch.long)
-        past = None
-        with torch.no_grad():
+        tokens = torch.full((m,), BOS, dtype=torch.long)
+        with torch.inference_mode():
+            cache = dec.cache(m, L)
             for p in range(L):
-                o = net.gpt(input_ids=inp, position_ids=torch.full((m, 1), p, dtype=torch.long),
-                            past_key_values=past, use_cache=True)
-                past = o.past_key_values
-                g = net.position_logits(o.logits[:, -1:, :], torch.tensor([p]))[:, 0, :].float() / temp
-                allowed = torch.as_tensor(table.allowed(p, state))
-                g = g.masked_fill(~allowed, float("-inf"))
+                g = dec.step(tokens, p, cache)
+                if temp != 1.0:
+                    g = g / temp
+                g = g.masked_fill_(~torch.as_tensor(table.allowed(p, state)), float("-inf"))
                 if 0 < k < W:
                     kth = torch.topk(g, k, dim=1).values[:, -1:]
-                    g = g.masked_fill(g < kth, float("-inf"))
-                choice = torch.multinomial(torch.softmax(g, dim=1), 1, generator=gen)[:, 0].numpy()
+                    g = g.masked_fill_(g < kth, float("-inf"))
+                choice = draw_categories(g, torch.rand(m, 1, generator=gen))[:, 0].numpy()
                 state = table.advance(p, state, choice)
                 out[:, p] = choice + starts[p]
-                inp = torch.as_tensor(out[:, p:p + 1])
+                tokens = torch.as_tensor(out[:, p])
         return out
+
+
+class _Decoder:
+    """The fitted GPT-2's forward pass for sampling, one position at a time for a batch of rows: the
+    same layers on the same weights as ``transformers``' GPT-2 with its key/value cache (the tests
+    compare the logits), written out so that a step does only what sampling needs -- keys and values
+    written into buffers allocated once (the library's cache concatenates them at every step), the
+    output layer's rows of the position's own tokens only (about 100 of the vocabulary's 1,305 on
+    adult), GELU's tanh form as one fused kernel (the same function as GPT-2's ``gelu_new``), no
+    autograd and no dropout (evaluation mode)."""
+
+    def __init__(self, torch, net):
+        gpt = net.gpt
+        cfg = gpt.config
+        if not cfg.scale_attn_weights or cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn:
+            raise ConfigError("transformer: the fitted GPT-2's attention options are not the ones sampling supports")
+        self.torch, tr = torch, gpt.transformer
+        self.heads = cfg.n_head
+        self.width = cfg.n_embd
+        self.head_dim = self.width // self.heads
+        d = lambda t: t.detach().float().cpu()  # noqa: E731
+        self.wte, self.wpe = d(tr.wte.weight), d(tr.wpe.weight)
+        self.eps = cfg.layer_norm_epsilon
+        self.fused_gelu = cfg.activation_function in ("gelu_new", "gelu_pytorch_tanh")
+        self.layers = []
+        for blk in tr.h:
+            a, mlp = blk.attn, blk.mlp
+            self.layers.append({
+                "ln1": (d(blk.ln_1.weight), d(blk.ln_1.bias)), "ln2": (d(blk.ln_2.weight), d(blk.ln_2.bias)),
+                "qkv": (d(a.c_attn.weight).T.contiguous(), d(a.c_attn.bias)),
+                "proj": (d(a.c_proj.weight).T.contiguous(), d(a.c_proj.bias)),
+                "fc": (d(mlp.c_fc.weight).T.contiguous(), d(mlp.c_fc.bias)),
+                "out": (d(mlp.c_proj.weight).T.contiguous(), d(mlp.c_proj.bias)), "act": mlp.act})
+        self.ln_f = (d(tr.ln_f.weight), d(tr.ln_f.bias))
+        head = d(gpt.lm_head.weight)
+        idx = net.idx.cpu()
+        self.head = [head[idx[p]].T.contiguous() for p in range(idx.shape[0])]   # (width, W) per position
+        if gpt.lm_head.bias is not None:
+            raise ConfigError("transformer: an output layer with a bias is not GPT-2's")
+
+    def cache(self, m: int, L: int) -> list:
+        """Key and value buffers of ``m`` rows of ``L`` positions, one pair per layer."""
+        shape = (m, self.heads, L, self.head_dim)
+        return [(self.torch.empty(shape), self.torch.empty(shape)) for _ in self.layers]
+
+    def step(self, tokens, p: int, cache):
+        """Logits (m, W) over position ``p``'s tokens, given the token fed at ``p`` (the previous
+        position's draw; BOS at 0) and the buffers holding positions ``0 .. p - 1``."""
+        torch, F = self.torch, self.torch.nn.functional
+        m, w = tokens.shape[0], self.width
+        x = self.wte.index_select(0, tokens) + self.wpe[p]
+        for layer, (keys, values) in zip(self.layers, cache):
+            h = F.layer_norm(x, (w,), *layer["ln1"], self.eps)
+            q, k, v = torch.addmm(layer["qkv"][1], h, layer["qkv"][0]).split(w, dim=1)
+            keys[:, :, p] = k.view(m, self.heads, self.head_dim)
+            values[:, :, p] = v.view(m, self.heads, self.head_dim)
+            att = F.scaled_dot_product_attention(q.view(m, self.heads, 1, self.head_dim), keys[:, :, :p + 1],
+                                                 values[:, :, :p + 1], scale=self.head_dim ** -0.5)
+            x = x + torch.addmm(layer["proj"][1], att.view(m, w), layer["proj"][0])
+            h = torch.addmm(layer["fc"][1], F.layer_norm(x, (w,), *layer["ln2"], self.eps), layer["fc"][0])
+            h = F.gelu(h, approximate="tanh") if self.fused_gelu else layer["act"](h)
+            x = x + torch.addmm(layer["out"][1], h, layer["out"][0])
+        return F.layer_norm(x, (w,), *self.ln_f, self.eps) @ self.head[p]

@@ -155,6 +155,35 @@ def test_tabddpm_posteriors_and_layout(demo):
     assert abs(float(z[:, lay.normal].std()) - 1.0) < 0.35
 
 
+def test_tabddpm_sampling_step_is_the_network_and_the_posterior(demo):
+    """The reverse chain's fast step: the network with the timestep embedded once for all rows and the
+    MLP fused gives ``net(z, t, y)``; each block's unnormalised weights, normalised, are the padded
+    posterior ``q(x_{t-1} | x_t, x_0 = softmax(logits))``."""
+    from synthzoo.models.torch_features import SamplingNet
+
+    data, model, lay, diff, z, y = _tabddpm_parts(demo)
+    torch.manual_seed(0)
+    net = _network(torch, lay.d, [32, 32], 16, lay.n_labels, 0.0).eval()
+    lins = [m for m in net.mlp if isinstance(m, torch.nn.Linear)]
+    mlp = SamplingNet([(f, None, "relu") for f in lins[:-1]] + [(lins[-1], None, "linear")], 0, 16)
+    zz = torch.randn(60, lay.d)
+    with torch.no_grad():
+        for i in (0, 7, diff.T - 1):
+            got = diff.network_step(net, mlp, zz, i, torch.nn.functional.silu(net.label(y[:60])))
+            torch.testing.assert_close(got, net(zz, torch.full((60,), i), y[:60]), rtol=1e-5, atol=1e-6)
+    b0 = z[:60, lay.idx] * lay.mask
+    logits = torch.randn(60, lay.n_blocks, lay.width) * 2
+    for i in (0, 5, diff.T - 1):
+        t = torch.full((60,), i)
+        bt = diff.draw(diff.q_pred(b0, t), torch.rand(60, lay.n_blocks))
+        p0 = torch.softmax(logits.masked_fill(~lay.mask, -1e4), dim=-1)
+        want = diff.posterior(p0, bt, t)
+        for k, (start, width) in enumerate(lay.block_ranges):
+            w = diff.block_weights(logits[:, k, :width].clone(), bt[:, k, :width], float(diff.abar_prev[i]),
+                                   float(diff.alpha[i]))
+            torch.testing.assert_close(w / w.sum(1, keepdim=True), want[:, k, :width], rtol=1e-4, atol=1e-6)
+
+
 def test_tabddpm_loss_weights_the_multinomial_part_by_T(demo):
     """The reference's vb_stochastic loss: T times the mean over blocks of the per-step KL."""
     data, model, lay, diff, z, y = _tabddpm_parts(demo)
@@ -297,6 +326,24 @@ def test_tablediffusion_schedule_and_record_loss(demo):
     wrapped = sgd.wrap(net)
     m._loss(wrapped, lay, x[:6], noise, scale).sum().backward(retain_graph=True)
     assert torch.allclose(wrapped.get_norm_sample(), loop.norm(dim=1), rtol=1e-3)
+
+
+def test_tablediffusion_fused_sampling_pass_is_the_network():
+    """The reverse chain's network as a SamplingNet (LayerNorm applied after each linear layer, the
+    residual inputs never concatenated) computes what the residual network computes."""
+    from synthzoo.models.tablediffusion import _network as td_network
+    from synthzoo.models.torch_features import SamplingNet
+
+    torch.manual_seed(0)
+    net = td_network(torch, 23, [16, 12]).eval()
+    with torch.no_grad():
+        for r in net[:-1]:  # a LayerNorm with its own scale and shift
+            r.norm.weight.normal_()
+            r.norm.bias.normal_()
+    fast = SamplingNet([(r.fc, r.norm, "residual") for r in net[:-1]] + [(net[-1], None, "linear")], 0, 23)
+    z = torch.randn(40, 23)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(z), net(z), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("predict_noise", [True, False])

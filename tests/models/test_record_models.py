@@ -77,3 +77,87 @@ def test_tvae_loss_history_without_privacy_only(demo):
     assert len(hist) == 6 and np.isfinite(hist).all()
     p = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=1.0, schema=schema, seed=0).fit(df)
     assert p.model.loss_history_ is None
+
+
+# ------------------------------------------------------------------ sampling
+@pytest.fixture(scope="module")
+def fitted_records(demo):
+    df, schema = demo
+    return {name: sz.Synthesizer(preprocess=["mode_features"], model={"name": name, **QUICK[name]}, epsilon=1.0,
+                                 schema=schema, seed=0).fit(df) for name in ("tvae", "ctgan", "pategan")}
+
+
+@pytest.mark.parametrize("name", ["ctgan", "pategan"])
+def test_the_fused_sampling_pass_gives_the_generators_logits(fitted_records, name):
+    """SamplingNet (batch norm folded, the one-hot condition gathered, no concatenation)
+    computes what the generator computes on [noise, one-hot condition]."""
+    import copy
+
+    import torch
+
+    m = copy.deepcopy(fitted_records[name].model)
+    if name == "ctgan":  # batch-norm statistics far from the identity, so that folding them matters
+        g = torch.Generator().manual_seed(1)
+        for block in m._gen.body:
+            with torch.no_grad():
+                block.bn.running_mean.copy_(torch.randn(block.bn.running_mean.shape, generator=g))
+                block.bn.running_var.copy_(torch.rand(block.bn.running_var.shape, generator=g) * 3 + 0.1)
+                block.bn.weight.copy_(torch.randn(block.bn.weight.shape, generator=g))
+        m._sampler = None
+    m.sample(10, np.random.default_rng(0))  # builds the fused pass
+    blk, cat, onehot = m._cond.draw(2000, np.random.default_rng(1), log=False)
+    noise = int(m.embedding_dim if name == "ctgan" else m.noise_dim)
+    z = torch.randn(2000, noise, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        want = m._gen(torch.cat([z, torch.as_tensor(onehot)], dim=1))
+    got = m._sampler(z, m._cond.offsets[blk] + cat)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_head_draws_follow_the_softmax_the_sigmoid_and_the_noise():
+    import torch
+
+    schema = sz.Schema.from_dict({"columns": {
+        "x": {"type": "numerical", "lower": 0, "upper": 10, "missing": True},
+        "c": {"type": "categorical", "categories": ["a", "b", "c", "d"]}}})
+    from synthzoo.core.features import FeatureTable, OneHot, ScaledNumber
+
+    table = FeatureTable(schema, {"x": ScaledNumber(schema["x"]), "c": OneHot(schema["c"])})
+    head = Head(table, "cpu")
+    n = 60_000
+    probs = np.array([0.1, 0.6, 0.3, 0.0])
+    row = torch.tensor([0.4, np.log(0.2 / 0.8), *np.log(probs[:3]), -200.0], dtype=torch.float32)
+    logits = row.expand(n, -1)
+    gen = torch.Generator().manual_seed(0)
+    x = head.draw(logits, gen)
+    assert x.shape == (n, table.dim) and x.dtype == np.float32
+    np.testing.assert_allclose(x[:, 0], np.tanh(0.4), rtol=1e-6)     # the scalar, no noise
+    assert abs(x[:, 1].mean() - 0.2) < 0.01                          # the flag: P(missing) = sigmoid
+    block = x[:, 2:6]
+    assert (block.sum(axis=1) == 1).all() and set(np.unique(block)) == {0.0, 1.0}
+    np.testing.assert_allclose(block.mean(axis=0), probs, atol=0.01)  # the softmax's law
+    assert block[:, 3].sum() == 0                                    # weight exp(-200): never drawn
+    noisy = head.draw(logits, gen, sigma=[0.05])                     # TVAE's scalar noise, clipped to [-1, 1]
+    assert abs(noisy[:, 0].std() - 0.05) < 0.003 and abs(noisy[:, 0].mean() - np.tanh(0.4)) < 0.002
+    again = head.draw(logits, torch.Generator().manual_seed(0))
+    np.testing.assert_array_equal(again, x)                          # the generator decides every draw
+
+
+@pytest.mark.parametrize("name", ["tvae", "ctgan", "pategan"])
+def test_record_samples_are_the_same_in_one_go_in_chunks_and_on_file(fitted_records, name, tmp_path, monkeypatch):
+    import pandas as pd
+
+    import synthzoo.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "SAMPLE_BLOCK", 700)
+    s = fitted_records[name]
+    one_go = s.sample(2000, seed=5)
+    for chunk in (1, 333, 700, 5000):
+        pd.testing.assert_frame_equal(pd.concat(list(s.sample_chunks(2000, chunk=chunk, seed=5)),
+                                                ignore_index=True), one_go)
+    s.sample_to_csv(tmp_path / "f.csv", 2000, chunk=450, seed=5)
+    one_go.to_csv(tmp_path / "g.csv", index=False)
+    assert (tmp_path / "f.csv").read_text() == (tmp_path / "g.csv").read_text()
+    s.save(tmp_path / "m.szm")
+    pd.testing.assert_frame_equal(sz.Synthesizer.load(tmp_path / "m.szm").sample(2000, seed=5), one_go)
+    assert not s.sample(2000, seed=6).equals(one_go)

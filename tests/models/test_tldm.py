@@ -123,7 +123,7 @@ def test_tokens_round_trip_the_layout(demo):
     from synthzoo.models.torch_features import Head
 
     head = Head(data.table, "cpu")
-    back = head.finish(head.activate(raw), np.random.default_rng(0))
+    back = head.draw(raw, torch.Generator().manual_seed(0))
     real = data.x.copy()
     blocks = [s for s in data.table.layout if s.activation == "softmax"]
     empty = np.zeros(len(real), dtype=bool)
@@ -134,6 +134,20 @@ def test_tokens_round_trip_the_layout(demo):
     assert np.allclose(back[~empty], real[~empty], atol=1e-5)
 
 
+def test_denoiser_at_one_noise_level_is_the_per_row_denoiser():
+    """The sampler's D(x; sigma) for one level shared by every row (its embedding made once) equals
+    the per-row form the training loss uses."""
+    import torch
+
+    torch.manual_seed(0)
+    edm = _edm(torch, 12, 32).eval()
+    x = torch.randn(50, 12)
+    with torch.no_grad():
+        for sigma in (0.002, 0.37, 80.0):
+            want = edm.denoise(x, torch.full((50,), sigma))
+            torch.testing.assert_close(edm.denoise(x, sigma), want, rtol=1e-4, atol=1e-5)
+
+
 def test_edm_sampler_recovers_a_known_gaussian():
     """With the exact denoiser of N(m, s^2) data, EDM's Heun sampler (50 levels, TabSyn's churn)
     draws that Gaussian: the sampler and the preconditioning's conventions agree."""
@@ -142,8 +156,8 @@ def test_edm_sampler_recovers_a_known_gaussian():
     mean, std = 0.3, 0.5
 
     class Exact:
-        def denoise(self, x, sigma):
-            s2 = sigma[:, None] ** 2
+        def denoise(self, x, sigma):   # one noise level (a float) for every row
+            s2 = sigma ** 2
             return (x * std ** 2 + mean * s2) / (std ** 2 + s2)
 
     gen = torch.Generator().manual_seed(0)

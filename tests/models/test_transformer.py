@@ -74,21 +74,25 @@ def test_ghost_clipping_norms_equal_a_per_record_loop():
 
 
 def test_kv_cached_sampling_matches_the_full_forward():
+    """The sampling decoder (key/value buffers, the position's output rows only, fused GELU) gives,
+    position by position, the logits of transformers' GPT-2 on the whole row (dropout configured but
+    off in evaluation mode)."""
+    from synthzoo.models.transformer import _Decoder
+
     df, schema, table = demo_table()
     torch.manual_seed(0)
-    net = _network(torch, table, 2, 16, 2, 0.0).eval()
-    tok = torch.as_tensor(table.transform(df.iloc[:5]))
-    inp = torch.cat([torch.full((5, 1), BOS), tok[:, :-1]], dim=1)
+    net = _network(torch, table, 2, 16, 2, 0.1).eval()
+    n = 7
+    tok = torch.as_tensor(table.transform(df.iloc[:n]))
+    inp = torch.cat([torch.full((n, 1), BOS), tok[:, :-1]], dim=1)
     L = table.n_positions
-    full = net.gpt(input_ids=inp, position_ids=torch.arange(L).expand(5, L)).logits
-    past, steps = None, []
     with torch.no_grad():
-        for p in range(L):
-            o = net.gpt(input_ids=inp[:, p:p + 1], position_ids=torch.full((5, 1), p), past_key_values=past,
-                        use_cache=True)
-            past = o.past_key_values
-            steps.append(o.logits[:, -1])
-    torch.testing.assert_close(torch.stack(steps, 1), full.detach(), rtol=1e-4, atol=1e-5)
+        full = net.position_logits(net.gpt(input_ids=inp, position_ids=torch.arange(L).expand(n, L)).logits,
+                                   torch.arange(L))
+    dec = _Decoder(torch, net)
+    cache = dec.cache(n, L)
+    steps = torch.stack([dec.step(inp[:, p], p, cache) for p in range(L)], 1)
+    torch.testing.assert_close(steps, full, rtol=1e-4, atol=1e-5)
 
 
 def _fit(epsilon, df, schema, **params):
