@@ -132,7 +132,7 @@ PRESETS: dict[str, dict] = {
     # Kotelnikov et al., "TabDDPM" (ICML 2023), the reference's adult design scaled for a CPU
     # (synthzoo/models/tabddpm.py says how): quantile features (normal scores; the quantiles from a DP
     # histogram, or non-privately from the column as the paper), T = 100, label-conditional, AdamW
-    # 2e-3 annealed to 0; hidden (256, 512, 512, 256) and 120 epochs of 1,024 rows (the reference:
+    # 2e-3 annealed to 0; hidden (256, 512, 512, 256) and 240 epochs of 1,024 rows (the reference:
     # 256-1024x4-256, 30,000 steps of 4,096).
     "tabddpm": {
         "preprocess": [{"name": "quantile_features"}],

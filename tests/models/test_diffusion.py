@@ -373,8 +373,6 @@ def _adult_split(adult):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="not reached yet: measured .044 against HALF's .029 at the preset's "
-                   "CPU-sized training (bench_deep, 2026-11-23)")
 def test_adult_tabddpm_within_half_of_the_two_way_tvd(adult):
     """The issue's target: non-private TabDDPM (the preset) on adult within 0.01 of HALF's 2-way TVD
     against the held-out rows."""
