@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
+from ._common import category_codes
 from .baselines import half_split, independent_sample
 
 
@@ -240,12 +241,26 @@ def our_syntheval_metrics(real, synthetic, schema: Schema, holdout=None, metrics
     return out
 
 
-def schema_for(frames, schema: Schema) -> Schema:
+def schema_for(frames, schema: Schema, categories: str = "schema") -> Schema:
     """``schema`` with each numeric column's bounds set to the range the frames show together --
-    the scale SynthEval and Anonymeter normalise with -- so the comparison isolates the metric."""
+    the scale SynthEval and Anonymeter normalise with -- so the comparison isolates the metric.
+
+    ``categories="observed"`` also cuts each categorical column's categories to those the frames
+    hold, in the schema's order: the codes SynthEval's ``OrdinalEncoder`` gives (fitted on the real,
+    synthetic and held-out tables together), which differ from the schema's ranks after a category
+    none of the frames holds (see :func:`~synthzoo.metrics.ml.auroc_difference`).  The default
+    ``"schema"`` keeps the schema's categories."""
+    if categories not in ("schema", "observed"):
+        raise ConfigError(f"categories must be 'schema' or 'observed', got {categories!r}")
     spec = schema.to_dict()
     for c in schema.columns:
         if c.kind != "categorical":
             spec["columns"][c.name]["lower"] = min(float(pd.to_numeric(f[c.name]).min()) for f in frames)
             spec["columns"][c.name]["upper"] = max(float(pd.to_numeric(f[c.name]).max()) for f in frames)
+        elif categories == "observed":
+            seen = np.zeros(len(c.categories) + 2, dtype=bool)  # + missing and out-of-schema codes
+            for f in frames:
+                seen[category_codes(f[c.name], c, warn=False)] = True
+            cats = spec["columns"][c.name]["categories"]
+            spec["columns"][c.name]["categories"] = [k for k, s in zip(cats, seen) if s]
     return Schema.from_dict(spec)

@@ -9,13 +9,15 @@ hmeq releases."""
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from synthzoo.core import Schema
+from synthzoo.core import ConfigError, Schema
 from synthzoo.metrics import crosscheck as X
+from synthzoo.metrics.baselines import independent_sample
 
 needs_syntheval = pytest.mark.skipif(importlib.util.find_spec("syntheval") is None,
                                      reason="syntheval is not installed (pip install 'synthzoo[crosscheck]')")
@@ -132,3 +134,80 @@ def test_complete_rows_drops_missing_and_gives_plain_numbers():
     (r,), (s,) = X.complete_rows(release), X.complete_rows(real)
     assert list(r.index) == [0] and r["n"].dtype == np.float64 and r[["n", "x"]].values.dtype == np.float64
     assert list(s["n"]) == [1.0, 2.0] and s["n"].dtype == np.float64
+
+
+def test_schema_for_observed_categories_gives_syntheval_codes(split):
+    """``categories="observed"`` ranks the categories the frames hold, as SynthEval's
+    ``OrdinalEncoder`` (fitted on real, synthetic and held-out rows together) does; the schema's
+    ranks differ after a category none of them holds."""
+    from sklearn.preprocessing import MinMaxScaler, OrdinalEncoder
+
+    from synthzoo.metrics.ml import _ordinal_features
+    train, test, schema = split
+    spec = schema.to_dict()
+    spec["columns"]["edu"]["categories"] = ["college", "none", "school", "uni"]  # "none" occurs nowhere
+    wide = Schema.from_dict(spec)
+    frames = [train, independent_sample(train, seed=1), test]
+    obs = X.schema_for(frames, wide, categories="observed")
+    assert obs["edu"].categories == ["college", "school", "uni"] and obs["region"].categories == \
+        wide["region"].categories
+    assert obs["age"].lower == X.schema_for(frames, wide)["age"].lower
+    enc = OrdinalEncoder().fit(pd.concat(frames)[["edu", "region"]])
+    cols = [c for c in wide.names if c != "target"]
+    want = enc.transform(test[["edu", "region"]])
+    got = _ordinal_features(test, obs, "target", "test")[:, [cols.index("edu"), cols.index("region")]]
+    assert np.array_equal(got, want)
+    # numbers to the last bit as SynthEval's MinMaxScaler gives them (its unconverged 100-iteration
+    # logistic regression on adult moved the AUC by up to .003 with (x - min) / span's rounding)
+    num = ["age", "income", "hours"]
+    scaled = MinMaxScaler().fit(pd.concat(frames)[num]).transform(test[num])
+    assert np.array_equal(_ordinal_features(test, obs, "target", "test")[:, [cols.index(c) for c in num]], scaled)
+    by_schema = _ordinal_features(test, X.schema_for(frames, wide), "target", "test")[:, cols.index("edu")]
+    assert not np.array_equal(by_schema, want[:, 0])  # "school" and "uni" one code higher
+    with pytest.raises(ConfigError, match="categories"):
+        X.schema_for(frames, wide, categories="present")
+
+
+@pytest.fixture(scope="module")
+def adult_rows():
+    """The rows of the README's agreement table: adult split 80/20 with seed 0, complete rows, the
+    first 5,000 training rows (as ``benchmarks/bench_crosscheck.py --max-rows 5000``)."""
+    from synthzoo.datasets import load_shared
+    try:
+        df, schema = load_shared("adult")
+    except FileNotFoundError as e:
+        pytest.skip(f"needs the shared adult dataset: {e}")
+    idx = np.random.default_rng(0).permutation(len(df))
+    n = int(0.8 * len(df))
+    train, test = X.complete_rows(df.iloc[idx[:n]], df.iloc[idx[n:]])
+    return train.iloc[:5000], test, schema
+
+
+def test_auroc_difference_on_adult_independent_depends_on_coding_until_converged(adult_rows):
+    """Why ours (-.220) and syntheval 1.7.3 (-.272) differ on adult's INDEPENDENT release: the
+    100-iteration logistic regression stops at its cap on both tables, and SynthEval's codes skip
+    ``workclass``'s ``Never-worked``, which none of the tables holds.  With SynthEval's codes ours
+    gives its value; converged, the two codings agree."""
+    from sklearn.linear_model import LogisticRegression
+
+    from synthzoo.metrics.ml import _ordinal_features, auroc_difference
+    train, test, schema = adult_rows
+    members, release = X.releases(train)["INDEPENDENT"]
+    frames = [members, release, test]
+    sch, obs = X.schema_for(frames, schema), X.schema_for(frames, schema, categories="observed")
+    assert "Never-worked" in sch["workclass"].categories and "Never-worked" not in obs["workclass"].categories
+    for table, role in ((members, "train"), (release, "synthetic")):
+        x = _ordinal_features(table, sch, "income", role)
+        y = (table["income"] == ">50K").to_numpy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert LogisticRegression(max_iter=100, random_state=42).fit(x, y).n_iter_[0] == 100  # not converged
+            assert LogisticRegression(max_iter=10_000, random_state=42).fit(x, y).n_iter_[0] < 10_000
+    ours = auroc_difference(members, release, test, sch)["auroc_diff"]
+    as_syntheval = auroc_difference(members, release, test, obs)["auroc_diff"]
+    assert ours == pytest.approx(-0.220, abs=0.005)
+    assert as_syntheval == pytest.approx(-0.2722, abs=0.002)  # syntheval 1.7.3 on these rows: -0.27223
+    conv = [auroc_difference(members, release, test, s, max_iter=10_000)["auroc_diff"] for s in (sch, obs)]
+    assert conv[0] == pytest.approx(conv[1], abs=0.003) and conv[0] == pytest.approx(-0.206, abs=0.005)
+    with pytest.raises(ConfigError, match="max_iter"):
+        auroc_difference(members, release, test, sch, max_iter=0)
