@@ -17,6 +17,11 @@ import numpy as np
 from numba import njit
 
 
+#: Below this a message summed in probability space is recomputed by log-sum-exp: its terms are
+#: ``exp(log-belief - node max)``, which lose their significant digits as they near the subnormal range.
+_TINY = 1e-280
+
+
 @njit(cache=True, nogil=True)
 def calibrate(logb, total, node_lo, parent, child_ptr, child_list, sep_lo, sep_of, pp, pp_lo,
               out, u, t, scr, lmsg, msg, sepsum):  # pragma: no cover - compiled
@@ -53,6 +58,8 @@ def calibrate(logb, total, node_lo, parent, child_ptr, child_list, sep_lo, sep_o
                 msg[sep_of[i]] += u[i]
             under = False
             for s in range(s0, s1):
+                if msg[s] < _TINY:  # near-subnormal sums have lost their precision: from logs instead
+                    msg[s] = 0.0
                 if msg[s] > 0:
                     lmsg[s] = math.log(msg[s]) + top
                 else:
@@ -107,6 +114,7 @@ def calibrate(logb, total, node_lo, parent, child_ptr, child_list, sep_lo, sep_o
         for i in range(lo, hi):
             out[i] = u[i] * f
     return True
+
 
 
 @njit(cache=True, nogil=True)
