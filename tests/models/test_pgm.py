@@ -205,6 +205,36 @@ def test_pgm_numpy_path_matches_the_compiled_kernel():
     np.testing.assert_allclose(m1, m2, rtol=1e-9, atol=1e-9)
 
 
+def test_node_marginals_reach_many_hosted_potentials_through_intermediates():
+    """A node holding many potentials is summed onto them through smaller intermediate tables (fewer
+    cells visited than one pass over the node per potential), and the program gives exactly the
+    potentials' marginals; run backwards it spreads per-potential values onto the node as the sum
+    of their broadcasts.  Both the compiled and the numpy path."""
+    from synthzoo.models import _pgm_numba, pgm_engine
+    from synthzoo.models.pgm import _aligned, _sum_to
+
+    dom = Domain(tuple("abcdef"), (5, 4, 3, 6, 2, 7))
+    node = tuple("abcdef")
+    pots = [("a", "b"), ("a", "c"), ("b", "c"), ("a", "d"), ("c", "d"), ("b", "e"), ("d", "e"), ("e", "f")]
+    plan = pgm_engine.Plan(dom, [node], [], pots)
+    assert len(plan.st_src) > len(pots)  # intermediates were used
+    assert plan.st_len.sum() < len(pots) * dom.size(node) / 2
+    rng = np.random.default_rng(3)
+    marg = rng.random(plan.N)
+    table = marg.reshape(dom.shape)
+    want = np.concatenate([_sum_to(node, table, c)[1].ravel() for c in pots])
+    np.testing.assert_allclose(plan.clique_marginals(marg), want, rtol=1e-12)
+    z = np.empty(plan.Z)
+    _pgm_numba._reduce(z, marg, plan.st_node, plan.st_src, plan.st_len, plan.st_dst, plan.st_idx, plan.red_idx)
+    np.testing.assert_allclose(z[:plan.T], want, rtol=1e-12)
+    T = rng.normal(size=plan.T)
+    spread = sum(_aligned(c, tab, node) for c, tab in plan.tables(T).items()).ravel()
+    np.testing.assert_allclose(plan.beliefs(T), spread, rtol=1e-12, atol=1e-12)
+    out = np.empty(plan.N)
+    _pgm_numba._spread(out, z, T, plan.st_node, plan.st_src, plan.st_len, plan.st_dst, plan.st_idx, plan.red_idx)
+    np.testing.assert_allclose(out, spread, rtol=1e-12, atol=1e-12)
+
+
 def test_pgm_stops_when_converged():
     """``tol``: a fit stops once the loss has stopped falling; the estimate is the converged one."""
     data = chain_data(n=2000, seed=5)
