@@ -143,6 +143,31 @@ def test_pgm_fit_round_is_a_cheaper_warm_refit():
         PGM(round_iters=0).fit(data.domain, ones, np.random.default_rng(0))
 
 
+def test_pgm_refine_round_continues_a_loose_refit():
+    """``refine_round`` takes the last between-rounds estimate of the same measurements on from where a
+    loose ``round_tol`` stopped it, to the lower loss of ``refine_tol``; a no-op when ``refine_tol`` is
+    not tighter."""
+    data = chain_data(n=3000, seed=6)
+    rng = np.random.default_rng(2)
+    cliques = [(a,) for a in data.domain.attrs] + [("a", "b"), ("b", "c"), ("c", "e"), ("d", "e")]
+    ms = [Measurement(c, data.project(c) + rng.normal(0, 20, data.domain.project(c).shape), 20.0) for c in cliques]
+    model = PGM(round_iters=5000, round_tol=1e-2, refine_tol=1e-6, momentum=False)
+    model.fit_round(data.domain, ms[:5], None)
+    model.fit_round(data.domain, ms, None)
+    loose, pots = model.iters_, {c: v.copy() for c, v in model._pots.items()}
+    model.refine_round(data.domain, ms, None)
+    assert model.warm_started_ and model.iters_ > loose
+    ref = PGM(round_iters=20000, round_tol=1e-9, momentum=False).fit_round(data.domain, ms, None)
+    early = PGM()
+    early._set_fitted(data.domain, ms, pots, model.total_)
+    gap = [sum(np.abs(m.project(c) - ref.project(c)).sum() for c in cliques) for m in (early, model)]
+    assert gap[1] < 0.5 * gap[0]  # closer to the converged estimate
+    same = PGM(round_tol=1e-3, refine_tol=1e-3).fit_round(data.domain, ms, None)
+    before = {c: v.copy() for c, v in same._pots.items()}
+    same.refine_round(data.domain, ms, None)
+    assert all(np.array_equal(before[c], same._pots[c]) for c in before)
+
+
 def test_pgm_queries_stay_within_the_model_size_cap():
     """A marginal across the junction tree is answered without any table beyond the cap: an attribute
     of 100 values carried through a node of 10,000 cells would need a million-cell table (what made
