@@ -10,8 +10,8 @@ fit on the 80 % split (seed 0), TVD against the training rows.  ``wide``: ``make
 seed=0)``, TVD against it, next to its columns shuffled independently.  ``resampled``: adult drawn
 with replacement to ``--rows`` rows (random_state 0); fit only.  Fit CPU seconds cover ``make`` and
 ``fit`` in this process; peak RSS is the process's.  Run each in a fresh process; ``--runs K`` runs
-the preset K times, each in a fresh process, and prints the mean (the noise is secret, so TVD and
-an adaptive selector's CPU vary from run to run).
+the preset K times, each in a fresh process, and prints the mean and standard deviation (the noise
+is secret, so TVD and an adaptive selector's CPU vary from run to run).
 
 Side by side with a peer (issue 16 item 5), one command, the same split, budget and scorer:
 
@@ -124,8 +124,12 @@ def repeat(a) -> None:
         print(line, flush=True)
         rows.append(json.loads(line))
     keys = [k for k in ("fit_cpu_s", "tvd_2way", "peak_rss_mb") if k in rows[0]]
-    print(json.dumps({"runs": len(rows), **{f"mean_{k}": round(float(np.mean([r[k] for r in rows])), 4)
-                                            for k in keys}}), flush=True)
+    summary = {"runs": len(rows)}
+    for k in keys:
+        v = np.array([r[k] for r in rows], dtype=float)
+        summary[f"mean_{k}"] = round(float(v.mean()), 4)
+        summary[f"sd_{k}"] = round(float(v.std(ddof=1)), 4) if v.size > 1 else None
+    print(json.dumps(summary), flush=True)
 
 
 def run_dpmm(a, df, schema) -> dict:
