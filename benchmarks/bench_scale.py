@@ -9,7 +9,8 @@ epsilon 1, delta 1e-5 (``ctgan``/``tvae``: non-private), synthesizer seed 0, sec
 fit on the 80 % split (seed 0), TVD against the training rows.  ``wide``: ``make_wide(rows, 100,
 seed=0)``, TVD against it, next to its columns shuffled independently.  ``resampled``: adult drawn
 with replacement to ``--rows`` rows (random_state 0); fit only.  Fit CPU seconds cover ``make`` and
-``fit`` in this process; peak RSS is the process's.  Run each in a fresh process; ``--runs K`` runs
+``fit`` in this process; peak RSS is the process's; ``model_mb`` is a graphical model's junction-tree
+size (``model_size_mb``) next to the selector's ``max_model_size`` (``model_cap_mb``).  Run each in a fresh process; ``--runs K`` runs
 the preset K times, each in a fresh process, and prints the mean and standard deviation (the noise
 is secret, so TVD and an adaptive selector's CPU vary from run to run).
 
@@ -98,6 +99,13 @@ def main() -> None:
             out["tvd_2way_independent"] = round(float(tvd_2way(df, ind, schema, bins=10)), 4)
     from synthzoo.isolation import peak_rss_mb
 
+    if hasattr(s.model, "cliques_"):  # a graphical model: its junction tree against the selector's cap
+        from synthzoo.core.graph import model_size_mb
+
+        out["model_mb"] = round(model_size_mb(s.model.domain_, s.model.cliques_), 2)
+        cap = getattr(s.select, "max_model_size", None)
+        if cap is not None:
+            out["model_cap_mb"] = float(cap)
     out["peak_rss_mb"] = round(peak_rss_mb())
     print(json.dumps(out), flush=True)
     if a.peer:
