@@ -89,7 +89,7 @@ def main() -> None:
     s = sz.make(a.preset, epsilon=eps, delta=1e-5, schema=schema, seed=0, **over)
     s.fit(df)
     out = {"data": a.data, "preset": a.preset, "rows": len(df), "cols": df.shape[1],
-           "fit_cpu_s": round(time.process_time() - c0, 1), "fit_wall_s": round(time.perf_counter() - t0, 1),
+           "fit_cpu_s": round(time.process_time() - c0, 2), "fit_wall_s": round(time.perf_counter() - t0, 2),
            "frame_mb": round(df.memory_usage(deep=True).sum() / 2 ** 20, 1), "threads": thread_settings()}
     if a.data != "resampled":
         out["tvd_2way"] = round(float(tvd_2way(df, s.sample(len(df)), schema, bins=10)), 4)
