@@ -9,9 +9,10 @@ epsilon 1, delta 1e-5 (``ctgan``/``tvae``: non-private), synthesizer seed 0, sec
 fit on the 80 % split (seed 0), TVD against the training rows.  ``wide``: ``make_wide(rows, 100,
 seed=0)``, TVD against it, next to its columns shuffled independently.  ``resampled``: adult drawn
 with replacement to ``--rows`` rows (random_state 0); fit only.  Fit CPU seconds cover ``make`` and
-``fit`` in this process; peak RSS is the process's.  Run each in a fresh process; ``--runs K`` runs
-the preset K times, each in a fresh process, and prints the mean (the noise is secret, so TVD and
-an adaptive selector's CPU vary from run to run).
+``fit`` in this process; peak RSS is the process's; ``model_mb`` is a graphical model's junction-tree
+size (``model_size_mb``) next to the selector's ``max_model_size`` (``model_cap_mb``).  Run each in a fresh process; ``--runs K`` runs
+the preset K times, each in a fresh process, and prints the mean and standard deviation (the noise
+is secret, so TVD and an adaptive selector's CPU vary from run to run).
 
 Side by side with a peer (issue 16 item 5), one command, the same split, budget and scorer:
 
@@ -88,7 +89,7 @@ def main() -> None:
     s = sz.make(a.preset, epsilon=eps, delta=1e-5, schema=schema, seed=0, **over)
     s.fit(df)
     out = {"data": a.data, "preset": a.preset, "rows": len(df), "cols": df.shape[1],
-           "fit_cpu_s": round(time.process_time() - c0, 1), "fit_wall_s": round(time.perf_counter() - t0, 1),
+           "fit_cpu_s": round(time.process_time() - c0, 2), "fit_wall_s": round(time.perf_counter() - t0, 2),
            "frame_mb": round(df.memory_usage(deep=True).sum() / 2 ** 20, 1), "threads": thread_settings()}
     if a.data != "resampled":
         out["tvd_2way"] = round(float(tvd_2way(df, s.sample(len(df)), schema, bins=10)), 4)
@@ -98,6 +99,13 @@ def main() -> None:
             out["tvd_2way_independent"] = round(float(tvd_2way(df, ind, schema, bins=10)), 4)
     from synthzoo.isolation import peak_rss_mb
 
+    if hasattr(s.model, "cliques_"):  # a graphical model: its junction tree against the selector's cap
+        from synthzoo.core.graph import model_size_mb
+
+        out["model_mb"] = round(model_size_mb(s.model.domain_, s.model.cliques_), 2)
+        cap = getattr(s.select, "max_model_size", None)
+        if cap is not None:
+            out["model_cap_mb"] = float(cap)
     out["peak_rss_mb"] = round(peak_rss_mb())
     print(json.dumps(out), flush=True)
     if a.peer:
@@ -124,8 +132,12 @@ def repeat(a) -> None:
         print(line, flush=True)
         rows.append(json.loads(line))
     keys = [k for k in ("fit_cpu_s", "tvd_2way", "peak_rss_mb") if k in rows[0]]
-    print(json.dumps({"runs": len(rows), **{f"mean_{k}": round(float(np.mean([r[k] for r in rows])), 4)
-                                            for k in keys}}), flush=True)
+    summary = {"runs": len(rows)}
+    for k in keys:
+        v = np.array([r[k] for r in rows], dtype=float)
+        summary[f"mean_{k}"] = round(float(v.mean()), 4)
+        summary[f"sd_{k}"] = round(float(v.std(ddof=1)), 4) if v.size > 1 else None
+    print(json.dumps(summary), flush=True)
 
 
 def run_dpmm(a, df, schema) -> dict:

@@ -208,7 +208,9 @@ class Synthesizer:
             if not isinstance(df, pd.DataFrame) or len(df) == 0:
                 raise SchemaError("fit needs a non-empty pandas DataFrame")
             schema = Schema.infer(df)
-        df = schema.validate(df, out_of_bounds=self.out_of_bounds)
+        # a model of codes: categorical columns are matched to the schema once, here, and encoded from the codes
+        df = schema.validate(df, out_of_bounds=self.out_of_bounds,
+                             categories=self.model.get_tags()["input"] == "codes")
         self.schema_ = schema
         self.columns_ = list(df.columns)  # the order only: dtypes come from the schema
         self.ledger_ = self.account_ = self._new_ledger()

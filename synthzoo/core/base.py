@@ -199,6 +199,12 @@ class Model(Module):
         final measurements with :meth:`fit` afterwards."""
         return self.fit(domain, measurements, rng)
 
+    def refine_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "Model":
+        """The last :meth:`fit_round` estimate of the same ``measurements`` taken further, which an
+        adaptive selector asks for when a decision hinges on it.  Defaults to the estimate as it is;
+        a model whose between-rounds refits stop early continues them (PGM's ``refine_tol``)."""
+        return self
+
     def fit_records(self, data: EncodedData, budget: Budget, rng: np.random.Generator) -> "Model":
         """Fit encoded records directly, charging ``budget`` (record models only)."""
         raise ConfigError(f"model {self.name!r} fits measurements, not records")

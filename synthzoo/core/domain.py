@@ -66,8 +66,43 @@ class Domain:
 
 
 MAX_CELLS = 50_000_000
-#: Rows per chunk when counting: the flat cell index of a chunk is the only row-sized temporary.
+#: Rows per chunk when counting in numpy: the flat cell index of a chunk is the only row-sized temporary.
 CHUNK_ROWS = 1 << 18
+#: From this many rows marginals are counted by the compiled loop (about five times numpy's speed);
+#: below, numpy's is as fast as the compiled function's first call in a process.
+COMPILED_ROWS = 1 << 18
+
+try:  # one compiled pass over the rows per marginal (numba is a dependency); chunked numpy without it
+    from numba import njit as _njit
+
+    @_njit(cache=True, nogil=True)
+    def _count_rows(codes, cols, strides, out):  # pragma: no cover - compiled
+        """Add every row's cell over columns ``cols`` of ``codes`` (flat index ``sum code * stride``)
+        into ``out``; the codes are known to lie in the grid.  One, two and three columns (every
+        marginal a selector counts) are loops without an inner loop, which the compiler unrolls."""
+        k = cols.shape[0]
+        if k == 1:
+            a = codes[:, cols[0]]
+            for r in range(a.shape[0]):
+                out[np.int64(a[r])] += 1
+        elif k == 2:
+            a, b = codes[:, cols[0]], codes[:, cols[1]]
+            s0 = strides[0]
+            for r in range(a.shape[0]):
+                out[np.int64(a[r]) * s0 + np.int64(b[r])] += 1
+        elif k == 3:
+            a, b, c = codes[:, cols[0]], codes[:, cols[1]], codes[:, cols[2]]
+            s0, s1 = strides[0], strides[1]
+            for r in range(a.shape[0]):
+                out[np.int64(a[r]) * s0 + np.int64(b[r]) * s1 + np.int64(c[r])] += 1
+        else:
+            for r in range(codes.shape[0]):
+                i = 0
+                for j in range(k):
+                    i += np.int64(codes[r, cols[j]]) * strides[j]
+                out[i] += 1
+except ImportError:  # pragma: no cover
+    _count_rows = None
 
 
 def code_dtype(shape: Sequence[int]) -> np.dtype:
@@ -91,6 +126,17 @@ def count(codes: np.ndarray, shape: Sequence[int], chunk: int = CHUNK_ROWS, cols
     if (codes.shape[1] if cols is None else len(cols)) == 0:
         return np.array(float(codes.shape[0]))
     out = np.zeros(size, dtype=np.int64)
+    if _count_rows is not None and codes.ndim == 2 and codes.dtype.kind in "iu" and codes.shape[0] >= COMPILED_ROWS:
+        cols = np.arange(codes.shape[1], dtype=np.int64) if cols is None else np.asarray(list(cols), dtype=np.int64)
+        for c, s in zip(cols, shape):  # the grid's bounds, checked by column (contiguous: codes are column-major)
+            col = codes[:, c]
+            if col.max() >= s or (codes.dtype.kind == "i" and col.min() < 0):
+                raise ValueError(f"codes fall outside the grid of shape {shape}")
+        strides = np.ones(len(shape), dtype=np.int64)
+        for k in range(len(shape) - 2, -1, -1):
+            strides[k] = strides[k + 1] * shape[k + 1]
+        _count_rows(codes, cols, strides, out)
+        return out.astype(float).reshape(shape)
     for lo in range(0, codes.shape[0], chunk):
         part = codes[lo:lo + chunk] if cols is None else codes[lo:lo + chunk][:, list(cols)]
         flat = np.ravel_multi_index(tuple(part.T), shape) if part.shape[1] > 1 else part[:, 0]

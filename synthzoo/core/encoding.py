@@ -49,6 +49,15 @@ class CategoricalEncoder:
         return len(self.groups) if self.column.missing else None
 
     def transform(self, s: pd.Series) -> np.ndarray:
+        if self.column.is_schema_categorical(s):  # already matched to the schema (Schema.validate(categories=True))
+            idx = np.asarray(s.cat.codes)
+            out = self._code_of[idx]
+            na = idx < 0
+            if na.any():
+                if self.missing_code is None:
+                    raise ValueError(f"column {self.column.name!r}: missing values but the schema allows none")
+                out[na] = self.missing_code
+            return out
         # each distinct value is matched once (factorize), then every row is one array lookup
         idx, uniques = pd.factorize(s, use_na_sentinel=True)
         keys = [category_key(u) for u in uniques]
@@ -83,6 +92,10 @@ class CategoricalEncoder:
         return {"type": "categorical", "groups": self.groups}
 
 
+#: Widest integer range a bin encoder reads from a lookup table instead of a binary search per value.
+_TABLE_CELLS = 1 << 22
+
+
 class BinEncoder:
     """Numeric (or datetime, as epoch seconds) values -> bin codes over public-bounded edges.
 
@@ -111,6 +124,23 @@ class BinEncoder:
     def n_bins(self) -> int:
         return len(self.edges) - 1
 
+    def _table(self, n: int) -> np.ndarray | None:
+        """For an integer column of at most :data:`_TABLE_CELLS` integers, the code of every integer
+        from the lower edge (the bins' edges are integers, so ``v`` and ``floor(v)`` share a bin);
+        None otherwise (binary search), and for ``n`` values fewer than half the integers when the
+        table is not built yet (building it would cost more than it saves)."""
+        e = self.edges
+        if not self.column.integer or not np.all(np.mod(e, 1) == 0) or not 0 < e[-1] - e[0] <= _TABLE_CELLS:
+            return None
+        key = e.tobytes()
+        if getattr(self, "_table_key", None) != key:  # edges may be replaced (encoder_from_state)
+            if 2 * n < e[-1] - e[0]:
+                return None
+            ints = np.arange(e[0], e[-1])
+            self._table_codes = np.clip(np.searchsorted(e, ints, side="right") - 1, 0, self.n_bins - 1)
+            self._table_key = key
+        return self._table_codes
+
     @property
     def size(self) -> int:
         return self.n_bins + (1 if self.column.missing else 0)
@@ -122,7 +152,13 @@ class BinEncoder:
     def transform(self, s: pd.Series) -> np.ndarray:
         v = numeric_values(s, self.column)
         na = np.isnan(v)
-        out = np.clip(np.searchsorted(self.edges, v[~na], side="right") - 1, 0, self.n_bins - 1)
+        table = self._table(len(v))
+        if table is not None:  # integer edges: the bin of floor(v), read from a table of the integers
+            lo = self.edges[0]
+            idx = np.clip(v[~na] - lo, 0, table.size - 1).astype(np.int64)
+            out = table[idx]
+        else:
+            out = np.clip(np.searchsorted(self.edges, v[~na], side="right") - 1, 0, self.n_bins - 1)
         codes = np.empty(len(v), dtype=np.int64)
         codes[~na] = out
         if na.any():
@@ -204,9 +240,10 @@ class TableEncoder:
 
     def transform(self, df: pd.DataFrame, chunk: int = 1 << 20) -> np.ndarray:
         """The (n, d) code matrix in the domain's smallest integer type, filled column by column in
-        row chunks: no frame-sized temporary, only one chunk of one column at a time."""
+        row chunks: no frame-sized temporary, only one chunk of one column at a time.  Column-major,
+        so that each column is filled, and later counted, as one contiguous run."""
         n = len(df)
-        out = np.empty((n, len(self.schema.names)), dtype=code_dtype(self.domain.shape))
+        out = np.empty((n, len(self.schema.names)), dtype=code_dtype(self.domain.shape), order="F")
         for j, c in enumerate(self.schema.names):
             col, enc = df[c], self.encoders[c]
             for lo in range(0, n, chunk):

@@ -255,6 +255,31 @@ class Column:
             return v.map({"True": True, "False": False}).astype(dtype)
         return pd.to_numeric(v).astype(dtype)
 
+    def as_categorical(self, s: pd.Series) -> pd.Categorical:
+        """The values of this categorical column as a pandas Categorical over the schema's categories,
+        matched by :func:`category_key` (missing values get code -1): one hash pass over the values,
+        then array lookups.  A Categorical over the schema's categories is returned as it is.
+        Raises :class:`SchemaError` naming values outside the schema."""
+        if self.is_schema_categorical(s):
+            return s.array
+        codes, uniques = pd.factorize(np.asarray(s, dtype=object), use_na_sentinel=True)
+        keys = [category_key(u) for u in uniques]
+        index = {c: i for i, c in enumerate(self.categories)}
+        pos = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
+        if (pos < 0).any():
+            bad = sorted(k for k, p in zip(keys, pos) if p < 0)
+            raise SchemaError(f"column {self.name!r}: value(s) {bad[:5]} not among the schema's categories "
+                              f"({len(bad)} unseen)")
+        itype = np.int8 if len(self.categories) < 127 else np.int16 if len(self.categories) < 32767 else np.int32
+        lookup = np.append(pos, -1).astype(itype)  # the NA sentinel -1 reads the appended -1
+        return pd.Categorical.from_codes(lookup[codes], dtype=pd.CategoricalDtype(self.categories))
+
+    def is_schema_categorical(self, s) -> bool:
+        """Whether ``s`` is already a pandas Categorical over exactly this column's categories, in order."""
+        dtype = getattr(s, "dtype", None)
+        return (isinstance(dtype, pd.CategoricalDtype) and len(dtype.categories) == len(self.categories)
+                and list(dtype.categories) == self.categories)
+
     def datetimes(self, seconds, snap: bool = True) -> pd.Series:
         """Wall-clock seconds as datetimes of this column (tz-aware in ``tz``); ``snap`` floors them to
         the resolution within the bounds."""
@@ -424,7 +449,7 @@ class Schema:
         return len(self.columns)
 
     # -- validation ----------------------------------------------------------------------
-    def validate(self, df: pd.DataFrame, out_of_bounds: str = "raise") -> pd.DataFrame:
+    def validate(self, df: pd.DataFrame, out_of_bounds: str = "raise", categories: bool = False) -> pd.DataFrame:
         """Check ``df`` against the schema; return it (numeric values clipped if asked).
 
         Raises :class:`SchemaError` naming the column and the problem: missing or extra
@@ -432,6 +457,11 @@ class Schema:
         schema, non-numeric values in a numeric column, non-integers in an integer column,
         infinite values and values outside the public bounds (``out_of_bounds="clip"``
         clips them instead, with a warning that says how many).
+
+        ``categories=True`` returns the categorical columns as pandas Categoricals over the
+        schema's categories (:meth:`Column.as_categorical`): each column's values are matched
+        to the schema once, in the same pass that checks them, and encoders read the codes
+        (on a table of millions of rows, matching text values is most of the encoding time).
         """
         if not isinstance(df, pd.DataFrame):
             raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
@@ -449,21 +479,40 @@ class Schema:
         if len(df) == 0:
             raise SchemaError("frame is empty (0 rows)")
         out = df
+
+        def no_missing(col: Column, s: pd.Series) -> None:
+            raise SchemaError(f"column {col.name!r}: {int(s.isna().sum())} missing value(s) (NaN) but the schema "
+                              "declares no missing values (set \"missing\": true if they can occur)")
+
         for col in self.columns:
             s = df[col.name]
-            na = s.isna().to_numpy()
-            if na.any() and not col.missing:
-                raise SchemaError(f"column {col.name!r}: {int(na.sum())} missing value(s) (NaN) but the schema "
-                                  "declares no missing values (set \"missing\": true if they can occur)")
-            if na.all():
-                continue
-            if col.kind == "categorical":
-                keys = pd.Series(s[~na].unique()).map(category_key)
+            if col.kind == "categorical":  # the distinct values say all: one hash pass, no row-sized mask
+                if categories:
+                    codes = col.as_categorical(s)  # raises on values outside the schema
+                    if not col.missing and (codes.codes < 0).any():
+                        no_missing(col, s)
+                    if out is df:
+                        out = df.copy(deep=False)
+                    out[col.name] = pd.Series(codes, index=s.index, name=col.name)
+                    continue
+                uniq = pd.Series(s.unique())
+                na_u = uniq.isna().to_numpy()
+                if na_u.any() and not col.missing:
+                    no_missing(col, s)
+                keys = uniq[~na_u].map(category_key)
                 bad = sorted(set(keys) - set(col.categories))
                 if bad:
                     raise SchemaError(f"column {col.name!r}: value(s) {bad[:5]} not among the schema's categories "
                                       f"({len(bad)} unseen)")
                 continue
+            na = s.isna().to_numpy()
+            if na.any() and not col.missing:
+                no_missing(col, s)
+            if na.all():
+                continue
+            if (col.kind == "numerical" and pd.api.types.is_integer_dtype(s.dtype) and not na.any()
+                    and col.lower <= s.min() and s.max() <= col.upper):
+                continue  # whole numbers within the bounds: nothing below can fail
             v = numeric_values(s, col)
             vv = v[~na]
             if not np.all(np.isfinite(vv)):

@@ -479,6 +479,11 @@ class PGM(MeasurementModel):
         annealing test, whether a new measurement moved the estimate by more than its noise), so
         they must be converged: stopped early, the estimate has not yet moved towards the new
         measurement and AIM anneals too soon (fewer rounds, a worse model).
+    refine_tol : float, default 1e-4
+        The tolerance of :meth:`refine_round`, which continues the last between-rounds estimate when
+        a selector's decision hinges on it (AIM's annealing test near its threshold).  With a looser
+        ``round_tol`` the rounds are cheap and only the borderline ones are taken to ``refine_tol``;
+        a ``refine_tol`` not below ``round_tol`` makes :meth:`refine_round` a no-op.
     momentum : bool, default True
         Accelerate mirror descent with restarted Nesterov momentum on the potentials (numpy
         engine; see :mod:`.pgm_engine`): the same estimate in a fraction of the iterations.
@@ -495,11 +500,12 @@ class PGM(MeasurementModel):
         "iters": [Interval(Integral, 1, None)], "warm_start": [Boolean()],
         "max_model_size": [Interval(Real, 0, None, closed="neither")], "round_iters": [Interval(Integral, 1, None)],
         "engine": [Options("auto", "numpy", "jax")], "tol": [Interval(Real, 0, 1, closed="left")],
-        "round_tol": [Interval(Real, 0, 1, closed="left")], "momentum": [Boolean()]}
+        "round_tol": [Interval(Real, 0, 1, closed="left")], "refine_tol": [Interval(Real, 0, 1, closed="left")],
+        "momentum": [Boolean()]}
 
     def __init__(self, iters: int = 1000, warm_start: bool = True, max_model_size: float = 100.0,
                  round_iters: int = 250, engine: str = "auto", tol: float = 1e-4, round_tol: float = 1e-4,
-                 momentum: bool = True):
+                 momentum: bool = True, refine_tol: float = 1e-4):
         self.iters = iters
         self.momentum = momentum
         self.warm_start = warm_start
@@ -508,6 +514,7 @@ class PGM(MeasurementModel):
         self.engine = engine
         self.tol = tol
         self.round_tol = round_tol
+        self.refine_tol = refine_tol
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -542,6 +549,14 @@ class PGM(MeasurementModel):
         stopped at ``round_tol``."""
         self._estimate(domain, check_measurements(self._label(), domain, measurements), int(self.round_iters),
                        "numpy", float(self.round_tol))
+        return self
+
+    def refine_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
+        """The last :meth:`fit_round` estimate (of the same ``measurements``) continued from where it
+        stopped to ``refine_tol``; nothing when ``refine_tol`` is not below ``round_tol``."""
+        if float(self.refine_tol) < float(self.round_tol):
+            self._estimate(domain, check_measurements(self._label(), domain, measurements), int(self.round_iters),
+                           "numpy", float(self.refine_tol))
         return self
 
     def _estimate(self, domain: Domain, measurements: list[Measurement], iters: int, engine: str,

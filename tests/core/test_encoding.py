@@ -84,3 +84,59 @@ def test_constant_integer_column_has_one_bin():
     assert enc.n_bins == 1
     assert enc.transform(pd.Series([3, 3])).tolist() == [0, 0]
     assert enc.inverse(np.zeros(3, int), np.random.default_rng(0)).tolist() == [3.0] * 3
+
+
+def test_compiled_count_matches_numpy_and_checks_the_grid():
+    """Tables of many rows are counted by the compiled loop (one, two, three and more columns, either
+    memory order); it agrees with the numpy count and refuses codes outside the grid."""
+    from synthzoo.core import domain as D
+
+    rng = np.random.default_rng(1)
+    n = D.COMPILED_ROWS + 17
+    codes = np.asfortranarray(np.stack([rng.integers(0, s, n) for s in (3, 4, 2, 5)], 1).astype(np.uint8))
+    for cols in ([2], [0, 3], [3, 1, 0], [0, 1, 2, 3]):
+        shape = tuple((3, 4, 2, 5)[c] for c in cols)
+        want = D.count(codes[:1000], shape, cols=cols)  # numpy path (few rows) ...
+        want = sum(D.count(codes[lo:lo + 1000], shape, cols=cols) for lo in range(0, n, 1000))  # ... in pieces
+        for c in (codes, np.ascontiguousarray(codes)):
+            np.testing.assert_array_equal(D.count(c, shape, cols=cols), want)
+    bad = codes.copy()
+    bad[5, 1] = 4  # outside column 1's four codes
+    with pytest.raises(ValueError, match="outside the grid"):
+        D.count(bad, (3, 4), cols=[0, 1])
+
+
+def test_schema_categoricals_encode_as_the_raw_values():
+    """``Schema.validate(categories=True)`` matches each categorical column to the schema once (a pandas
+    Categorical over its categories); the encoders read the same codes from it as from the raw values,
+    and it refuses the same inputs with the same messages."""
+    from synthzoo.core.errors import SchemaError
+
+    schema = Schema([Column("c", "categorical", categories=["x", "y", "z"], missing=True),
+                     Column("d", "categorical", categories=["1", "2"]),
+                     Column("v", "numerical", lower=0, upper=9, integer=True)])
+    df = pd.DataFrame({"c": ["y", None, "z", "x", "y"], "d": [1, 2, 2, 1, 1], "v": [0, 9, 3, 3, 4]})
+    cat = schema.validate(df, categories=True)
+    assert isinstance(cat["c"].dtype, pd.CategoricalDtype) and list(cat["c"].cat.categories) == ["x", "y", "z"]
+    assert cat["d"].tolist() == ["1", "2", "2", "1", "1"] and cat["v"].equals(df["v"])
+    enc = TableEncoder(schema, {"c": CategoricalEncoder(schema["c"], [[0, 2], [1]]),
+                                "d": CategoricalEncoder(schema["d"]), "v": BinEncoder(schema["v"], [0, 3, 6])})
+    np.testing.assert_array_equal(enc.transform(cat), enc.transform(df))
+    assert enc.transform(cat)[:, 0].tolist() == [1, 2, 0, 0, 1]  # y -> group 1, missing -> 2, z and x -> group 0
+    for frame, msg in ((df.assign(c=["y", "w", "z", "x", "y"]), "not among the schema's categories"),
+                       (df.assign(d=[1, None, 2, 1, 1]), "missing value")):
+        for categories in (False, True):
+            with pytest.raises(SchemaError, match=msg):
+                schema.validate(frame, categories=categories)
+
+
+def test_integer_bins_from_a_table_match_the_binary_search():
+    """An integer column's codes come from a table of its integers once there are enough values; the
+    bins are those of the binary search, values beyond the bounds clipped as before."""
+    col = Column("x", "numerical", lower=-5, upper=20, integer=True)
+    enc = BinEncoder(col, [-5, 0, 3, 11])
+    v = pd.Series(np.arange(-8, 24).repeat(2))
+    got = enc.transform(v)
+    assert getattr(enc, "_table_key", None) is not None  # the table was built
+    want = np.clip(np.searchsorted(enc.edges, v.to_numpy(float), side="right") - 1, 0, enc.n_bins - 1)
+    np.testing.assert_array_equal(got, want)

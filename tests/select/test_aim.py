@@ -140,3 +140,46 @@ def test_aim_with_a_model_size_cap_materialises_nothing_beyond_it(monkeypatch):
     # working set is ~20 vectors of the model's cells; momentum's converged refits keep AIM in more
     # rounds (a larger model within its cap) than plain steps did (peak 2.17 against 1.97 MB)
     assert peak < 10 * cap * 2 ** 20, peak
+
+
+class _LatestMeasurement(ProductModel):
+    """Estimates a measured marginal by its latest measurement, others as a product of one-ways."""
+
+    def fit(self, domain, measurements, rng):
+        super().fit(domain, measurements, rng)
+        self.latest_ = {m.clique: m.noisy for m in measurements}
+        return self
+
+    def project(self, clique):
+        return self.latest_.get(tuple(clique), super().project(clique))
+
+
+class _Lagging(_LatestMeasurement):
+    """Its between-rounds refit stops before taking in the new measurement (an estimate stopped early);
+    ``refine_round`` takes it in."""
+
+    def fit_round(self, domain, measurements, rng):
+        if not hasattr(self, "latest_"):
+            return self.fit(domain, measurements, rng)
+        self.refines_ = getattr(self, "refines_", 0)
+        return self
+
+    def refine_round(self, domain, measurements, rng):
+        self.refines_ += 1
+        return self.fit(domain, measurements, rng)
+
+
+def test_aim_anneals_on_a_refined_estimate_when_the_test_is_close():
+    """A between-rounds estimate that has not moved towards the new measurement would pass AIM's
+    annealing test every round (sigma halved each time); AIM asks the model to refine estimates near
+    the threshold, so the decisions are those of a model that refits fully."""
+    data = chain_data()
+    runs = []
+    for model in (_LatestMeasurement(), _Lagging()):
+        aim = AIM(rounds=20)
+        aim.run(data, selector_stage(1.0, noise_seed=5)[1], np.random.default_rng(0), model=model)
+        runs.append((aim, model))
+    (eager, _), (lagging, model) = runs
+    assert [h["sigma"] for h in lagging.history_] == [h["sigma"] for h in eager.history_]
+    assert [h["clique"] for h in lagging.history_] == [h["clique"] for h in eager.history_]
+    assert model.refines_ == len(lagging.history_) - 1  # every round but the last (which refits nothing)
