@@ -14,19 +14,29 @@ size (``model_size_mb``) next to the selector's ``max_model_size`` (``model_cap_
 the preset K times, each in a fresh process, and prints the mean and standard deviation (the noise
 is secret, so TVD and an adaptive selector's CPU vary from run to run).
 
-Side by side with a peer (issue 16 item 5), one command, the same split, budget and scorer:
+Side by side with the peers (issue 16 item 5), one command, the same split, budget and scorer:
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_scale.py adult aim --peer dpmm [--peer-cap 700]
+    OMP_NUM_THREADS=1 python benchmarks/bench_scale.py adult mst --peer dpmm --peer smartnoise
+    OMP_NUM_THREADS=1 python benchmarks/bench_scale.py adult aim --peer dpmm --peer smartnoise --peer-cap 300
 
-runs our preset here, then dpmm's pipeline of the same name (``aim`` or ``mst``) in dpmm's own
-environment (``--peer-venv``, default ``/work/venvs/dpmm``; build it with ``python3 -m venv
-/work/venvs/dpmm && /work/venvs/dpmm/bin/pip install dpmm==0.1.9``, the version measured) through
-``benchmarks/peers/run_dpmm.py``, which gives dpmm the schema's public domain (category lists and
-bounds; missing categorical cells as a category of their own) and a tenth of epsilon for its binning,
-as our presets.  It prints one JSON line per side (fit CPU s, peak RSS, 2-way TVD against the
-training rows) and one with the CPU ratio.  dpmm's AIM runs 1,000 mirror-descent iterations in each
+runs our preset here, then each peer's method of the same name (``aim`` or ``mst``) in the peer's own
+environment (never a project dependency), each through a script of ``benchmarks/peers/``:
+
+* dpmm 0.1.9 (``run_dpmm.py``; ``--dpmm-venv``, default ``/work/venvs/dpmm``; build it with
+  ``python3 -m venv /work/venvs/dpmm && /work/venvs/dpmm/bin/pip install dpmm==0.1.9``);
+* smartnoise-synth 1.0.x (``run_snsynth.py``; ``--smartnoise-venv``, default ``/work/venvs/snsynth``;
+  build it with ``python3 -m venv /work/venvs/snsynth && /work/venvs/snsynth/bin/pip install
+  torch==2.13.0 && /work/venvs/snsynth/bin/pip install smartnoise-synth``).
+
+Each peer gets the schema's public domain where its API takes one (category lists and bounds; see
+each script for what it still reads from the rows) and a tenth of epsilon for its binning of
+numerical columns, as our presets.  Every side, ours included, is scored by the same code here: fit
+CPU seconds (the child's own clock), peak RSS, 2-way TVD against the training rows, 3-way query
+error and LightGBM F1 on adult's held-out 20 %; one JSON line per side and one per peer with the
+ratios (its CPU / ours, its TVD / ours).  A peer's AIM runs 1,000 mirror-descent iterations in each
 of its rounds and can take over 20 CPU minutes on adult: ``--peer-cap`` (CPU seconds, default 700)
-stops it there; the line then says so, with the rounds it completed, and the ratio is a lower bound.
+stops it there; the line then says so, with the rounds it completed where the peer reports them, and
+the CPU ratio is a lower bound.
 """
 
 from __future__ import annotations
@@ -50,6 +60,9 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+#: each peer's script in benchmarks/peers/ and the option naming its environment
+PEERS = {"dpmm": ("run_dpmm.py", "dpmm_venv"), "smartnoise": ("run_snsynth.py", "smartnoise_venv")}
+
 
 def main() -> None:
     p = argparse.ArgumentParser()
@@ -58,8 +71,10 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=10000)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--runs", type=int, default=1, help="repeat in fresh processes and print the mean")
-    p.add_argument("--peer", choices=["dpmm"], default=None, help="also run this peer's method of the same name")
-    p.add_argument("--peer-venv", default="/work/venvs/dpmm")
+    p.add_argument("--peer", choices=sorted(PEERS), action="append", default=[],
+                   help="also run this peer's method of the same name (repeatable)")
+    p.add_argument("--dpmm-venv", default="/work/venvs/dpmm")
+    p.add_argument("--smartnoise-venv", default="/work/venvs/snsynth")
     p.add_argument("--peer-cap", type=float, default=700.0, help="CPU seconds the peer may use")
     p.add_argument("--peer-wall", type=float, default=None, help="wall seconds the peer may use (default 2x the cap)")
     a = p.parse_args()
@@ -71,14 +86,17 @@ def main() -> None:
     from synthzoo.datasets import load_shared, make_wide, train_test_split
     from synthzoo.metrics import tvd_2way
 
+    test = None
     if a.data == "adult":
         df, schema = load_shared("adult")
-        df, _ = train_test_split(df, test_size=0.2, seed=0)
+        df, test = train_test_split(df, test_size=0.2, seed=0)
     elif a.data == "wide":
         df, schema = make_wide(a.rows, 100, seed=0)
     else:
         df, schema = load_shared("adult")
         df = df.sample(a.rows, replace=True, random_state=0).reset_index(drop=True)
+    if a.peer and (a.data != "adult" or a.preset not in ("aim", "mst")):
+        raise SystemExit("--peer runs the peers' aim or mst on adult")
     over = {}
     if a.epochs:
         cfg = sz.presets.preset_config(a.preset)
@@ -92,11 +110,14 @@ def main() -> None:
            "fit_cpu_s": round(time.process_time() - c0, 2), "fit_wall_s": round(time.perf_counter() - t0, 2),
            "frame_mb": round(df.memory_usage(deep=True).sum() / 2 ** 20, 1), "threads": thread_settings()}
     if a.data != "resampled":
-        out["tvd_2way"] = round(float(tvd_2way(df, s.sample(len(df)), schema, bins=10)), 4)
+        fake = s.sample(len(df))
+        out["tvd_2way"] = round(float(tvd_2way(df, fake, schema, bins=10)), 4)
         if a.data == "wide":
             rng = np.random.default_rng(1)
             ind = df.apply(lambda c: c.sample(frac=1.0, random_state=int(rng.integers(1 << 30))).to_numpy())
             out["tvd_2way_independent"] = round(float(tvd_2way(df, ind, schema, bins=10)), 4)
+        if a.peer:  # the peers' scorer, applied to ours too
+            out.update(utility(df, test, fake, schema))
     from synthzoo.isolation import peak_rss_mb
 
     if hasattr(s.model, "cliques_"):  # a graphical model: its junction tree against the selector's cap
@@ -108,17 +129,43 @@ def main() -> None:
             out["model_cap_mb"] = float(cap)
     out["peak_rss_mb"] = round(peak_rss_mb())
     print(json.dumps(out), flush=True)
-    if a.peer:
-        if a.data != "adult" or a.preset not in ("aim", "mst"):
-            raise SystemExit("--peer dpmm runs dpmm's aim or mst on adult")
-        peer = run_dpmm(a, df, schema)
+    for name in a.peer:
+        peer = run_peer(a, name, df, test, schema)
         print(json.dumps(peer), flush=True)
         ratio = {"ours": a.preset, "peer": peer["peer"], "ours_fit_cpu_s": out["fit_cpu_s"],
-                 "peer_fit_cpu_s": peer["fit_cpu_s"], "ours_tvd_2way": out["tvd_2way"],
-                 "peer_tvd_2way": peer.get("tvd_2way")}
+                 "peer_fit_cpu_s": peer["fit_cpu_s"]}
         key = "cpu_ratio_at_least" if peer.get("capped") else "cpu_ratio"
         ratio[key] = round(peer["fit_cpu_s"] / max(out["fit_cpu_s"], 1e-9), 1)
+        if "tvd_2way" in peer:
+            ratio["tvd_ratio"] = round(peer["tvd_2way"] / out["tvd_2way"], 2)
         print(json.dumps(ratio), flush=True)
+
+
+def utility(train, test, fake, schema) -> dict:
+    """3-way query error and LightGBM F1 (train on the release, test on the held-out rows), as
+    ``bench_deep``; a peer's out-of-bounds or fractional values are clipped and rounded first, as a
+    user would.  Also the 2-way TVD over the categorical columns' pairs alone, which no decoding of
+    numerical bins touches (smartnoise returns a bin's midpoint: capital-gain's first equal-width bin
+    comes back as 2,500 where most rows hold 0, which the quantile-binned 2-way TVD counts in full)."""
+    import warnings
+
+    import pandas as pd
+
+    from synthzoo.core.schema import Schema
+    from synthzoo.metrics import ml_scores, query_error_3way, tvd_2way
+
+    cats = Schema([c for c in schema if c.kind == "categorical"], dict(schema.meta))
+    tvd_cat = float(tvd_2way(train[cats.names], fake[cats.names], cats, bins=10))
+    fake = fake.reindex(columns=train.columns).copy()
+    for c in schema:
+        if c.kind == "numerical":
+            v = pd.to_numeric(fake[c.name], errors="coerce").clip(c.lower, c.upper)
+            fake[c.name] = v.round() if c.integer else v
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ml = ml_scores(train, fake, test, schema, evaluators=("gbm",))
+    return {"tvd_2way_categorical": round(tvd_cat, 4), "query_3way": round(float(query_error_3way(test, fake, schema)), 4),
+            "ml_f1": round(float(dict(zip(ml["score"], ml["synthetic"])).get("f1", np.nan)), 4)}
 
 
 def repeat(a) -> None:
@@ -140,16 +187,17 @@ def repeat(a) -> None:
     print(json.dumps(summary), flush=True)
 
 
-def run_dpmm(a, df, schema) -> dict:
-    """dpmm's pipeline of the preset's name in its own venv, under a CPU cap; scored as ours."""
+def run_peer(a, name, df, test, schema) -> dict:
+    """A peer's pipeline of the preset's name in its own venv, under a CPU cap; scored as ours."""
     import pandas as pd
 
     from synthzoo.metrics import tvd_2way
 
-    py = Path(a.peer_venv) / "bin" / "python"
+    script, venv_attr = PEERS[name]
+    py = Path(getattr(a, venv_attr)) / "bin" / "python"
     if not py.exists():
-        raise SystemExit(f"no dpmm environment at {a.peer_venv}: see this file's docstring")
-    work = Path(tempfile.mkdtemp(prefix="bench_dpmm_"))
+        raise SystemExit(f"no {name} environment at {py.parent.parent}: see this file's docstring")
+    work = Path(tempfile.mkdtemp(prefix=f"bench_{name}_"))
     df.to_csv(work / "train.csv", index=False)
     from synthzoo.datasets import datasets_root
 
@@ -159,7 +207,7 @@ def run_dpmm(a, df, schema) -> dict:
     def limit():  # the child's own CPU clock: SIGXCPU at the cap, SIGKILL a second later
         resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
 
-    cmd = [str(py), str(ROOT / "benchmarks/peers/run_dpmm.py"), a.preset, str(work / "train.csv"),
+    cmd = [str(py), str(ROOT / "benchmarks/peers" / script), a.preset, str(work / "train.csv"),
            str(work / "schema.json"), str(work / "out.csv"), "--epsilon", "1.0", "--delta", "1e-5",
            "--progress", str(work / "progress.jsonl")]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -169,22 +217,21 @@ def run_dpmm(a, df, schema) -> dict:
     except subprocess.TimeoutExpired:
         proc.kill()
         stdout, stderr = proc.communicate()
-    proc.stdout, proc.stderr = stdout, stderr
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    out = {"peer": f"dpmm-{a.preset}", "fit_cpu_s": round(cpu, 1)}
+    out = {"peer": f"{name}-{a.preset}", "fit_cpu_s": round(cpu, 1)}
     if proc.returncode == 0:
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
-        out.update(info)
+        out.update(json.loads(stdout.strip().splitlines()[-1]))
         fake = pd.read_csv(work / "out.csv")
         out["tvd_2way"] = round(float(tvd_2way(df, fake, schema, bins=10)), 4)
+        out.update(utility(df, test, fake, schema))
         return out
     rounds = (work / "progress.jsonl").read_text().splitlines() if (work / "progress.jsonl").exists() else []
     if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         out.update(capped=True, cap_cpu_s=cap, cap_wall_s=a.peer_wall, rounds_completed=max(len(rounds) - 1, 0),
-                   note="stopped at the CPU or wall cap before finishing; the ratio is a lower bound")
+                   note="stopped at the CPU or wall cap before finishing; the CPU ratio is a lower bound")
         return out
-    raise SystemExit(f"dpmm failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    raise SystemExit(f"{name} failed (exit {proc.returncode}):\n{stderr[-3000:]}")
 
 
 if __name__ == "__main__":
