@@ -226,10 +226,11 @@ def run_peer(a, name, df, test, schema) -> dict:
         out["tvd_2way"] = round(float(tvd_2way(df, fake, schema, bins=10)), 4)
         out.update(utility(df, test, fake, schema))
         return out
-    rounds = (work / "progress.jsonl").read_text().splitlines() if (work / "progress.jsonl").exists() else []
     if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-        out.update(capped=True, cap_cpu_s=cap, cap_wall_s=a.peer_wall, rounds_completed=max(len(rounds) - 1, 0),
+        out.update(capped=True, cap_cpu_s=cap, cap_wall_s=a.peer_wall,
                    note="stopped at the CPU or wall cap before finishing; the CPU ratio is a lower bound")
+        if (work / "progress.jsonl").exists():  # dpmm's runner logs its AIM rounds; smartnoise's cannot
+            out["rounds_completed"] = max(len((work / "progress.jsonl").read_text().splitlines()) - 1, 0)
         return out
     raise SystemExit(f"{name} failed (exit {proc.returncode}):\n{stderr[-3000:]}")
 
