@@ -10,7 +10,8 @@ fit on the 80 % split (seed 0), TVD against the training rows.  ``wide``: ``make
 seed=0)``, TVD against it, next to its columns shuffled independently.  ``resampled``: adult drawn
 with replacement to ``--rows`` rows (random_state 0); fit only.  Fit CPU seconds cover ``make`` and
 ``fit`` in this process; peak RSS is the process's; ``model_mb`` is a graphical model's junction-tree
-size (``model_size_mb``) next to the selector's ``max_model_size`` (``model_cap_mb``).  Run each in a fresh process; ``--runs K`` runs
+size (``model_size_mb``) next to the selector's ``max_model_size`` (``model_cap_mb``).  Run each in a fresh
+process; ``--runs K`` runs
 the preset K times, each in a fresh process, and prints the mean and standard deviation (the noise
 is secret, so TVD and an adaptive selector's CPU vary from run to run).
 
@@ -164,7 +165,8 @@ def utility(train, test, fake, schema) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ml = ml_scores(train, fake, test, schema, evaluators=("gbm",))
-    return {"tvd_2way_categorical": round(tvd_cat, 4), "query_3way": round(float(query_error_3way(test, fake, schema)), 4),
+    return {"tvd_2way_categorical": round(tvd_cat, 4),
+            "query_3way": round(float(query_error_3way(test, fake, schema)), 4),
             "ml_f1": round(float(dict(zip(ml["score"], ml["synthetic"])).get("f1", np.nan)), 4)}
 
 
