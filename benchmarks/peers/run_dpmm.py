@@ -23,7 +23,6 @@ the CPU seconds are the whole cost).  ``--progress FILE`` appends one JSON line 
 import argparse
 import json
 import os
-import resource
 import time
 
 for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -31,29 +30,9 @@ for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from _proc import cpu_s, peak_rss_mb  # noqa: E402  (this folder: the script's own directory)
 
 MISSING = "__missing__"
-
-
-def _peak_rss_mb() -> float:
-    """This process's own peak resident memory in MB (Linux's VmHWM: ``ru_maxrss`` would carry over the
-    peak of the parent that forked it, which fitted our preset first).  The same as
-    ``synthzoo.isolation.peak_rss_mb``, repeated because this script runs in dpmm's own environment,
-    where synthzoo is not installed."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime + ch.ru_utime + ch.ru_stime
 
 
 def public_domain(schema: dict, df: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -122,7 +101,7 @@ def main():
 
     print(json.dumps({"peer": f"dpmm-{a.method}", "version": getattr(dpmm, "__version__", "0.1.9"),
                       "fit_cpu_s": round(fit_cpu, 1), "fit_wall_s": round(fit_wall, 1),
-                      "peak_rss_mb": round(_peak_rss_mb())}))
+                      "peak_rss_mb": round(peak_rss_mb())}))
 
 
 if __name__ == "__main__":

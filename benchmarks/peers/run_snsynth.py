@@ -22,7 +22,6 @@ Sampled bins come back as values inside them (smartnoise's inverse transform).
 import argparse
 import json
 import os
-import resource
 import time
 
 for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -30,25 +29,7 @@ for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-
-
-def _peak_rss_mb() -> float:
-    """This process's own peak resident memory in MB (``VmHWM``), as ``run_dpmm.py`` (synthzoo is not
-    installed in this environment)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime + ch.ru_utime + ch.ru_stime
+from _proc import cpu_s, peak_rss_mb  # noqa: E402  (this folder: the script's own directory)
 
 
 def public_transformer(schema: dict, bins: int):
@@ -108,7 +89,7 @@ def main():
 
     print(json.dumps({"peer": f"smartnoise-{a.method}", "version": version("smartnoise-synth"),
                       "fit_cpu_s": round(fit_cpu, 1), "fit_wall_s": round(fit_wall, 1),
-                      "peak_rss_mb": round(_peak_rss_mb())}))
+                      "peak_rss_mb": round(peak_rss_mb())}))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import pandas as pd
 
 from .domain import Domain, code_dtype
 from .errors import ConfigError
-from .schema import Column, Schema, category_key, numeric_values, per_column
+from .schema import Column, Schema, numeric_values, per_column
 
 
 class CategoricalEncoder:
@@ -38,7 +38,6 @@ class CategoricalEncoder:
         self._code_of = np.empty(k, dtype=np.int64)
         for g, members in enumerate(self.groups):
             self._code_of[members] = g
-        self._index = {c: i for i, c in enumerate(column.categories)}
 
     @property
     def size(self) -> int:
@@ -49,24 +48,10 @@ class CategoricalEncoder:
         return len(self.groups) if self.column.missing else None
 
     def transform(self, s: pd.Series) -> np.ndarray:
-        if self.column.is_schema_categorical(s):  # already matched to the schema (Schema.validate(categories=True))
-            idx = np.asarray(s.cat.codes)
-            out = self._code_of[idx]
-            na = idx < 0
-            if na.any():
-                if self.missing_code is None:
-                    raise ValueError(f"column {self.column.name!r}: missing values but the schema allows none")
-                out[na] = self.missing_code
-            return out
-        # each distinct value is matched once (factorize), then every row is one array lookup
-        idx, uniques = pd.factorize(s, use_na_sentinel=True)
-        keys = [category_key(u) for u in uniques]
-        pos = np.array([self._index.get(k, -1) for k in keys], dtype=np.int64)
-        if (pos < 0).any():
-            raise ValueError(f"column {self.column.name!r}: values {sorted(k for k, p in zip(keys, pos) if p < 0)[:5]} "
-                             "not among the schema's categories")
-        lookup = np.append(self._code_of[pos], -1) if pos.size else np.array([-1], dtype=np.int64)
-        out = lookup[idx]  # the sentinel -1 (missing) reads the appended -1
+        # matched to the schema once (Column.as_categorical: one hash pass; a frame already validated with
+        # categories=True passes through), then every row is one array lookup
+        idx = np.asarray(self.column.as_categorical(s).codes)
+        out = self._code_of[idx]
         na = idx < 0
         if na.any():
             if self.missing_code is None:
