@@ -20,7 +20,6 @@ the CPU seconds are the whole cost).  ``--progress FILE`` appends one JSON line 
 (CPU seconds so far), so a run stopped by the caller's time cap still says how far it got.
 """
 
-import argparse
 import json
 import os
 import time
@@ -30,7 +29,7 @@ for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from _proc import cpu_s, peak_rss_mb  # noqa: E402  (this folder: the script's own directory)
+from _proc import cpu_s, parser, peak_rss_mb  # noqa: E402  (this folder: the script's own directory)
 
 MISSING = "__missing__"
 
@@ -57,15 +56,7 @@ def public_domain(schema: dict, df: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("method", choices=["aim", "mst"])
-    p.add_argument("train")
-    p.add_argument("schema")
-    p.add_argument("out")
-    p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--delta", type=float, default=1e-5)
-    p.add_argument("--n", type=int, default=None)
-    p.add_argument("--progress", default=None)
+    p = parser()
     a = p.parse_args()
     schema = json.load(open(a.schema))
     df = pd.read_csv(a.train)

@@ -19,7 +19,6 @@ data-independent, so no preprocessing budget) and all of epsilon and delta go to
 Sampled bins come back as values inside them (smartnoise's inverse transform).
 """
 
-import argparse
 import json
 import os
 import time
@@ -29,7 +28,7 @@ for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from _proc import cpu_s, peak_rss_mb  # noqa: E402  (this folder: the script's own directory)
+from _proc import cpu_s, parser, peak_rss_mb  # noqa: E402  (this folder: the script's own directory)
 
 
 def public_transformer(schema: dict, bins: int):
@@ -57,16 +56,8 @@ def public_transformer(schema: dict, bins: int):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("method", choices=["aim", "mst"])
-    p.add_argument("train")
-    p.add_argument("schema")
-    p.add_argument("out")
-    p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--delta", type=float, default=1e-5)
+    p = parser()
     p.add_argument("--bins", type=int, default=20)
-    p.add_argument("--n", type=int, default=None)
-    p.add_argument("--progress", default=None, help="accepted for bench_scale's interface; not written")
     a = p.parse_args()
     schema = json.load(open(a.schema))
     cols = list(schema["columns"])
