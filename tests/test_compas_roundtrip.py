@@ -171,5 +171,9 @@ def test_cli_dp_schema_with_a_partial_schema(compas, tmp_path, capsys):
     out = capsys.readouterr()
     assert "schema measured under DP (epsilon=0.2" in out.err + out.out
     text = pd.read_csv(tmp_path / "f.csv", dtype=str, keep_default_na=False)
-    assert text["dob"].map(lambda s: bool(DATE.fullmatch(s))).all()
+    # the DP schema may declare dob possibly missing (its noise is secret: a few draws in 100 do), so the
+    # release may hold empty cells; every date it holds is a date, and most rows hold one
+    dob = text["dob"][text["dob"] != ""]
+    assert len(dob) >= len(text) // 2
+    assert dob.map(lambda s: bool(DATE.fullmatch(s))).all()
     assert sz.Synthesizer.load(tmp_path / "m.szm").privacy_spent().epsilon <= 1.0 + 1e-9
