@@ -20,6 +20,7 @@ Datetime columns: see :mod:`synthzoo.core.datetimes` (resolution, format, time z
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import re
@@ -262,7 +263,13 @@ class Column:
         Raises :class:`SchemaError` naming values outside the schema."""
         if self.is_schema_categorical(s):
             return s.array
-        codes, uniques = pd.factorize(np.asarray(s, dtype=object), use_na_sentinel=True)
+        values = np.asarray(s, dtype=object)
+        shared = _by_identity(values)  # (row -> object, objects): values are then matched per object
+        if shared is None:
+            codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        else:
+            codes, objects = shared
+            of_object, uniques = pd.factorize(objects, use_na_sentinel=True)
         keys = [category_key(u) for u in uniques]
         index = {c: i for i, c in enumerate(self.categories)}
         pos = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
@@ -272,6 +279,8 @@ class Column:
                               f"({len(bad)} unseen)")
         itype = np.int8 if len(self.categories) < 127 else np.int16 if len(self.categories) < 32767 else np.int32
         lookup = np.append(pos, -1).astype(itype)  # the NA sentinel -1 reads the appended -1
+        if shared is not None:
+            lookup = lookup[of_object]  # composed on the few objects: one lookup per row
         return pd.Categorical.from_codes(lookup[codes], dtype=pd.CategoricalDtype(self.categories))
 
     def is_schema_categorical(self, s) -> bool:
@@ -308,6 +317,38 @@ class Column:
         if self.dtype is not None:
             d["dtype"] = self.dtype
         return d
+
+
+#: From this many values text is factorized by object identity first (below, by value alone).
+IDENTITY_ROWS = 1 << 16
+
+
+def _by_identity(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a long object array whose values are mostly shared objects, ``(codes, objects)``: the
+    index of each value's object in ``objects``, one object per identity; None otherwise.
+
+    pandas' CSV reader keeps one Python object per distinct text, and every row selection shares
+    them, so a long text column is hashed as integers -- its references, about five times faster
+    than strings are hashed and compared -- and only the few distinct objects by value."""
+    n = len(values)
+    if n < IDENTITY_ROWS or values.dtype != object or values.ndim != 1 or not values.flags.c_contiguous:
+        return None
+    # the array's references as integers; ``values`` keeps every object alive while they are read
+    ids = np.ctypeslib.as_array((ctypes.c_ssize_t * n).from_address(values.ctypes.data))
+    if len(pd.unique(ids[:4096])) > 1024:  # mostly distinct objects: hashing by value is as cheap
+        return None
+    codes, distinct = pd.factorize(ids)
+    objects = np.empty(len(distinct), dtype=object)
+    objects[:] = [ctypes.cast(int(i), ctypes.py_object).value for i in distinct]
+    return codes, objects
+
+
+def _distinct(s: pd.Series) -> np.ndarray:
+    """The distinct values of ``s`` (missing values included), as ``s.unique()``, by identity first
+    for long text columns."""
+    values = s.to_numpy() if s.dtype == object or isinstance(s.dtype, pd.StringDtype) else None
+    shared = _by_identity(np.asarray(values, dtype=object)) if values is not None else None
+    return np.asarray(s.unique() if shared is None else pd.unique(shared[1]), dtype=object)
 
 
 # pandas' default string dtype from pandas 3 on (NaN as missing); object before
@@ -495,7 +536,7 @@ class Schema:
                         out = df.copy(deep=False)
                     out[col.name] = pd.Series(codes, index=s.index, name=col.name)
                     continue
-                uniq = pd.Series(s.unique())
+                uniq = pd.Series(_distinct(s))
                 na_u = uniq.isna().to_numpy()
                 if na_u.any() and not col.missing:
                     no_missing(col, s)

@@ -100,3 +100,45 @@ def test_infer_warns_that_it_is_not_private():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivateSchemaWarning)
         s.validate(df)
+
+
+def _long_text(n, shared=True):
+    """A text column of n values over alpha, beta, gamma with missing values, as pandas' CSV reader
+    gives it (one object per distinct text) or with one object per row (equal texts, distinct objects)."""
+    pick = np.random.default_rng(0).integers(0, 5, n)
+    if shared:
+        values = np.array(["alpha", "beta", "gamma", None, np.nan], dtype=object)[pick]
+    else:  # built at run time, so no two are the same object
+        parts = [("al", "pha"), ("be", "ta"), ("gam", "ma")]
+        values = np.array(["".join(parts[k]) if k < 3 else (None if k == 3 else np.nan) for k in pick], dtype=object)
+        assert len({id(v) for v in values}) > n // 2
+    return pd.Series(values, dtype=object)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_long_text_columns_are_matched_as_pandas_factorizes_them(shared):
+    """Above IDENTITY_ROWS text is matched by object identity first; the codes must equal matching by
+    value, for shared objects and for equal texts held in distinct objects, missing values included."""
+    from synthzoo.core import schema as S
+
+    col = Column(name="city", kind="categorical", categories=["alpha", "beta", "gamma"], missing=True)
+    s = _long_text(S.IDENTITY_ROWS * 2, shared=shared)
+    expect = pd.Categorical(s.where(s.notna(), None), categories=col.categories)
+    got = col.as_categorical(s)
+    np.testing.assert_array_equal(np.asarray(got.codes), np.asarray(expect.codes))
+    assert (np.asarray(got.codes) == -1).sum() == s.isna().sum() > 0
+    assert sorted(map(str, S._distinct(s))) == sorted(map(str, pd.unique(s)))
+
+
+def test_long_text_with_an_unknown_value_names_it():
+    from synthzoo.core import schema as S
+
+    schema = Schema.from_dict({"columns": {"city": {"type": "categorical", "categories": ["alpha", "beta", "gamma"],
+                                                    "missing": True}}})
+    s = _long_text(S.IDENTITY_ROWS * 2)
+    s.iloc[S.IDENTITY_ROWS + 7] = "zz"
+    with pytest.raises(SchemaError, match=r"'city'.*'zz'"):
+        schema["city"].as_categorical(s)
+    for categories in (False, True):
+        with pytest.raises(SchemaError, match=r"'city'.*'zz'"):
+            schema.validate(pd.DataFrame({"city": s}), categories=categories)
