@@ -12,6 +12,7 @@ from synthzoo.datasets import make_demo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_attacks  # noqa: E402
+import bench_dp_schema  # noqa: E402
 import bench_risk  # noqa: E402
 
 
@@ -49,3 +50,17 @@ def _small(synth):
     for k, v in dict(embedding_dim=8, compress_dims=(16,), decompress_dims=(16,), batch_size=50, lr=1e-2).items():
         setattr(synth.model, k, v)
     return synth
+
+
+def test_bench_dp_schema_counts_what_each_draw_clips(capsys):
+    # three replayed draws on a small COMPAS-like table: every column is scored in every draw, and a
+    # column counted over the limit in k draws has a worst share above it
+    out = bench_dp_schema.main(["--draws", "3", "--rows", "1500", "--epsilon", "0.5", "--limit", "0.001"])
+    assert out["draws"] == 3 and out["noise_seeds"] == [1000, 1002] and out["category_lists"]
+    for col, k in out["draws_over_limit_per_column"].items():
+        assert 1 <= k <= 3 and out["worst_pct"][col] > 0.1
+    assert out["draws_with_any_column_over_limit"] <= 3
+    assert set(out["mean_log2_range_over_data_range"]) == {"dob", "age", "juv_fel_count", "juv_misd_count",
+                                                           "priors_count", "screening_date",
+                                                           "days_b_screening_arrest", "decile_score"}
+    assert '"draws": 3' in capsys.readouterr().out

