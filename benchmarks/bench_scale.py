@@ -70,7 +70,8 @@ def main() -> None:
     p.add_argument("data", choices=["adult", "wide", "resampled"])
     p.add_argument("preset")
     p.add_argument("--rows", type=int, default=10000)
-    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=None,
+                   help="train the record preset this long (its epochs; pate-gan's iterations)")
     p.add_argument("--runs", type=int, default=1, help="repeat in fresh processes and print the mean")
     p.add_argument("--peer", choices=sorted(PEERS), action="append", default=[],
                    help="also run this peer's method of the same name (repeatable)")
@@ -102,7 +103,9 @@ def main() -> None:
     if a.epochs:
         cfg = sz.presets.preset_config(a.preset)
         m = cfg["model"] if isinstance(cfg["model"], dict) else {"name": cfg["model"]}
-        over["model"] = {**m, "epochs": int(a.epochs)}
+        from bench_sample import RECORD  # each record preset's training-length parameter
+
+        over["model"] = {**m, RECORD.get(a.preset, "epochs"): int(a.epochs)}
     eps = None if a.preset in ("ctgan", "tvae") else 1.0
     c0, t0 = time.process_time(), time.perf_counter()
     s = sz.make(a.preset, epsilon=eps, delta=1e-5, schema=schema, seed=0, **over)
