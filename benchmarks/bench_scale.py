@@ -72,6 +72,8 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=10000)
     p.add_argument("--epochs", type=int, default=None,
                    help="train the record preset this long (its epochs; pate-gan's iterations)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="the selector's rounds instead of the preset's (to time a few of gem's 5d rounds)")
     p.add_argument("--runs", type=int, default=1, help="repeat in fresh processes and print the mean")
     p.add_argument("--peer", choices=sorted(PEERS), action="append", default=[],
                    help="also run this peer's method of the same name (repeatable)")
@@ -106,6 +108,9 @@ def main() -> None:
         from bench_sample import RECORD  # each record preset's training-length parameter
 
         over["model"] = {**m, RECORD.get(a.preset, "epochs"): int(a.epochs)}
+    if a.rounds:
+        sel = sz.presets.preset_config(a.preset)["select"]
+        over["select"] = {**({"name": sel} if isinstance(sel, str) else sel), "rounds": int(a.rounds)}
     eps = None if a.preset in ("ctgan", "tvae") else 1.0
     c0, t0 = time.process_time(), time.perf_counter()
     s = sz.make(a.preset, epsilon=eps, delta=1e-5, schema=schema, seed=0, **over)
@@ -178,6 +183,8 @@ def repeat(a) -> None:
     argv = [sys.executable, str(Path(__file__).resolve()), a.data, a.preset, "--rows", str(a.rows)]
     if a.epochs:
         argv += ["--epochs", str(a.epochs)]
+    if a.rounds:
+        argv += ["--rounds", str(a.rounds)]
     rows = []
     for _ in range(a.runs):
         line = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
