@@ -68,6 +68,9 @@ class Domain:
 MAX_CELLS = 50_000_000
 #: Rows per chunk when counting in numpy: the flat cell index of a chunk is the only row-sized temporary.
 CHUNK_ROWS = 1 << 18
+#: Widest integer range read from a table over its integers (a histogram, or a code per integer)
+#: instead of a sort or a binary search per value: PrivTree's counts, bin encoders' codes.
+INTEGER_TABLE_CELLS = 1 << 22
 #: From this many rows marginals are counted by the compiled loop (about five times numpy's speed);
 #: below, numpy's is as fast as the compiled function's first call in a process.
 COMPILED_ROWS = 1 << 18

@@ -768,10 +768,9 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
         if col.name not in out.columns:
             continue
         s = out[col.name]
-        na = s.isna().to_numpy()
+        left, na, vals = _left_out(s, col)  # vals: category keys, or numbers
         if col.kind == "categorical":
-            keys = s.map(category_key, na_action="ignore")
-            unseen = ~na & ~keys.isin(col.categories).to_numpy()
+            unseen, keys = left, vals
             fill = na & (not col.missing)
             if (unseen.any() or fill.any()) and col.name in other_of:
                 new = keys.astype(object)
@@ -787,9 +786,8 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
                     changes.append(f"{col.name}: {int(fill.sum()):,} missing value(s) set to {other_of[col.name]!r} "
                                    "(the DP schema declares no missing values)")
             continue
-        v = numeric_values(s, col)
-        outside = ~np.isnan(v) & ((v < col.lower) | (v > col.upper))
-        fill = np.isnan(v) & (not col.missing)
+        v, outside = vals, left
+        fill = na & (not col.missing)
         if not (outside.any() or fill.any()):
             continue
         w = np.clip(v, col.lower, col.upper)
@@ -839,15 +837,23 @@ def clipped_shares(df: pd.DataFrame, schema: Schema) -> dict[str, float]:
     clips).  Computed from the private rows: for the data owner's eyes, not part of any release."""
     out = {}
     for col in schema:
-        s = df[col.name]
-        if col.kind == "categorical":
-            keys = s.dropna().map(category_key)
-            out[col.name] = float((~keys.isin(col.categories)).mean()) if len(keys) else 0.0
-        else:
-            v = numeric_values(s, col)
-            v = v[~np.isnan(v)]
-            out[col.name] = float(((v < col.lower) | (v > col.upper)).mean()) if v.size else 0.0
+        left, na, _ = _left_out(df[col.name], col)
+        present = int((~na).sum())
+        out[col.name] = float(left.sum() / present) if present else 0.0
     return out
+
+
+def _left_out(s: pd.Series, col) -> tuple[np.ndarray, np.ndarray, object]:
+    """``(left_out, missing, values)`` of one column against ``col``: which present values lie
+    outside it (a category it does not list, a value beyond its bounds), which are missing, and the
+    values compared (category keys, or numbers as :func:`numeric_values` reads them)."""
+    if col.kind == "categorical":
+        na = s.isna().to_numpy()
+        keys = s.map(category_key, na_action="ignore")
+        return ~na & ~keys.isin(col.categories).to_numpy(), na, keys
+    v = numeric_values(s, col)
+    na = np.isnan(v)
+    return ~na & ((v < col.lower) | (v > col.upper)), na, v
 
 
 def _merged(values: pd.Series, show: int = 8) -> str:

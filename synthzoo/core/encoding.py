@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from .domain import INTEGER_TABLE_CELLS as _TABLE_CELLS
 from .domain import Domain, code_dtype
 from .errors import ConfigError
 from .schema import Column, Schema, numeric_values, per_column
@@ -77,10 +78,6 @@ class CategoricalEncoder:
         return {"type": "categorical", "groups": self.groups}
 
 
-#: Widest integer range a bin encoder reads from a lookup table instead of a binary search per value.
-_TABLE_CELLS = 1 << 22
-
-
 class BinEncoder:
     """Numeric (or datetime, as epoch seconds) values -> bin codes over public-bounded edges.
 
@@ -110,7 +107,7 @@ class BinEncoder:
         return len(self.edges) - 1
 
     def _table(self, n: int) -> np.ndarray | None:
-        """For an integer column of at most :data:`_TABLE_CELLS` integers, the code of every integer
+        """For an integer column of at most :data:`~synthzoo.core.domain.INTEGER_TABLE_CELLS` integers, the code of every integer
         from the lower edge (the bins' edges are integers, so ``v`` and ``floor(v)`` share a bin);
         None otherwise (binary search), and for ``n`` values fewer than half the integers when the
         table is not built yet (building it would cost more than it saves)."""

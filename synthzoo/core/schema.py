@@ -270,18 +270,24 @@ class Column:
         else:
             codes, objects = shared
             of_object, uniques = pd.factorize(objects, use_na_sentinel=True)
-        keys = [category_key(u) for u in uniques]
-        index = {c: i for i, c in enumerate(self.categories)}
-        pos = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
-        if (pos < 0).any():
-            bad = sorted(k for k, p in zip(keys, pos) if p < 0)
-            raise SchemaError(f"column {self.name!r}: value(s) {bad[:5]} not among the schema's categories "
-                              f"({len(bad)} unseen)")
+        pos = self.positions(uniques)
         itype = np.int8 if len(self.categories) < 127 else np.int16 if len(self.categories) < 32767 else np.int32
         lookup = np.append(pos, -1).astype(itype)  # the NA sentinel -1 reads the appended -1
         if shared is not None:
             lookup = lookup[of_object]  # composed on the few objects: one lookup per row
         return pd.Categorical.from_codes(lookup[codes], dtype=pd.CategoricalDtype(self.categories))
+
+    def positions(self, values) -> np.ndarray:
+        """The index among the schema's categories of each of ``values`` (distinct, none missing),
+        matched by :func:`category_key`.  Raises :class:`SchemaError` naming values outside the schema."""
+        keys = [category_key(u) for u in values]
+        index = {c: i for i, c in enumerate(self.categories)}
+        pos = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
+        if (pos < 0).any():
+            bad = sorted({k for k, p in zip(keys, pos) if p < 0})
+            raise SchemaError(f"column {self.name!r}: value(s) {bad[:5]} not among the schema's categories "
+                              f"({len(bad)} unseen)")
+        return pos
 
     def is_schema_categorical(self, s) -> bool:
         """Whether ``s`` is already a pandas Categorical over exactly this column's categories, in order."""
@@ -540,11 +546,7 @@ class Schema:
                 na_u = uniq.isna().to_numpy()
                 if na_u.any() and not col.missing:
                     no_missing(col, s)
-                keys = uniq[~na_u].map(category_key)
-                bad = sorted(set(keys) - set(col.categories))
-                if bad:
-                    raise SchemaError(f"column {col.name!r}: value(s) {bad[:5]} not among the schema's categories "
-                                      f"({len(bad)} unseen)")
+                col.positions(uniq[~na_u])  # raises on values outside the schema
                 continue
             na = s.isna().to_numpy()
             if na.any() and not col.missing:

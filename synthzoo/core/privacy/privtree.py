@@ -15,11 +15,8 @@ import math
 
 import numpy as np
 
+from ..domain import INTEGER_TABLE_CELLS as _TABLE_CELLS
 from .noise import NoiseSource
-
-
-#: Widest integer range whose counts come from a histogram of its integers rather than a sort.
-_TABLE_CELLS = 1 << 22
 
 
 def privtree_params(epsilon: float, beta: int = 2) -> tuple[float, float]:
