@@ -133,3 +133,81 @@ def test_bad_parameters_and_input(name, table):
     with pytest.raises(ConfigError, match="not in the domain"):
         model.project(("a", "nope"))
     assert model.sample(0, np.random.default_rng(0)).shape == (0, 4)
+
+
+def test_output_layer_computes_only_real_logits_with_the_padded_layers_answer_and_gradient():
+    """The head multiplies only the rows of real codes; the answer and every gradient are those of
+    the padded layer with -inf on its padding."""
+    import torch
+
+    from synthzoo.models.torch_mlp import TorchMLP
+
+    sizes = [2, 5, 3, 7]
+    pad = TorchMLP._pad_mask(sizes, "cpu")
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(16, 6), (16,), (len(sizes) * 7, 16), (len(sizes) * 7,)]
+    ws = [torch.randn(s, generator=gen, dtype=torch.float64).requires_grad_(True) for s in shapes]
+    z = torch.randn(9, 6, generator=gen, dtype=torch.float64)
+    weights = torch.randn(9, len(sizes), 7, generator=gen, dtype=torch.float64)
+
+    def padded(ws):
+        h = torch.relu(z @ ws[0].T + ws[1])
+        return (h @ ws[2].T + ws[3]).view(9, len(sizes), 7).masked_fill(pad, float("-inf"))
+
+    grads = []
+    for f in (padded, lambda ws: TorchMLP._padded_logits(ws, z, pad)):
+        out = f(ws)
+        (torch.softmax(out, 2) * weights).sum().backward()
+        grads.append([w.grad.clone() for w in ws])
+        for w in ws:
+            w.grad = None
+        assert torch.isneginf(out[pad.expand(9, -1, -1)]).all()
+    ref = padded(ws)
+    np.testing.assert_allclose(TorchMLP._padded_logits(ws, z, pad).detach()[~pad.expand(9, -1, -1)],
+                               ref.detach()[~pad.expand(9, -1, -1)], rtol=1e-12)
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    assert not grads[1][2][pad.reshape(-1)].any()  # padding rows of the head never learn
+
+
+def test_early_stop_follows_gems_moving_threshold(table):
+    """With ``early_stop`` a fit ends as soon as every measured cell is within the threshold, set at
+    the fit's first step from the moving average of the starting largest errors, which persists
+    across warm refits; without it every step runs."""
+    meas = exact_measurements(table)
+    full = GN(iters=200).fit(table.domain, meas[:4], np.random.default_rng(0))
+    assert full.steps_ == 200
+    model = GN(iters=200, early_stop=0.5)
+    model.fit(table.domain, meas[:4], np.random.default_rng(0))
+    first = model.steps_
+    assert 0 < first < 200
+    ema = model._ema_error
+    assert ema > 0
+    model.fit(table.domain, meas, np.random.default_rng(1))  # the pairs: larger errors, a higher average
+    assert model._ema_error > 0.5 * ema and 0 < model.steps_ <= 200
+    # a factor of 1 or more is met by the starting errors themselves: no step is taken
+    again = GN(iters=200, early_stop=1e9)
+    again.fit(table.domain, meas[:4], np.random.default_rng(0))
+    assert again.steps_ == 0
+    # a tiny factor cannot be met: the cap holds
+    strict = GN(iters=50, early_stop=1e-9).fit(table.domain, meas, np.random.default_rng(0))
+    assert strict.steps_ == 50
+    with pytest.raises(ConfigError, match="early_stop"):
+        GN(early_stop=0).check_params()
+
+
+def test_two_way_answers_from_the_gram_matrix_equal_the_batched_products(table, monkeypatch):
+    """Both ways of forming a step's two-way answers give the same loss, hence the same steps."""
+    meas = exact_measurements(table)
+    fits = {}
+    for path in ("gram", "batched"):
+        monkeypatch.setattr(GN, "_pair_path", path)
+        model = GN(iters=5, hidden=(16,), batch=32, early_stop=1e-9).fit(table.domain, meas, np.random.default_rng(5))
+        fits[path] = (model.loss_, model._weights)
+    assert np.isclose(fits["gram"][0], fits["batched"][0], rtol=1e-5)
+    for a, b in zip(fits["gram"][1], fits["batched"][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    from synthzoo.models.gn import _pairs_by_gram
+
+    assert _pairs_by_gram(500, 29, 1048) and not _pairs_by_gram(50, 29, 1048)  # the 100-column table
+    assert _pairs_by_gram(2, 31, 140)  # adult after binning
