@@ -9,7 +9,7 @@ Each marginal preset is fitted once on adult (all 32,561 rows of ../shared/datas
 1, delta 1e-5, seed 0) and saved in ``--models`` (a model file found there is reused).  With
 ``--train-iters K`` the generator models (``gem``'s ``gn``, ``dpmerf``) train K steps (per round)
 instead of their presets' 500 / 1000: their network, hence their sampling cost, is the same, and
-``gem``'s 75 rounds of 500 steps of a 512-512 network take hours on a shared 2-core machine.
+``gem``'s 75 rounds of 500 steps of a 512-512 network take about 27 CPU minutes.
 
 The record presets (``ctgan``, ``tvae``, ``pate-gan``, the diffusion models, ``realtabformer``,
 their DP variants) are fitted small, since only their sampling is timed: on ``--record-rows``

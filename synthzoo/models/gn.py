@@ -89,7 +89,7 @@ class GN(TorchMLP, MeasurementModel):
     hidden : int or tuple of int, default (128,)
         Widths of the hidden ReLU layers.
     iters : int, default 500
-        Adam steps per ``fit`` (each on a fresh batch of noise vectors); with ``early_stop``, the most.
+        Adam steps per ``fit`` (each on a fresh batch of noise vectors); with ``threshold_factor``, the most.
     lr : float, default 1e-3
         Adam learning rate.
     batch : int, default 256
@@ -102,13 +102,18 @@ class GN(TorchMLP, MeasurementModel):
         A repeated ``fit`` on the same domain (adaptive selectors) continues from the previous weights.
     device : {"auto", "cpu", "cuda"}, default "auto"
         CUDA when available, else CPU.
-    early_stop : float or None, default None
-        GEM's stopping rule (the reference code's ``ema_error_factor``): a ``fit`` stops once every
-        measured cell's error (normalised answer against normalised measurement, on the step's batch)
-        lies below ``early_stop`` times an exponential moving average (weight 0.5) of the largest such
-        error at the start of each ``fit`` -- after a new measurement of an adaptive round, most fits
-        need far fewer than ``iters`` steps.  ``None`` runs all ``iters`` steps.  The steps taken by
-        the last fit are ``steps_``.
+    threshold_factor : float or None, default None
+        GEM's reference optimisation (its code's ``ema_error_factor``).  ``None``: every step minimises
+        the error over all measured cells, ``iters`` steps (the paper's objective).  A factor ``f``: at
+        a fit's first step the largest cell error (normalised answer against normalised measurement)
+        updates a moving average ``m`` (weight 0.5, kept across warm refits), each step minimises the
+        mean error of the ``max_cells`` worst cells whose error is at least ``f * m``, and the fit stops
+        when no cell is -- so an adaptive round's refit works on the new measurement and stops,
+        ``iters`` being the most.  As in the reference, the normalised measurements are clipped to
+        [0, 1] (a negative noisy proportion would hold a cell above any threshold).  The steps the
+        last fit took are ``steps_``.
+    max_cells : int, default 100
+        With ``threshold_factor``, the most cells a step minimises (the reference's ``max_idxs``).
     draws_per_z : int, default 4
         Records :meth:`sample` draws from each noise vector's product distribution (sampling only).
         Each record is an exact draw from the generator's mixture; records sharing a noise vector are
@@ -126,13 +131,14 @@ class GN(TorchMLP, MeasurementModel):
         **MLP_CONSTRAINTS, "iters": [Interval(Integral, 0, None)], "lr": [Interval(Real, 0, None, closed="neither")],
         "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
         "loss": [Options("l1", "l2")], "warm_start": [Boolean()], "draws_per_z": [Interval(Integral, 1, None)],
-        "early_stop": [None, Interval(Real, 0, None, closed="neither")]}
+        "threshold_factor": [None, Interval(Real, 0, None, closed="neither")],
+        "max_cells": [Interval(Integral, 1, None)]}
     _test_params = {"hidden": (32,), "iters": 60, "batch": 64}
     _pair_path = None  # "gram" / "batched" force a path (tests); None chooses by work
 
     def __init__(self, hidden=(128,), iters: int = 500, lr: float = 1e-3, batch: int = 256,
                  noise_dim: int = 32, loss: str = "l1", warm_start: bool = True, device: str = "auto",
-                 draws_per_z: int = 4, early_stop: float | None = None):
+                 draws_per_z: int = 4, threshold_factor: float | None = None, max_cells: int = 100):
         self.hidden = hidden
         self.iters = iters
         self.lr = lr
@@ -142,7 +148,8 @@ class GN(TorchMLP, MeasurementModel):
         self.warm_start = warm_start
         self.device = device
         self.draws_per_z = draws_per_z
-        self.early_stop = early_stop
+        self.threshold_factor = threshold_factor
+        self.max_cells = max_cells
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -166,6 +173,8 @@ class GN(TorchMLP, MeasurementModel):
     def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Train the generator on the noisy marginals with Adam (post-processing: spends no budget)."""
         targets, total = normalised_targets("GN", domain, measurements)
+        if self.threshold_factor is not None:  # GEM's measurements are proportions: clipped to [0, 1]
+            targets = [(c, np.clip(v, 0.0, 1.0), sd) for c, v, sd in targets]
         torch = _torch()
         dev = self._device()
         seed = int(rng.integers(0, 2 ** 62))
@@ -221,40 +230,47 @@ class GN(TorchMLP, MeasurementModel):
         B = int(self.batch)
         l1 = self.loss == "l1"
 
-        stop = None if self.early_stop is None else float(self.early_stop)
-        worst = []  # each measured group's largest cell error on the step's batch (for early_stop)
+        factor = None if self.threshold_factor is None else float(self.threshold_factor)
+        n_cells = int(self.max_cells)
 
-        def err(ans, t):
-            e = ans - t
-            if stop is not None:
-                worst.append(e.detach().abs().max())
-            return e.abs().sum() if l1 else (e * e).sum()
+        def total_error(errs):  # the paper's objective: every measured cell
+            return sum(e.abs().sum() if l1 else (e * e).sum() for e in errs)
 
-        threshold, steps, loss = None, 0, None
+        threshold, steps, objective = None, 0, None
         for _ in range(int(self.iters)):
             z = torch.randn(B, int(self.noise_dim), generator=gen).to(dev)
             soft = self._padded_softmax(ws, z, pad_t)                      # (B, d, K), zero on padding
-            worst.clear()
-            loss = err(soft[:, one[0][0]].mean(0), one[1]) if one[0][0].numel() else 0.0
+            errs = []                                                      # answer - measurement, normalised
+            if one[0][0].numel():
+                errs.append(soft[:, one[0][0]].mean(0) - one[1])
             if gram:
                 flat = soft.reshape(B, -1)[:, real]                           # (B, width): the real columns
-                loss = loss + err((flat.T @ flat).reshape(-1)[two[0]] / B, two[1])
+                errs.append((flat.T @ flat).reshape(-1)[two[0]] / B - two[1])
             elif pairs:
-                loss = loss + err(torch.einsum("bmk,bml->mkl", soft[:, two[0][0]], soft[:, two[0][1]]) / B, two[1])
+                errs.append(torch.einsum("bmk,bml->mkl", soft[:, two[0][0]], soft[:, two[0][1]]) / B - two[1])
             for cols, spec, t in more:
-                loss = loss + err(torch.einsum(spec, *[soft[:, i, :sizes[i]] for i in cols]) / B, t)
-            if stop is not None and worst:
-                m = float(torch.stack(worst).max())
-                if threshold is None:  # GEM: the moving average of each fit's starting largest error
-                    ema = m if ema is None else 0.5 * ema + 0.5 * m
-                    threshold = stop * ema
-                if m < threshold:
+                errs.append(torch.einsum(spec, *[soft[:, i, :sizes[i]] for i in cols]) / B - t)
+            objective = total_error(errs)
+            if factor is None:
+                loss = objective
+            else:  # GEM's reference optimisation: the worst cells above a moving threshold, until none is
+                e = torch.cat([x.reshape(-1) for x in errs])
+                size = e.detach().abs()                                    # padding cells are 0: never above
+                if threshold is None:  # the moving average of each fit's starting largest error
+                    worst = float(size.max())
+                    ema = worst if ema is None else 0.5 * ema + 0.5 * worst
+                    threshold = factor * ema
+                above = size >= threshold
+                n_above = int(above.sum())
+                if n_above == 0 or threshold <= 0:
                     break
+                top = torch.topk(torch.where(above, size, -1.0), min(n_cells, n_above)).indices
+                loss = e[top].abs().mean() if l1 else (e[top] * e[top]).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             steps += 1
-        self.loss_ = float(loss.detach()) if torch.is_tensor(loss) else float("nan")
+        self.loss_ = float(objective.detach()) if torch.is_tensor(objective) else float("nan")
         self.steps_ = steps
         self._ema_error = ema
         self._set_fitted(domain, [w.detach().cpu() for w in ws], total, int(rng.integers(0, 2 ** 62)))

@@ -170,14 +170,14 @@ def test_output_layer_computes_only_real_logits_with_the_padded_layers_answer_an
     assert not grads[1][2][pad.reshape(-1)].any()  # padding rows of the head never learn
 
 
-def test_early_stop_follows_gems_moving_threshold(table):
-    """With ``early_stop`` a fit ends as soon as every measured cell is within the threshold, set at
+def test_threshold_factor_follows_gems_moving_threshold(table):
+    """With ``threshold_factor`` a fit ends as soon as every measured cell is within the threshold, set at
     the fit's first step from the moving average of the starting largest errors, which persists
     across warm refits; without it every step runs."""
     meas = exact_measurements(table)
     full = GN(iters=200).fit(table.domain, meas[:4], np.random.default_rng(0))
     assert full.steps_ == 200
-    model = GN(iters=200, early_stop=0.5)
+    model = GN(iters=200, threshold_factor=0.5)
     model.fit(table.domain, meas[:4], np.random.default_rng(0))
     first = model.steps_
     assert 0 < first < 200
@@ -186,23 +186,41 @@ def test_early_stop_follows_gems_moving_threshold(table):
     model.fit(table.domain, meas, np.random.default_rng(1))  # the pairs: larger errors, a higher average
     assert model._ema_error > 0.5 * ema and 0 < model.steps_ <= 200
     # a factor of 1 or more is met by the starting errors themselves: no step is taken
-    again = GN(iters=200, early_stop=1e9)
+    again = GN(iters=200, threshold_factor=1e9)
     again.fit(table.domain, meas[:4], np.random.default_rng(0))
     assert again.steps_ == 0
     # a tiny factor cannot be met: the cap holds
-    strict = GN(iters=50, early_stop=1e-9).fit(table.domain, meas, np.random.default_rng(0))
+    strict = GN(iters=50, threshold_factor=1e-9).fit(table.domain, meas, np.random.default_rng(0))
     assert strict.steps_ == 50
-    with pytest.raises(ConfigError, match="early_stop"):
-        GN(early_stop=0).check_params()
+    with pytest.raises(ConfigError, match="threshold_factor"):
+        GN(threshold_factor=0).check_params()
+    with pytest.raises(ConfigError, match="max_cells"):
+        GN(max_cells=0).check_params()
+
+
+def test_threshold_steps_fit_the_worst_cells(table):
+    """GEM's optimisation stops once the largest measured error is under half its starting value, and a
+    warm refit after more measurements starts from the moving average."""
+    meas = exact_measurements(table)
+    model = GN(iters=400, threshold_factor=0.5, hidden=(64,), batch=1024)
+    model.fit(table.domain, meas, np.random.default_rng(0))
+    start = model._ema_error  # the first fit's starting largest error
+
+    def largest():
+        return max(np.abs(model.project(m.clique) / model.total_ - m.noisy / table.n).max() for m in meas)
+
+    assert 0 < model.steps_ < 400 and largest() < 0.6 * start  # 0.5 on the step's batch; project's differs
+    model.fit(table.domain, meas, np.random.default_rng(1))
+    assert model._ema_error < start and largest() < 0.6 * model._ema_error
 
 
 def test_two_way_answers_from_the_gram_matrix_equal_the_batched_products(table, monkeypatch):
-    """Both ways of forming a step's two-way answers give the same loss, hence the same steps."""
+    """Both ways of forming a step's two-way answers give the same objective, hence the same steps."""
     meas = exact_measurements(table)
     fits = {}
     for path in ("gram", "batched"):
         monkeypatch.setattr(GN, "_pair_path", path)
-        model = GN(iters=5, hidden=(16,), batch=32, early_stop=1e-9).fit(table.domain, meas, np.random.default_rng(5))
+        model = GN(iters=5, hidden=(16,), batch=32).fit(table.domain, meas, np.random.default_rng(5))
         fits[path] = (model.loss_, model._weights)
     assert np.isclose(fits["gram"][0], fits["batched"][0], rtol=1e-5)
     for a, b in zip(fits["gram"][1], fits["batched"][1]):
