@@ -216,7 +216,7 @@ class GN(TorchMLP, MeasurementModel):
         gram = bool(pairs) and _pairs_by_gram(len(pairs), K, width) if self._pair_path is None \
             else self._pair_path == "gram"
         if gram:
-            real = (~pad_t).reshape(-1).nonzero().squeeze(1)
+            real = self._real_rows(pad_t)
             off = np.r_[0, np.cumsum(sizes)[:-1]]
             cells = np.concatenate([((off[idx[c[0]]] + np.arange(v.shape[0]))[:, None] * width
                                      + off[idx[c[1]]] + np.arange(v.shape[1])[None, :]).ravel() for c, v, _ in pairs])

@@ -62,6 +62,12 @@ class TorchMLP:
         return torch_module("mlp").as_tensor(np.arange(sizes.max())[None, :] >= sizes[:, None], device=dev)
 
     @staticmethod
+    def _real_rows(pad):
+        """Indices of the real codes in the padded (attribute, code) layout, flattened attribute by
+        attribute: the output layer's rows that are not padding."""
+        return (~pad).reshape(-1).nonzero().squeeze(1)
+
+    @staticmethod
     def _padded_logits(ws, inp, pad):
         """ReLU MLP on ``inp``; the output laid out (batch, attribute, code up to the largest
         attribute), padding logits at ``-inf`` -- so all the softmaxes are one reshape and one softmax."""
@@ -74,7 +80,7 @@ class TorchMLP:
         # only the real rows of the output layer are multiplied (on a 100-column table with attributes
         # of 2 to 29 codes, 1,048 of 2,900 padded rows): the padding logits are -inf whatever their
         # weights, so their rows never receive a gradient and the answer is the padded layer's
-        real = (~pad).reshape(-1).nonzero().squeeze(1)
+        real = TorchMLP._real_rows(pad)
         out = torch.full((inp.shape[0], pad.numel()), float("-inf"), dtype=h.dtype, device=h.device)
         out[:, real] = torch.addmm(ws[-1][real], h, ws[-2][real].T)
         return out.view(inp.shape[0], *pad.shape)
@@ -84,9 +90,7 @@ class TorchMLP:
         """The weights for sampling: the output layer without the rows of its padding logits, so a
         forward pass computes only the ``sum(sizes)`` real logits (a third of the padded layer's
         work on adult)."""
-        torch = torch_module("mlp")
-        k_max = max(sizes)
-        keep = torch.as_tensor(np.concatenate([j * k_max + np.arange(k) for j, k in enumerate(sizes)]))
+        keep = TorchMLP._real_rows(TorchMLP._pad_mask(sizes, ws[-2].device))
         return [*ws[:-2], ws[-2][keep].contiguous(), ws[-1][keep].contiguous()]
 
     @staticmethod
