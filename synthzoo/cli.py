@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import os
 import re
@@ -24,7 +25,46 @@ def _names(s: str | None) -> list[str] | None:
 
 
 def _epsilon(s: str):
-    return None if s.lower() in ("none", "inf", "nonprivate", "non-private") else float(s)
+    if s.lower() in ("none", "inf", "nonprivate", "non-private"):
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"epsilon must be a positive number (or 'none' for a non-private run), "
+                                         f"got {s!r}") from None
+
+
+#: Python-API wording in library errors, said the command line's way.
+_CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='clip'", "--clip"),
+              ("pass test=...", "pass --test FILE (held-out real rows; `synthzoo split` makes them)"),
+              ("measure them with synthzoo.core.dpschema.dp_schema, which charges the budget",
+               "measure them with --dp-schema EPS, which charges the budget"),
+              ("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair; on the command line "
+               "--public FILE)", "--privacy public needs --public FILE (a public or proxy table)"))
+
+
+def _check_output(path, role: str = "--out") -> None:
+    """An output path that cannot be written is said before any work (and any budget) is spent."""
+    from .core.errors import ConfigError
+
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{role}: {str(p)!r} is a folder; give a file name inside it")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ConfigError(f"{role}: folder {str(parent)!r} does not exist (create it first)")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{role}: folder {str(parent)!r} is not writable")
+
+
+def _check_encoding(encoding) -> None:
+    from .core.errors import ConfigError
+
+    if encoding is not None:
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise ConfigError(f"--encoding: unknown text encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)") from None
 
 
 def _count(s: str) -> int:
@@ -170,21 +210,19 @@ def _measure_schema(a, df):
     """``fit --dp-schema EPS``: measure the schema under DP with EPS of the --epsilon budget (and a tenth of
     --delta); a --schema file may then be partial (types, integer, resolution, known categories...), and
     what it lacks is measured.  Prints what was measured and why."""
-    import json
-
     import synthzoo as sz
     from synthzoo.core.dpschema import dp_schema_report
     from synthzoo.core.errors import ConfigError
+    from synthzoo.core.schema import read_json_file
 
     if a.epsilon is None:
-        raise ConfigError("--dp-schema needs a private run (--epsilon a number): a non-private run can read "
-                          "the schema with Schema.infer")
+        raise ConfigError("--dp-schema needs a private run (--epsilon a number): a non-private run without "
+                          "--schema reads the schema from the data itself")
     if not 0 < a.dp_schema < a.epsilon:
         raise ConfigError(f"--dp-schema {a.dp_schema:g} must be a part of --epsilon {a.epsilon:g}")
     kinds, meta = {}, {}
     if a.schema:
-        with open(a.schema) as f:
-            doc = json.load(f)
+        doc = read_json_file(a.schema, "schema")
         if not isinstance(doc, dict) or not isinstance(doc.get("columns"), dict):
             raise ConfigError(f"{a.schema}: a schema file needs a 'columns' object")
         kinds = doc["columns"]
@@ -668,7 +706,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--synth", default="privsyn", help="preset name (default privsyn)")
     t.add_argument("--privacy", default="non-private", choices=["non-private", "public", "accounted"],
                    help="how tuning touches the private data: non-private (not covered by DP), public (tunes on "
-                        "--public), accounted (the tuning itself is charged)")
+                        "--public), accounted (the tuning itself is charged); default non-private")
     t.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget of the release (default 1)")
     t.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
     t.add_argument("--trials", type=int, default=20, help="trials (accounted: their mean; default 20)")
@@ -703,6 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="registered modules and presets")
     ls.set_defaults(func=cmd_list)
+    for action in sub._choices_actions:  # each command's own --help starts with what it does
+        if sub.choices[action.dest].description is None:
+            sub.choices[action.dest].description = action.help
     return p
 
 
@@ -713,11 +754,14 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     with plain_warnings():
         try:
+            if getattr(args, "out", None):
+                _check_output(args.out)
+            _check_encoding(getattr(args, "encoding", None))
             return args.func(args)
         except (SynthzooError, FileNotFoundError) as e:
             msg = str(e)
-            if isinstance(e, SchemaError) and "clip" in vars(args):  # say it in the command line's words
-                msg = msg.replace("pass out_of_bounds='clip'", "pass --clip").replace("out_of_bounds='clip'", "--clip")
+            for api, cli in _CLI_WORDS:  # say it in the command line's words
+                msg = msg.replace(api, cli)
             if (isinstance(e, SchemaError) and "non-numeric" in msg and getattr(args, "decimal", ",") != ","
                     and re.search(r"'-?\d+,\d+'", msg)):
                 msg += "; if the file writes decimals with a comma, pass --decimal ','"

@@ -102,6 +102,7 @@ class Synthesizer:
     def __init__(self, preprocess=None, select=None, model="gum", epsilon=1.0, delta=1e-5, schema=None,
                  seed=0, budget_split=None, out_of_bounds="raise", name=None, schema_ledger=None,
                  noise_seed=None):
+        given_epsilon = epsilon
         self.epsilon, self.delta = check_privacy_params(epsilon, delta)
         privacy_warnings(self.epsilon, self.delta)  # from the request alone; the table's size is judged after fit
         if noise_seed is not None and (isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer))
@@ -132,8 +133,8 @@ class Synthesizer:
         self._check_combination()
         self.budget_split = self._split(budget_split)
         if self.epsilon is None:
-            warnings.warn("epsilon=None: this is a NON-PRIVATE run; the synthetic data carries no differential "
-                          "privacy guarantee", UserWarning, stacklevel=2)
+            warnings.warn(f"epsilon={given_epsilon}: this is a NON-PRIVATE run; the synthetic data carries no "
+                          "differential privacy guarantee", UserWarning, stacklevel=2)
         self._fitted = False
         self._sample_calls = 0
 

@@ -219,3 +219,84 @@ def test_delta_large_against_the_dp_row_count_warns_after_the_fit():
 def test_dp_schema_refuses_epsilon_true():
     with pytest.raises(ConfigError, match="epsilon"):
         sz.dp_schema(pd.DataFrame({"a": [1.0, 2.0]}), epsilon=True)
+
+
+# ------------------------------------------------------------------- rows added from a newcomer's pass
+def test_iso_bounds_next_to_a_format_load_so_a_saved_model_with_a_format_loads(tmp_path):
+    # a schema writes its bounds as ISO text; reading them back must not demand the data's format
+    col = Column("d", "datetime", lower="01/01/1980", upper="31/12/2000", format="%d/%m/%Y", dtype="string")
+    again = Schema.from_dict(Schema([col]).to_dict())["d"]
+    assert (again.lower, again.upper, again.resolution) == (col.lower, col.upper, "day")
+    df = _one(col, ["25/09/1983", "01/02/1990", "13/12/1999"] * 100)
+    fake, synth = _sample(Schema([col]), df)
+    synth.save(tmp_path / "m.szm")
+    back = sz.Synthesizer.load(tmp_path / "m.szm").sample(50, seed=1)
+    assert back["d"].str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()
+
+
+def test_a_date_beyond_pandas_range_is_a_clear_out_of_bounds_error_then_clips():
+    col = Column("d", "datetime", lower="1980-01-01", upper="2000-12-31")
+    df = _one(col, ["1990-01-01"] * 50 + ["9999-12-31"])
+    with pytest.raises(SchemaError, match=r"column 'd': 1 value\(s\) outside the public bounds \[1980-01-01, "
+                                          r"2000-12-31\] \(e.g. 9999-12-31\)"):
+        _sample(Schema([col]), df)
+    fake, _ = _sample(Schema([col]), df, out_of_bounds="clip")
+    assert fake["d"].max() <= pd.Timestamp("2000-12-31")
+
+
+def test_year_month_bounds_without_format_are_refused_with_the_format_to_declare():
+    with pytest.raises(SchemaError, match=r"'lower' bound '1980-01' is a year or year-month.*\"%Y-%m\""):
+        Column("m", "datetime", lower="1980-01", upper="2000-12")
+    col = Column("m", "datetime", lower="1980-01", upper="2000-12", format="%Y-%m", dtype="string")
+    fake, _ = _sample(Schema([col]), _one(col, ["1996-12", "1992-09", "1990-03"] * 100))
+    assert fake["m"].str.fullmatch(r"\d{4}-\d{2}").all()
+
+
+def test_zone_aware_values_under_a_schema_without_tz_warn_that_they_come_back_as_utc():
+    col = Column("t", "datetime", lower="2020-01-01 00:00", upper="2021-01-01 00:00")
+    t = (pd.Timestamp("2020-03-01 10:30") + pd.to_timedelta(np.arange(300), unit="h")).tz_localize("Europe/Berlin")
+    synth = sz.Synthesizer(select="mst", model="pgm", epsilon=1.0, schema=Schema([col]), seed=0)
+    with pytest.warns(UserWarning, match=r"time zone Europe/Berlin, but the schema gives the column no \"tz\""):
+        synth.fit(_one(col, t))
+    assert synth.sample(5)["t"].dt.tz is None
+
+
+def test_undeclared_iso_date_text_is_refused_by_dp_schema_before_any_charge():
+    df = pd.DataFrame({"dob": _dates().strftime("%Y-%m-%d"), "x": np.arange(400.0)})
+    with pytest.raises(SchemaError, match=r"column 'dob': its text reads as ISO dates.*'resolution': 'day'"):
+        sz.dp_schema(df, {"x": "numerical"}, epsilon=1.0, delta=1e-6)
+    with pytest.warns(UserWarning, match=r"column 'dob': no \"resolution\" declared"):
+        schema, _ = sz.dp_schema(df, {"x": "numerical", "dob": "datetime"}, epsilon=1.0, delta=1e-6)
+    assert schema["dob"].resolution == "second"
+    schema, _ = sz.dp_schema(df, {"x": "numerical", "dob": {"type": "datetime", "format": "%Y-%m-%d"}},
+                             epsilon=1.0, delta=1e-6)
+    assert schema["dob"].resolution == "day"  # the format's finest code, a public fact
+
+
+@pytest.mark.parametrize("epsilon", [1e-4, 3e-3])
+def test_epsilon_below_the_accountants_floor_is_refused(epsilon):
+    # every rho under ~1e-9 converts to epsilon 0 or the RDP orders' floor (about 0.0035 at delta 1e-5)
+    with pytest.raises(ConfigError, match=r"below the smallest epsilon the RDP accountant can certify at "
+                                          r"delta=1e-05 \(about 0.0035"):
+        sz.make("mst", epsilon=epsilon)
+
+
+def test_delta_zero_says_pure_dp_is_not_offered():
+    with pytest.raises(ConfigError, match=r"pure DP \(delta=0\) is not offered"):
+        sz.make("mst", epsilon=1.0, delta=0)
+
+
+def test_a_schema_file_that_is_not_json_names_the_file_and_line(tmp_path):
+    p = tmp_path / "schema.json"
+    p.write_text('{"columns": {"a": {"type": "numerical", "lower": 0, "upper": 1},}}')
+    with pytest.raises(SchemaError, match=r"schema file '.*schema.json' is not valid JSON: .* line 1, column"):
+        Schema.from_json(p)
+
+
+def test_out_of_bounds_warning_of_an_evaluation_shows_dates_not_epoch_seconds():
+    schema = Schema([Column("d", "datetime", lower="1980-01-01", upper="2000-12-31")])
+    real = pd.DataFrame({"d": pd.to_datetime(["1990-01-01", "1995-06-01"] * 50)})
+    fake = real.copy()
+    fake.loc[0, "d"] = pd.Timestamp("2010-01-01")
+    with pytest.warns(UserWarning, match=r"bounds \[1980-01-01, 2000-12-31\] \(e.g. 2010-01-01\)"):
+        sz.evaluate(real, fake, schema=schema, metrics="tvd_1way")

@@ -290,3 +290,49 @@ def test_ragged_rows_from_another_separator_name_it(tmp_path, capsys):
     (tmp_path / "eu.csv").write_text("a;b;c\n1,5;2;3\n4;5,5;6,25\n")
     assert main(["split", str(tmp_path / "eu.csv")]) == 2
     assert "--sep ';'" in capsys.readouterr().err
+
+
+def test_unwritable_out_and_unknown_encoding_are_said_before_any_work(demo_files, tmp_path, capsys):
+    d, _, _ = demo_files
+    fit = ["fit", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--synth", "mst", "--epsilon", "1"]
+    assert main([*fit, "--out", str(tmp_path / "nodir" / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert "--out: folder" in err and "does not exist" in err and "fitting" not in err  # before the fit
+    assert main(["sample", str(d / "model.szm"), "-n", "5", "--out", str(tmp_path)]) == 2
+    assert "is a folder; give a file name inside it" in capsys.readouterr().err
+    assert main([*fit, "--encoding", "bogus", "--out", str(tmp_path / "m.szm")]) == 2
+    assert "--encoding: unknown text encoding 'bogus'" in capsys.readouterr().err
+
+
+def test_library_hints_are_said_in_command_line_words(demo_files, tmp_path, capsys):
+    d, _, _ = demo_files
+    assert main(["eval", str(d / "data.csv"), str(d / "data.csv"), "--schema", str(d / "schema.json"),
+                 "--metrics", "ml_f1", "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "pass --test FILE" in err and "test=" not in err
+    with pytest.raises(SystemExit):
+        main(["fit", str(d / "data.csv"), "--epsilon", "abc", "--out", str(tmp_path / "m.szm")])
+    assert "epsilon must be a positive number (or 'none' for a non-private run), got 'abc'" in capsys.readouterr().err
+
+
+def test_tune_without_a_target_stops_before_the_first_trial(demo_files, tmp_path, capsys):
+    d, df, schema = demo_files
+    doc = json.loads((d / "schema.json").read_text())
+    doc.pop("target", None)
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    assert main(["tune", str(d / "data.csv"), "--schema", str(tmp_path / "s.json"), "--trials", "1",
+                 "--storage", str(tmp_path / "t.db"), "--in-process"]) == 2
+    err = capsys.readouterr().err
+    assert 'add "target": "<column>"' in err and "--weights a,0,b" in err
+    assert "trial" not in err.lower().replace("before the first trial", "")
+
+
+def test_dp_schema_refuses_dates_it_would_take_as_categories(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"dob": (pd.Timestamp("1950-01-01") + pd.to_timedelta(rng.integers(0, 20000, 500), unit="D"))
+                       .strftime("%Y-%m-%d"), "x": rng.normal(size=500)})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    assert main(["fit", str(tmp_path / "d.csv"), "--dp-schema", "0.3", "--epsilon", "1", "--synth", "mst",
+                 "--out", str(tmp_path / "m.szm")]) == 2
+    assert "column 'dob': its text reads as ISO dates" in capsys.readouterr().err
+    assert not (tmp_path / "m.szm").exists()

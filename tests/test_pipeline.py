@@ -19,8 +19,9 @@ def demo():
 @pytest.mark.parametrize("kwargs, match", [
     ({"epsilon": 0}, "epsilon must be > 0"),
     ({"epsilon": -1}, "epsilon must be > 0"),
-    ({"delta": 0}, "delta must lie strictly between 0 and 1"),
-    ({"delta": 1.5}, "delta must lie strictly between 0 and 1"),
+    ({"delta": 0}, "pure DP .delta=0. is not offered"),
+    ({"delta": 1.5}, r"delta must be a number in \(0, 0.1\)"),
+    ({"epsilon": 1e-4}, "below the smallest epsilon the RDP accountant can certify"),
     ({"model": "nope"}, "unknown model module 'nope'"),
     ({"select": "nope"}, "unknown select module 'nope'"),
     ({"preprocess": ["nope"]}, "unknown preprocess module 'nope'"),

@@ -242,12 +242,19 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                               f"{MODULE_CHOICES.get(key)}, got {vals!r}")
     epsilon, delta = check_privacy_params(epsilon, delta)
     weights = _weights(weights, privacy)
+    if weights[1] > 0 and schema.meta.get("target") is None:
+        # checked before any trial: the MLA term trains models to predict the schema's target
+        raise ConfigError(f"weights: the MLA term (weight {weights[1]:g}) scores models trained to predict the "
+                          "schema's target, and the schema names none; add \"target\": \"<column>\" at the top "
+                          "level of the schema (file), or give the MLA term weight 0 (weights=(a, 0, b); on the "
+                          "command line --weights a,0,b)")
     accounted = privacy == "accounted"
     train = _check_frame(train, "train")
     split_share = None
     if privacy == "public":
         if public is None:
-            raise ConfigError("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair)")
+            raise ConfigError("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair; on the "
+                              "command line --public FILE)")
         fit_df, score_df = (public if isinstance(public, tuple)
                             else train_test_split(_check_frame(public, "public"), test_size=0.2, seed=seed))
         fit_df, score_df = _check_frame(fit_df, "public[0]"), _check_frame(score_df, "public[1]")

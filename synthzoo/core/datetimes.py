@@ -124,11 +124,19 @@ def bound_seconds(value, name: str, which: str, tz: str | None, fmt: str | None)
     if isinstance(value, (int, float, np.integer, np.floating)):
         x = float(value)
     else:
+        series = pd.Series([value], dtype=object if isinstance(value, str) else None)
         try:
-            v = to_seconds(pd.Series([value], dtype=object if isinstance(value, str) else None), name, tz=tz,
-                           fmt=fmt, warn=False)
+            v = to_seconds(series, name, tz=tz, fmt=fmt, warn=False)
         except SchemaError:
-            need = (f"text in the column's \"format\" {fmt!r}" if fmt is not None
+            v = None
+        if v is None and fmt is not None:
+            # bounds may also be ISO text next to a "format" for the data (that is how a schema saves them)
+            try:
+                v = to_seconds(series, name, tz=tz, fmt=None, warn=False)
+            except SchemaError:
+                v = None
+        if v is None:
+            need = (f"text in the column's \"format\" {fmt!r} or ISO 8601 text" if fmt is not None
                     else "ISO 8601 text such as 2020-01-31 or 2020-01-31 14:05:00")
             raise SchemaError(f"column {name!r}: '{which}' bound {value!r} is not a datetime; expected {need}") from None
         x = float(v[0])
@@ -164,6 +172,8 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
     """
     s = pd.Series(s).reset_index(drop=True)
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
+        if warn:
+            _warn_zone_dropped(s, name, tz)
         return _wall_seconds(s, tz)
     na = s.isna().to_numpy()
     if na.all():
@@ -205,7 +215,18 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
         warnings.warn(f"column {name!r}: the values carry different UTC offsets (time zones); they were converted "
                       "to UTC. Declare the column's \"tz\" (e.g. \"Europe/Paris\") to read and write them in one zone",
                       UserWarning, stacklevel=4)
+    elif warn:
+        _warn_zone_dropped(ts, name, tz)
     return _wall_seconds(ts, tz)
+
+
+def _warn_zone_dropped(ts: pd.Series, name: str, tz: str | None) -> None:
+    """Zone-aware values under a schema without ``tz`` are read (and come back) as naive UTC: say so."""
+    zone = getattr(ts.dt, "tz", None)
+    if zone is not None and tz is None:
+        warnings.warn(f"column {name!r}: the values are in time zone {zone}, but the schema gives the column no "
+                      f"\"tz\"; they were converted to UTC and come back as UTC times without a zone. Declare "
+                      f"\"tz\": \"{zone}\" to read and write them in that zone", UserWarning, stacklevel=5)
 
 
 def aligned_bounds(lower: float, upper: float, resolution: str) -> tuple[int, int]:
@@ -282,6 +303,11 @@ def show(seconds: float, resolution: str, tz: str | None = None) -> str:
     """One wall-clock value as ISO text at ``resolution`` (with the zone's name when there is one)."""
     if seconds is None or not math.isfinite(float(seconds)):
         return str(seconds)
+    if not _NS_MIN <= float(seconds) <= _NS_MAX:
+        # beyond what pandas holds (a 9999-12-31 sentinel): numpy's seconds cover any year people write
+        unit = "D" if resolution == "day" else "m" if resolution in ("hour", "minute") else "s"
+        text = np.datetime_as_string(np.datetime64(int(math.floor(float(seconds))), "s"), unit=unit).replace("T", " ")
+        return f"{text} ({tz})" if tz else text
     ns = int(round(float(seconds) * 1e9))
     step = RESOLUTIONS[resolution]
     t = pd.Series(np.array([ns - ns % step], dtype=np.int64).view("datetime64[ns]"))

@@ -56,8 +56,8 @@ from .errors import BudgetExceededError, ConfigError, SchemaError
 from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, privacy_warnings
 from .privacy.mechanisms import discrete_gaussian, gaussian_sigma
 from .privacy.noise import discrete_gaussian_tail
-from .datetimes import RESOLUTIONS
-from .schema import COLUMN_KEYS, KINDS, Column, Schema, _to_epoch_seconds, category_key, numeric_values
+from .datetimes import RESOLUTIONS, resolution_of_bound
+from .schema import COLUMN_KEYS, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key, numeric_values
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -573,7 +573,22 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
                               "numbers first (dtypes are public, values are not inspected)")
+    for c in cols:
+        # An error, not a decision: undeclared text is categorical whatever it holds, and dates taken
+        # as categories would all be merged into `other` after the budget is spent.  Refusing before
+        # any charge changes no release; it is the same kind of check as Schema.validate's bounds.
+        if "categories" not in specs[c] and c not in dict(kinds or {}) and _iso_text(df[c]):
+            raise SchemaError(f"column {c!r}: its text reads as ISO dates, but dp_schema takes an undeclared text "
+                              f"column as categorical (kinds come from dtypes, not values), which would merge "
+                              f"every date into the catch-all category; declare it, e.g. kinds={{{c!r}: {{'type': 'datetime', "
+                              f"'resolution': 'day'}}}} (or {{'type': 'categorical'}} to keep it as text), or "
+                              "give it a \"type\" in the --schema file of `fit --dp-schema`")
     todo = [c for c in cols if _needs(specs[c])]
+    for c in todo:
+        if specs[c]["type"] == "datetime" and "resolution" not in specs[c] and "format" not in specs[c]:
+            warnings.warn(f"column {c!r}: no \"resolution\" declared; dp_schema does not read it from the values, "
+                          "so the column is measured and synthesized to the second. Declare it in kinds (e.g. "
+                          f"{{{c!r}: {{'type': 'datetime', 'resolution': 'day'}}}} for dates)", UserWarning, stacklevel=2)
     free = {c: _column(c, specs[c]) for c in cols if c not in todo}  # fully described: public, free
     n_sel = sum(specs[c]["type"] == "categorical" and "categories" not in specs[c] for c in todo)
     span = tuple(_to_epoch_seconds(pd.Series(list(datetime_span)), "datetime_span"))
@@ -636,7 +651,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                      span=span if kind == "datetime" else None, report=True,
                                      known_lower=given.get("lower"), known_upper=given.get("upper"), **opts)
             if kind == "datetime":
-                spec.setdefault("resolution", "second")
+                if "resolution" not in spec:  # a format's finest code states it (public), else seconds
+                    spec["resolution"] = resolution_of_bound("", spec["format"]) if spec.get("format") else "second"
                 step = RESOLUTIONS[spec["resolution"]] / 1e9
                 lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
             spec["lower"], spec["upper"] = lo, hi

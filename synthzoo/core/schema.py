@@ -169,6 +169,15 @@ class Column:
     def _datetime_init(self) -> None:
         self.tz = dtm.check_tz(self.tz, self.name)
         self.format = dtm.check_format(self.format, self.name)
+        if self.resolution is None and self.format is None:
+            for which in ("lower", "upper"):
+                v = getattr(self, which)
+                if isinstance(v, str) and re.fullmatch(r"\s*\d{4}(-\d{2})?\s*", v):
+                    raise SchemaError(
+                        f"column {self.name!r}: '{which}' bound {v!r} is a year or year-month, which is not a "
+                        f"resolution synthzoo has (the coarsest is a day); declare the column's \"format\" (e.g. "
+                        f"\"%Y-%m\": values are read and written as such text, synthesized as days) or give the "
+                        f"bound as a date such as 1980-01-01")
         if self.resolution is None:
             self.resolution = dtm.finer(dtm.resolution_of_bound(self.lower, self.format),
                                         dtm.resolution_of_bound(self.upper, self.format))
@@ -431,8 +440,7 @@ class Schema:
 
     @classmethod
     def from_json(cls, path: str | Path) -> "Schema":
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
+        return cls.from_dict(read_json_file(path, "schema"))
 
     def to_dict(self) -> dict:
         return {**self.meta, "columns": {c.name: c.to_dict() for c in self.columns}}
@@ -640,6 +648,19 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
 
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?")
+
+
+def read_json_file(path: str | Path, what: str):
+    """A JSON document from ``path``; a file that is not valid JSON is a SchemaError naming the file, line
+    and column, not a parser traceback."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise SchemaError(f"{what} file {str(path)!r} is not valid JSON: {e.msg} at line {e.lineno}, "
+                          f"column {e.colno}") from None
+    except UnicodeDecodeError as e:
+        raise SchemaError(f"{what} file {str(path)!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
 def _iso_text(s: pd.Series) -> bool:

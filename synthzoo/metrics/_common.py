@@ -113,7 +113,8 @@ def numeric_array(s: pd.Series, col: Column, role: str = "synthetic", warn: bool
         outside = ok & ((v < col.lower) | (v > col.upper))
         if outside.any():
             warnings.warn(f"{role} table, column {col.name!r}: {int(outside.sum())} value(s) outside the public "
-                          f"bounds [{col.lower}, {col.upper}]; scored as they are", OutOfSchemaWarning, stacklevel=3)
+                          f"bounds [{col.show(col.lower)}, {col.show(col.upper)}] (e.g. {col.show(v[outside][0])}); "
+                          "scored as they are", OutOfSchemaWarning, stacklevel=3)
     return v
 
 

@@ -149,7 +149,9 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
             raise ConfigError(f"metrics {needs} need real held-out rows: pass test=...")
         names = [m for m in names if m not in needs]
     if "mds" in names and not has_factory:
-        raise ConfigError("metric 'mds' needs synthesizer_factory=(seed -> synthesizer with fit/sample)")
+        raise ConfigError("metric 'mds' refits the synthesizer on neighbouring tables, so it needs "
+                          "synthesizer_factory=(seed -> synthesizer with fit/sample); it is available from Python "
+                          "(synthzoo.evaluate), not from `synthzoo eval`, which only sees the synthetic rows")
     return names
 
 

@@ -135,13 +135,27 @@ def check_privacy_params(epsilon, delta) -> tuple[float | None, float]:
     if not _number(delta):
         raise ConfigError(f"delta must be a number in (0, {DELTA_MEANINGLESS:g}), got {delta!r}")
     delta = float(delta)
+    if delta == 0.0:
+        raise ConfigError(f"delta must be > 0 (and below {DELTA_MEANINGLESS:g}), got 0: synthzoo's mechanisms are "
+                          "Gaussian (zCDP accounting), so pure DP (delta=0) is not offered; use e.g. 1e-5 or 1e-6")
     if not (0.0 < delta < 1.0):
-        raise ConfigError(f"delta must lie strictly between 0 and 1, got {delta}")
+        raise ConfigError(f"delta must be a number in (0, {DELTA_MEANINGLESS:g}), got {delta}")
     if delta >= DELTA_MEANINGLESS:
         raise ConfigError(f"delta={delta:g} gives no meaningful guarantee: a mechanism that publishes each record "
                           f"outright with probability {delta:g} satisfies it. Use a delta well below 1/(number of "
                           "rows), e.g. 1e-5 or 1e-6")
+    if epsilon is not None and epsilon <= epsilon_floor(delta):
+        raise ConfigError(f"epsilon={epsilon:g} is below the smallest epsilon the RDP accountant can certify at "
+                          f"delta={delta:g} (about {epsilon_floor(delta):.2g}, whatever the noise): no mechanism "
+                          "run here could be reported at it. Ask for a larger epsilon (or delta)")
     return epsilon, delta
+
+
+@functools.lru_cache(maxsize=64)
+def epsilon_floor(delta: float) -> float:
+    """The epsilon the accountant reports at ``delta`` for a vanishing zCDP cost: its conversion's floor
+    over the finite set of RDP orders (about 0.0035 at delta 1e-5).  A request at or below it cannot be met."""
+    return epsilon_of([dpa.ZCDpEvent(1e-9)], delta)
 
 
 def privacy_warnings(epsilon: float | None, delta: float, stacklevel: int = 3) -> None:
