@@ -20,8 +20,9 @@ from .core.errors import ConfigError
 FORMAT = "synthzoo-model"
 #: Deepest nesting of objects and lists a model file may have (a real one needs fewer than 8).
 MAX_DEPTH = 32
-#: Largest model file :meth:`Synthesizer.load` reads by default (bytes).
-MAX_BYTES = 2 ** 31
+#: Largest model file :meth:`Synthesizer.load` reads by default (bytes; ``max_bytes`` raises it): parsed
+#: JSON numbers take several times their text's size in memory.
+MAX_BYTES = 2 ** 29
 #: Largest DP row estimate a file may state (``sample()`` without ``n`` draws that many rows).
 MAX_ROWS = 1e9
 

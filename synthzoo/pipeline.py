@@ -16,6 +16,7 @@ import time
 import warnings
 from pathlib import Path
 
+import dp_accounting as dpa
 import numpy as np
 import pandas as pd
 
@@ -28,9 +29,10 @@ from .core.features import FeatureData, FeatureTable
 from .core.tokens import TokenData, TokenTable
 from .core.errors import ConfigError, NotFittedError, SchemaError
 from .core.measurements import estimate_total
+from .core.privacy.mechanisms import gaussian_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
-                                  check_privacy_params, privacy_warnings, release_warnings)
-from .core.dpschema import dp_schema_report
+                                  check_privacy_params, privacy_warnings, release_warnings, rho_for, rho_of_event)
+from .core.dpschema import check_dp_schema_meta, dp_schema_report
 from .core.schema import Schema
 from .modelfile import FORMAT, MAX_BYTES, check_document
 
@@ -109,6 +111,10 @@ class Synthesizer:
                                        or noise_seed < 0):
             raise ConfigError(f"noise_seed must be None or a non-negative integer, got {noise_seed!r}")
         self._noise_seed = noise_seed  # never saved, never in config()
+        if schema is not None and not isinstance(schema, Schema):
+            raise ConfigError(f"schema must be a synthzoo.Schema (e.g. Schema.from_json(path)), got {type(schema).__name__}")
+        if schema_ledger is None and schema is not None:
+            schema_ledger = _schema_cost(schema, self.epsilon)
         if schema_ledger is not None:
             if not isinstance(schema_ledger, PrivacyLedger):
                 raise ConfigError("schema_ledger must be the PrivacyLedger returned by synthzoo.dp_schema")
@@ -117,8 +123,6 @@ class Synthesizer:
             if schema_ledger.private and schema_ledger.extra_delta >= self.delta:
                 raise ConfigError("schema_ledger's additive delta uses up this synthesizer's delta")
         self.schema_ledger = schema_ledger
-        if schema is not None and not isinstance(schema, Schema):
-            raise ConfigError(f"schema must be a synthzoo.Schema (e.g. Schema.from_json(path)), got {type(schema).__name__}")
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
         if out_of_bounds not in ("raise", "clip"):
@@ -535,7 +539,7 @@ class Synthesizer:
             stage = "privacy"
             saved = SavedAccount(doc["privacy"])
             _bind_account(saved, self)
-        except ConfigError as e:
+        except (ConfigError, SchemaError) as e:
             msg = str(e)
             raise ConfigError(msg if msg.startswith("model file") else f"model file: {stage}: {msg}") from None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, RuntimeError,
@@ -556,15 +560,21 @@ class Synthesizer:
         """Read a file written by :meth:`save` (at most ``max_bytes``). Only JSON is parsed, and the
         document is checked as untrusted input (see :meth:`from_json`); modules come from the registry."""
         path = Path(path)
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ConfigError(f"{path}: {size:,} bytes, more than max_bytes={max_bytes:,}; not read")
+        if not path.is_file():
+            raise ConfigError(f"{path}: not a file")
+        with open(path, "rb") as f:  # read at most max_bytes + 1 whatever the size says (a device, a growing file)
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ConfigError(f"{path}: more than max_bytes={max_bytes:,} bytes; not read")
         try:
-            doc = json.loads(path.read_bytes())
+            doc = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise ConfigError(f"{path}: not a synthzoo model file ({e})") from None
         except RecursionError:
             raise ConfigError(f"{path}: not a synthzoo model file (nested too deeply)") from None
+        except MemoryError:
+            raise ConfigError(f"{path}: not enough memory to parse the file's {len(data):,} bytes") from None
+        del data
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")
         return cls.from_json(doc)
@@ -574,11 +584,47 @@ class Synthesizer:
 _MAKERS = {"features": "features or mode_features", "tokens": "tokens"}
 
 
+def _schema_cost(schema: Schema, epsilon) -> PrivacyLedger | None:
+    """The cost of a schema :func:`synthzoo.dp_schema` measured, from the account it carries (replayed and
+    checked as a model file's is), so that the release's report covers it without ``schema_ledger``."""
+    try:
+        info = check_dp_schema_meta(schema)
+    except SchemaError as e:
+        raise ConfigError(str(e)) from None
+    if info is None:
+        return None
+    if info.get("epsilon") is None:
+        if epsilon is not None:
+            raise ConfigError("schema: it was read from the data WITHOUT privacy (dp_schema with epsilon=None); a "
+                              "private release cannot rest on it. Measure it with a finite epsilon, or use a public schema")
+        return None
+    if info.get("account") is None:
+        raise ConfigError("schema: it was measured under DP on a shared ledger, so its cost is not with it; pass that "
+                          "cost as schema_ledger=... (or measure it with its own epsilon and delta)")
+    saved = SavedAccount(info["account"])
+    ledger = saved.ledger
+    if saved.replayable:
+        ledger._replayed_charges = True
+    return ledger
+
+
 def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
     """Tie a file's verified privacy account to the rest of the file: the request it was charged
     against is the configuration's (or, for a tuned model, covers it), and the model's noisy
     measurements are the ones its charges calibrated."""
     tuned = "tuning" in saved.modules()
+    if tuned:
+        # accounted tuning leaves exactly one charge: the random-stopping selection over all runs, whose
+        # event holds the per-run cost; anything else beside it would skip the checks below
+        charges = saved.ledger.charges
+        if not (len(charges) == 1 and isinstance(charges[0].event, dpa.dp_event.RepeatAndSelectDpEvent)):
+            raise ConfigError("model file: privacy: a tuned model's account is one 'tuning' charge of a "
+                              "repeat_and_select (random stopping) event, nothing else (edited?)")
+        per_run = rho_of_event(charges[0].event.event)
+        if saved.private and (per_run is None or synth.epsilon is None
+                              or per_run > rho_for(synth.epsilon, synth.delta) * (1 + 1e-9)):
+            raise ConfigError("model file: privacy: the tuned run's configuration (epsilon="
+                              f"{synth.epsilon}) is not the per-run budget its random-stopping charge records (edited?)")
     if saved.private != (synth.epsilon is not None):
         raise ConfigError("model file: privacy: the account and config.epsilon disagree on whether the run is "
                           "private (edited?)")
@@ -586,9 +632,30 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
     if not tuned and (eps != synth.epsilon or delta != synth.delta):
         raise ConfigError(f"model file: privacy.requested (epsilon={eps}, delta={delta}) differs from the "
                           f"configuration (epsilon={synth.epsilon}, delta={synth.delta}) (edited?)")
+    info = synth.schema.meta.get("dp_schema") if synth.schema is not None else None
+    if info and info.get("epsilon") is not None and not tuned:
+        # each column the schema says was measured under DP has its charge among the account's schema charges
+        noted = {c.note.split(":", 1)[0] for c in saved.ledger.charges if c.module.startswith("schema:")}
+        lacking = [c for c in info.get("measured", []) if c not in noted]
+        if lacking:
+            raise ConfigError(f"model file: schema: column(s) {lacking} are said to be measured under DP, but the "
+                              "privacy account holds no charge for them (the schema or the account was edited)")
     measurements = getattr(synth.model, "measurements_", None)
+    if measurements is not None and saved.private:
+        exact = [list(m.clique) for m in measurements if not float(m.sigma) > 0]
+        if exact:  # a private release never holds a noiseless count
+            raise ConfigError(f"model file: the measurement over {exact[0]} has no noise (sigma 0) in a private "
+                              "model (the model or the account was edited)")
     if measurements is not None and not tuned:
         saved.check_measurements(measurements)
+    elif measurements is not None and saved.private:
+        # the run's own charges are inside the random-stopping event: no measurement of sensitivity 1 can
+        # have cost more than the whole run, so none can carry less noise than that run's budget calibrates
+        floor = gaussian_sigma(rho_of_event(saved.ledger.charges[0].event.event), 1.0)
+        low = [list(m.clique) for m in measurements if float(m.sigma) < floor * (1 - 1e-9)]
+        if low:
+            raise ConfigError(f"model file: the measurement over {low[0]} carries less noise than the tuned run's "
+                              f"whole budget allows (sigma < {floor:.4g}; the model or the account was edited)")
 
 
 def _finite_or_none(x):

@@ -16,7 +16,7 @@ import pytest
 
 import synthzoo as sz
 from synthzoo.core.errors import ConfigError
-from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.core.privacy.ledger import PrivacyLedger, event_from_json, rho_for
 from synthzoo.datasets import make_demo
 from synthzoo.modelfile import MAX_DEPTH
 
@@ -268,11 +268,15 @@ def test_editing_only_the_claim_is_detected(nonprivate_mst, docs):
         _load(d)
 
 
-def _forge_private_account(doc, epsilon=0.1, rho=1e-6):
-    """Rewrite a non-private file's account as private: every event a zCDP event, the claim recomputed."""
+def _forge_private_account(doc, epsilon=0.1, rho=1e-6, tuning=False):
+    """Rewrite a non-private file's account as private: every event a zCDP event, the claim recomputed
+    (``tuning``: with one more charge named as accounted tuning's)."""
     d = copy.deepcopy(doc)
     d["config"]["epsilon"] = epsilon
     ledger = PrivacyLedger(epsilon, d["config"]["delta"])
+    if tuning:
+        d["privacy"]["charges"].append({"module": "tuning", "mechanism": "x", "event": {"type": "non_private"},
+                                        "rho": math.inf, "note": "", "extra_delta": 0.0})
     for c in d["privacy"]["charges"]:
         c["event"], c["rho"] = {"type": "zcdp", "rho": rho, "xi": 0.0}, rho
         ledger.charge(c["module"], c["mechanism"], dpa.ZCDpEvent(rho), rho)
@@ -282,8 +286,30 @@ def _forge_private_account(doc, epsilon=0.1, rho=1e-6):
 
 def test_a_non_private_model_rewritten_as_private_is_caught_by_its_measurements(nonprivate_mst):
     # events, request and claim rewritten consistently: the exact (sigma 0) measurements still give it away
-    with pytest.raises(ConfigError, match="measurement over .* has no matching charge"):
+    with pytest.raises(ConfigError, match=r"measurement over .* has no noise \(sigma 0\) in a private model"):
         _load(_forge_private_account(nonprivate_mst))
+
+
+def test_a_charge_named_tuning_does_not_skip_the_measurement_check(nonprivate_mst):
+    # accounted tuning's account is exactly one random-stopping charge; a 'tuning' charge beside others is forged
+    with pytest.raises(ConfigError, match="a tuned model's account is one 'tuning' charge of a repeat_and_select"):
+        _load(_forge_private_account(nonprivate_mst, tuning=True))
+
+
+def test_noise_below_a_tuned_runs_budget_is_caught(nonprivate_mst):
+    # a forged tuned account of one random-stopping charge: its per-run budget bounds every measurement's noise
+    d = copy.deepcopy(nonprivate_mst)
+    eps, delta = 0.1, d["config"]["delta"]
+    d["config"]["epsilon"] = eps
+    per_run = rho_for(eps, delta)
+    event = dpa.dp_event.RepeatAndSelectDpEvent(dpa.ZCDpEvent(per_run), 3.0, 1.0)
+    ledger = PrivacyLedger(1.0, delta)
+    ledger.charge("tuning", "random stopping", event, ledger.total_rho)
+    d["privacy"] = {**ledger.account(), "replayable_noise": False}
+    for m in d["model_state"]["measurements"]:
+        m["sigma"] = 1e-3  # exact counts passed off as barely noisy
+    with pytest.raises(ConfigError, match="carries less noise than the tuned run's whole budget allows"):
+        _load(d)
 
 
 def test_event_costs_must_match_their_charges(docs):
@@ -336,3 +362,41 @@ def test_the_saved_report_text_is_not_trusted(docs):
     d["privacy"]["report"] = "privacy spent: (epsilon=0.00042, delta=1e-12)"
     text = _load(d).privacy_report()
     assert "0.00042" not in text and math.isclose(_load(d).privacy_spent().epsilon, 1.0, rel_tol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def dp_schema_doc():
+    df, public = make_demo(n=3000, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema, led = sz.dp_schema(df, kinds={c.name: c.kind for c in public}, epsilon=0.5, delta=1e-6)
+        s = sz.make("mst", epsilon=1.0, schema=schema, seed=0, schema_ledger=led).fit(sz.conform(df, schema))
+    return json.loads(json.dumps(s.to_json()))
+
+
+def test_a_schema_claimed_measured_under_dp_needs_its_charges_in_the_account(dp_schema_doc):
+    assert "schema measured under DP" in _load(copy.deepcopy(dp_schema_doc)).privacy_report()
+    d = copy.deepcopy(dp_schema_doc)
+    assert "age" in d["schema"]["dp_schema"]["measured"]
+    acct = d["privacy"]
+    acct["charges"] = [c for c in acct["charges"] if not c["note"].startswith("age:")]
+    ledger = PrivacyLedger(*acct["requested"], reserved_delta=acct["reserved_delta"])  # the claim made consistent
+    for c in acct["charges"]:
+        ledger.charge(c["module"], c["mechanism"], event_from_json(c["event"]), c["rho"], c["note"],
+                      extra_delta=c["extra_delta"])
+    acct["spent"] = list(ledger.spent())
+    with pytest.raises(ConfigError, match=r"said to be measured under DP, but the privacy account holds no charge"):
+        _load(d)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda m: m.update(epsilon="x"), "epsilon, delta and clip_share must be numbers"),
+    (lambda m: m.update(measured=["ghost"]), r"dp_schema.measured: must list columns of the schema"),
+    (lambda m: m["columns"]["age"].pop("upper"), r"dp_schema.columns.age: a bounds record needs"),
+    (lambda m: m.update(columns=1), r"dp_schema.columns: must map column names to objects"),
+])
+def test_a_malformed_dp_schema_record_is_named_at_load(dp_schema_doc, edit, field):
+    d = copy.deepcopy(dp_schema_doc)
+    edit(d["schema"]["dp_schema"])
+    with pytest.raises(ConfigError, match=field):
+        _load(d)

@@ -141,6 +141,34 @@ def test_dp_schema_cost_is_inside_the_synthesizers_account(demo):
     schema.validate(s.sample(200))
 
 
+def test_a_dp_schema_carries_its_cost_into_any_release_that_uses_it(demo, tmp_path):
+    # without schema_ledger, and after the schema went through JSON, the release still reports the
+    # schema's cost: the schema carries its measurement's account, replayed as a model file's is
+    df, public = demo
+    schema, led = sz.dp_schema(df, kinds={c.name: c.kind for c in public}, epsilon=0.3, delta=1e-6, noise_seed=0)
+    with pytest.warns(UserWarning):
+        private_df = sz.conform(df, schema)
+    schema.to_json(tmp_path / "s.json")
+    spent = []
+    for kw in ({"schema": schema, "schema_ledger": led}, {"schema": schema},
+               {"schema": sz.Schema.from_json(tmp_path / "s.json")}):
+        s = sz.make("mst", epsilon=1.0, delta=1e-5, seed=0, **kw).fit(private_df)
+        b = s.privacy_breakdown()
+        spent.append(b.loc[b["module"].str.startswith("schema:"), "rho"].sum())
+        s.save(tmp_path / "m.szm")
+        assert sz.Synthesizer.load(tmp_path / "m.szm").privacy_spent() == s.privacy_spent()
+    assert spent[0] > 0 and spent[0] == pytest.approx(spent[1]) == pytest.approx(spent[2])
+    assert spent[0] == pytest.approx(sum(c.rho for c in led.charges))
+
+
+def test_a_schema_read_without_privacy_cannot_carry_a_private_release(demo):
+    df, public = demo
+    with pytest.warns(UserWarning):
+        schema, _ = sz.dp_schema(df, kinds={c.name: c.kind for c in public}, epsilon=None)
+    with pytest.raises(ConfigError, match="read from the data WITHOUT privacy"):
+        sz.make("mst", epsilon=1.0, schema=schema)
+
+
 def test_schema_ledger_over_the_request_is_refused(demo):
     df, public = demo
     schema, led = sz.dp_schema(df, kinds={c.name: c.kind for c in public}, epsilon=2.0, delta=1e-6, noise_seed=0)

@@ -304,6 +304,9 @@ class Model(Module):
     def _check_load_limits(self, who: str) -> None:
         for name, hi in self._load_limits.items():
             v = getattr(self, name, None)
+            if v is None:
+                raise ConfigError(f"{who}: parameter {name}=None (unbounded) is not allowed in a model file (at most "
+                                  f"{hi:g}); it would let sampling grow without limit (refit with a bound to use it)")
             vals = v if isinstance(v, (list, tuple)) else [v]
             if any(isinstance(x, (int, float)) and x > hi for x in vals):
                 raise ConfigError(f"{who}: parameter {name}={v!r} exceeds what a model file may set ({hi:g}); it "

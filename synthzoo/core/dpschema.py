@@ -595,6 +595,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     if not span[0] < span[1]:
         raise ConfigError(f"datetime_span must be increasing, got {datetime_span}")
 
+    own_ledger = ledger is None
     ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_sel, bool(todo),
                                              noise_seed)
     # shares by what each column needs (public facts only): numerical bounds and category selection a full
@@ -682,7 +683,11 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                          "selection_delta": delta_sel * n_sel if ledger.private else 0.0,
                          "clip_share": float(opts.get("clip_share", 0.0075)),
                          "missing": f"declared where the noisy count of missing values exceeds {missing_z:g} sigma",
-                         "columns": reports}
+                         "columns": reports,
+                         # the measurement's own account (DP events and releases only), so that a synthesizer
+                         # fitted on this schema -- even one read back from JSON -- charges its cost; with a shared
+                         # ledger the charges are already in it
+                         "account": ledger.account() if own_ledger else None}
     return Schema(columns, meta), ledger
 
 
@@ -716,11 +721,48 @@ def _dt_seconds(s: pd.Series, col: Column) -> np.ndarray:
     return to_seconds(s, col.name, tz=col.tz, fmt=col.format)
 
 
+def check_dp_schema_meta(schema: Schema, where: str = "schema") -> dict | None:
+    """The ``meta["dp_schema"]`` record of ``schema``, its types checked as untrusted input (a schema file or a
+    model file may have been edited); SchemaError naming the field.  None when there is none."""
+    info = schema.meta.get("dp_schema")
+    if info is None:
+        return None
+    at = f"{where}: dp_schema"
+
+    def num(x, ok_none=False):
+        return (x is None and ok_none) or (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x))
+
+    if not isinstance(info, dict):
+        raise SchemaError(f"{at}: must be an object")
+    if not (num(info.get("epsilon"), True) and num(info.get("delta"), True) and num(info.get("clip_share", 0.0))):
+        raise SchemaError(f"{at}: epsilon, delta and clip_share must be numbers (epsilon null for a non-private run)")
+    measured, cols = info.get("measured", []), info.get("columns", {})
+    if not (isinstance(measured, list) and all(isinstance(c, str) and c in schema for c in measured)):
+        raise SchemaError(f"{at}.measured: must list columns of the schema")
+    if not (isinstance(cols, dict) and all(isinstance(r, dict) for r in cols.values())):
+        raise SchemaError(f"{at}.columns: must map column names to objects")
+    for name, r in cols.items():
+        w = f"{at}.columns.{name}"
+        if "released" in r and not (isinstance(r["released"], list) and num(r.get("selection_threshold"))):
+            raise SchemaError(f"{w}: a categorical record needs a 'released' list and a 'selection_threshold'")
+        if "lower" in r:
+            pairs = [r.get(k) for k in ("core", "walked", "trimmed_sub_buckets")]
+            if not (all(isinstance(x, list) and len(x) == 2 for x in pairs) and "upper" in r
+                    and all(num(r.get(k)) for k in ("margin_buckets", "rows_a_bucket_can_hide", "clipped_estimate"))):
+                raise SchemaError(f"{w}: a bounds record needs upper, core, walked, margin_buckets, "
+                                  "rows_a_bucket_can_hide, trimmed_sub_buckets and clipped_estimate")
+        if "missing_estimate" in r and not (num(r["missing_estimate"]) and num(r.get("missing_threshold"))):
+            raise SchemaError(f"{w}: missing_estimate and missing_threshold must be numbers")
+    if not (info.get("account") is None or isinstance(info.get("account"), dict)):
+        raise SchemaError(f"{at}.account: must be an object or null")
+    return info
+
+
 def dp_schema_report(schema: Schema) -> str:
     """What :func:`dp_schema` measured for each column and why, from the schema's
     ``meta["dp_schema"]`` -- DP releases and public facts only (so it may be shown and saved with a
     model).  :func:`conform` says what this did to the private frame."""
-    info = schema.meta.get("dp_schema")
+    info = check_dp_schema_meta(schema)
     if not info:
         return ""
     eps = info.get("epsilon")

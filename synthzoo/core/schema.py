@@ -135,6 +135,9 @@ class Column:
                 raise SchemaError(f"column {self.name!r}: a categorical column needs a non-empty 'categories' list")
             if any(isinstance(c, (list, dict, tuple)) or c is None for c in self.categories):
                 raise SchemaError(f"column {self.name!r}: categories must be strings or numbers")
+            if any(isinstance(c, (float, np.floating)) and not math.isfinite(c) for c in self.categories):
+                raise SchemaError(f"column {self.name!r}: a category cannot be NaN or infinite (missing values are "
+                                  "declared with \"missing\": true)")
             self.categories = [category_key(c) for c in self.categories]
             if len(set(self.categories)) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: duplicate categories in the schema")

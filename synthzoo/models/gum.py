@@ -175,6 +175,10 @@ def _update(rec: np.ndarray, tgt: _Target, alpha: float, dup_ratio: float, rng: 
     return err
 
 
+#: Most records one GUM run of the sampler holds (the pool, or the training-size estimate it follows).
+MAX_RUN = 10_000_000
+
+
 @register("model", "gum")
 class GUM(MeasurementModel):
     """PrivSyn's Gradually Update Method (Zhang et al., USENIX Security 2021).
@@ -200,12 +204,14 @@ class GUM(MeasurementModel):
     pool : int or None, default 20_000
         When the pipeline draws a sample (:meth:`sampler`), GUM runs on at most ``max(pool, the
         model's estimate of the number of training records)`` records: a sample up to that size is
-        one GUM run, as in PrivSyn (which synthesises as many records as the table has); a larger
+        one GUM run, as in PrivSyn (which synthesises as many records as the table has; the estimate
+        counts up to :data:`MAX_RUN`, 10^7, so that memory stays bounded); a larger
         one is drawn from that run's records, each used equally often (``n // size`` or one more
         times, in a random order), as RAP++ and GSD cycle their synthetic tables, so that its time
         per row stays close to the other models' instead of growing with GUM's rounds.  The
         decoding (values inside bins, members of merged categories) is drawn afresh for every row.
-        ``None``: one GUM run on all ``n`` records (time and memory grow with ``n``).
+        ``None``: one GUM run on all ``n`` records (time and memory grow with ``n``; refused in a
+        model file, which may not make sampling unbounded).
 
     Notes
     -----
@@ -222,7 +228,8 @@ class GUM(MeasurementModel):
     """
 
     paper = _PAPER
-    _load_limits = {"iterations": 10_000}  # sample() runs this many rounds over all marginals
+    # sample() runs `iterations` rounds over all marginals on a run of up to `pool` records
+    _load_limits = {"iterations": 10_000, "pool": MAX_RUN}
     _parameter_constraints = {
         "iterations": [Interval(Integral, 0, None)], "alpha": [Interval(Real, 0, 1, closed="right")],
         "alpha_decay": [Interval(Real, 0, 1, closed="right")], "decay_every": [Interval(Integral, 1, None)],
@@ -332,7 +339,7 @@ class GUM(MeasurementModel):
         self._require_fit()
         n = self._check_n(n)
         total = self.total_ if math.isfinite(self.total_) and self.total_ > 0 else 0.0
-        size = n if self.pool is None else min(n, max(int(self.pool), math.ceil(total)))
+        size = n if self.pool is None else min(n, max(int(self.pool), min(math.ceil(total), MAX_RUN)))
         pool = self.sample(size, rng)
         if size == n:
             return lambda start, m, r: pool[start:start + m]

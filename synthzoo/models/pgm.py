@@ -495,7 +495,8 @@ class PGM(MeasurementModel):
     """
 
     paper = _PAPER
-    _load_limits = {"max_model_size": 4096}  # MB of junction tree a loaded model may build
+    # MB of junction tree a loaded model may build; sampling holds about five arrays of its size
+    _load_limits = {"max_model_size": 1024}
     _parameter_constraints = {
         "iters": [Interval(Integral, 1, None)], "warm_start": [Boolean()],
         "max_model_size": [Interval(Real, 0, None, closed="neither")], "round_iters": [Interval(Integral, 1, None)],

@@ -515,7 +515,7 @@ def event_from_json(d, where: str = "event", depth: int = 0):
                                                num("mean", 1, 1e6), num("shape", 0, 1e3, lo_open=True))
 
 
-def _rho_of(event) -> float | None:
+def rho_of_event(event) -> float | None:
     """The zCDP cost a simple event states (None for composite events, which charge a calibrated rho)."""
     if isinstance(event, dpa.NonPrivateDpEvent):
         return math.inf
@@ -530,6 +530,20 @@ def _close(a: float, b: float, rel: float = 1e-6) -> bool:
     if math.isinf(a) or math.isinf(b):
         return a == b
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+#: Most charges a saved account may hold, and most of them with an event the accountant replays numerically.
+MAX_CHARGES = 100_000
+MAX_COSTLY_EVENTS = 64
+
+
+def _costly(d, depth: int = 0) -> int:
+    """How many poisson_sampled / repeat_and_select events a JSON event holds (bounded depth: checked later)."""
+    if not isinstance(d, dict) or depth > _EVENT_DEPTH:
+        return 0
+    own = int(d.get("type") in ("poisson_sampled", "repeat_and_select"))
+    inner = d.get("events") if d.get("type") == "composed" else [d.get("event")]
+    return own + sum(_costly(x, depth + 1) for x in (inner if isinstance(inner, list) else [])[:MAX_CHARGES])
 
 
 class SavedAccount:
@@ -581,8 +595,14 @@ class SavedAccount:
         if not isinstance(rep, bool):
             raise ConfigError(f"{where}.replayable_noise: must be true or false, got {rep!r}")
         charges = doc["charges"]
-        if not isinstance(charges, list) or len(charges) > 1_000_000:
-            raise ConfigError(f"{where}.charges: must be a list of charges")
+        if not isinstance(charges, list) or len(charges) > MAX_CHARGES:
+            raise ConfigError(f"{where}.charges: must be a list of at most {MAX_CHARGES:,} charges")
+        # the RDP accountant replays a subsampled or repeated event numerically (a fraction of a second each):
+        # bounded, so a file cannot make loading run for hours; real runs record a handful
+        costly = sum(_costly(c.get("event")) for c in charges if isinstance(c, dict))
+        if costly > MAX_COSTLY_EVENTS:
+            raise ConfigError(f"{where}.charges: {costly} subsampled or repeat-and-select events, more than a model "
+                              f"file may hold ({MAX_COSTLY_EVENTS}); a fit records a few")
         try:
             ledger = PrivacyLedger(eps, delta, reserved_delta=rd if eps is not None else 0.0)
         except ConfigError as e:
@@ -605,7 +625,7 @@ class SavedAccount:
                     raise ConfigError(f"{w}.rho: must be a positive number (Infinity for a non-private access), got {rho!r}")
                 if isinstance(extra, bool) or not isinstance(extra, (int, float)) or not 0 <= extra < 1:
                     raise ConfigError(f"{w}.extra_delta: must be a number in [0, 1), got {extra!r}")
-                stated = _rho_of(event)
+                stated = rho_of_event(event)
                 if (stated is not None and not _close(float(rho), stated)) or (stated is None and math.isinf(rho)):
                     raise ConfigError(f"{w}: the charge's rho={rho!r} does not match its {c['event']['type']} event "
                                       "(the account was edited)")
