@@ -400,3 +400,56 @@ def test_a_malformed_dp_schema_record_is_named_at_load(dp_schema_doc, edit, fiel
     edit(d["schema"]["dp_schema"])
     with pytest.raises(ConfigError, match=field):
         _load(d)
+
+
+# --------------------------------------------------------- resource limits a file cannot lift (newcomer pass)
+def test_load_reads_at_most_max_bytes_whatever_the_size_says(tmp_path):
+    link = tmp_path / "zero.szm"
+    link.symlink_to("/dev/zero")  # stat says 0 bytes; reading would never end
+    for p in (link, tmp_path):
+        with pytest.raises(ConfigError, match="not a file"):
+            sz.Synthesizer.load(p)
+    (tmp_path / "big.szm").write_text(" " * 2000)
+    with pytest.raises(ConfigError, match="more than max_bytes=1,000"):
+        sz.Synthesizer.load(tmp_path / "big.szm", max_bytes=1000)
+
+
+def test_an_account_cannot_make_the_accountant_replay_for_hours(docs):
+    d = copy.deepcopy(docs["privsyn"])
+    ev = {"type": "poisson_sampled", "sampling_probability": 0.5, "event": {"type": "gaussian", "noise_multiplier": 100.0}}
+    d["privacy"]["charges"] += [{"module": "x", "mechanism": "x", "event": ev, "rho": 1e-6, "note": "",
+                                 "extra_delta": 0.0}] * 65
+    with pytest.raises(ConfigError, match="65 subsampled or repeat-and-select events, more than a model file may hold"):
+        _load(d)
+
+
+@pytest.mark.parametrize("pool, match", [(None, r"pool=None \(unbounded\) is not allowed in a model file"),
+                                         (10 ** 9, "exceeds what a model file may set")])
+def test_gums_sampling_pool_is_bounded_in_a_file(docs, pool, match):
+    d = copy.deepcopy(docs["privsyn"])
+    d["model_state"]["params"]["pool"] = pool
+    with pytest.raises(ConfigError, match=match):
+        _load(d)
+
+
+def test_a_long_list_of_layers_is_refused_before_any_is_built(docs):
+    d = copy.deepcopy(docs["tvae"])
+    d["model_state"]["params"]["compress_dims"] = [8] * 100_000
+    with pytest.raises(ConfigError, match=r"compress_dims=.*\(\d[\d,]* characters\) must be a list of at most 64"):
+        _load(d)
+
+
+def test_weights_that_decode_to_non_finite_values_are_a_model_file_error(docs):
+    d = copy.deepcopy(docs["tvae"])
+    for w in d["model_state"]["weights"].values():  # finite, but every product overflows
+        w["values"] = [3e38] * len(w["values"])
+    synth = _load(d)
+    with pytest.raises(ConfigError, match=r"the model's output holds \d+ non-finite value\(s\)"):
+        synth.sample(20)
+
+
+def test_nan_is_not_a_category(docs):
+    d = copy.deepcopy(docs["privsyn"])
+    d["schema"]["columns"]["education"]["categories"][0] = float("nan")
+    with pytest.raises(ConfigError, match="a category cannot be NaN or infinite"):
+        _load(d)

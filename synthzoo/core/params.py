@@ -136,20 +136,21 @@ class Function(Constraint):
 
 
 class Sequence(Constraint):
-    """A list or tuple whose items all satisfy ``item`` (and of ``length`` items, or ``min_length``)."""
+    """A list or tuple whose items all satisfy ``item`` (and of ``length`` items, or ``min_length`` to
+    ``max_length``: a parameter list is short, and a model file may not make it long)."""
 
-    def __init__(self, item: Constraint, length: int | None = None, min_length: int = 0):
-        self.item, self.length, self.min_length = item, length, min_length
+    def __init__(self, item: Constraint, length: int | None = None, min_length: int = 0, max_length: int = 64):
+        self.item, self.length, self.min_length, self.max_length = item, length, min_length, max_length
 
     def accepts(self, value) -> bool:
         if not isinstance(value, (list, tuple)):
             return False
         if self.length is not None and len(value) != self.length:
             return False
-        return len(value) >= self.min_length and all(self.item.accepts(v) for v in value)
+        return self.min_length <= len(value) <= self.max_length and all(self.item.accepts(v) for v in value)
 
     def describe(self) -> str:
-        n = f"{self.length} " if self.length is not None else ""
+        n = f"{self.length} " if self.length is not None else f"at most {self.max_length} "
         return f"a list of {n}items, each {self.item.describe()}"
 
 
@@ -185,7 +186,9 @@ def validate(owner: str, constraints: dict, params: dict[str, Any]) -> None:
         if alts == "no_validation":
             continue
         if not accepts(alts, value):
-            raise ConfigError(f"{owner}: parameter {name}={value!r} must be {describe(alts)}")
+            shown = repr(value)
+            shown = shown if len(shown) <= 80 else shown[:60] + f"... ({len(shown):,} characters)"
+            raise ConfigError(f"{owner}: parameter {name}={shown} must be {describe(alts)}")
 
 
 def check_space(owner: str, constraints: dict, space: dict) -> None:

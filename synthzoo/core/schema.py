@@ -252,6 +252,12 @@ class Column:
         v = pd.Series(values)
         na = v.isna().to_numpy()
         dtype = self.output_dtype
+        if self.is_numeric:
+            x = v.to_numpy(dtype=float)
+            bad = np.isinf(x) | (np.isnan(x) & (not self.missing))
+            if bad.any():  # no fitted model decodes to these; weights edited in a model file do
+                raise ConfigError(f"column {self.name!r}: the model's output holds {int(bad.sum())} non-finite "
+                                  "value(s), which the schema does not allow (a model file with edited weights?)")
         if self.kind == "datetime":
             ts = self.datetimes(v.to_numpy(dtype=float))
             if self.dtype == "string":
