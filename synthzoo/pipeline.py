@@ -27,7 +27,7 @@ from .core.domain import EncodedData
 from .core.encoding import CategoricalEncoder, TableEncoder
 from .core.features import FeatureData, FeatureTable
 from .core.tokens import TokenData, TokenTable
-from .core.errors import ConfigError, NotFittedError, SchemaError
+from .core.errors import ConfigError, NotFittedError, SchemaError, TimeZoneWarning
 from .core.measurements import estimate_total
 from .core.privacy.mechanisms import gaussian_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
@@ -224,7 +224,8 @@ class Synthesizer:
 
         t0 = time.perf_counter()
         pre_rng = np.random.default_rng(seeds[0])
-        with stage_progress("  [synthzoo] preprocess", enabled=live):
+        with stage_progress("  [synthzoo] preprocess", enabled=live), warnings.catch_warnings():
+            warnings.simplefilter("ignore", TimeZoneWarning)  # validate() said it; the encoders read the column again
             self.encoder_ = self._fit_preprocess(df, schema, pre_rng)
             if isinstance(self.encoder_, FeatureTable):
                 data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)

@@ -300,3 +300,26 @@ def test_out_of_bounds_warning_of_an_evaluation_shows_dates_not_epoch_seconds():
     fake.loc[0, "d"] = pd.Timestamp("2010-01-01")
     with pytest.warns(UserWarning, match=r"bounds \[1980-01-01, 2000-12-31\] \(e.g. 2010-01-01\)"):
         sz.evaluate(real, fake, schema=schema, metrics="tvd_1way")
+
+
+def test_python_date_objects_are_inferred_as_dates_and_come_back_as_dates():
+    import datetime as dt
+
+    df = pd.DataFrame({"d": [dt.date(1990, 1, 1) + dt.timedelta(days=37 * i) for i in range(200)]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert (schema["d"].kind, schema["d"].resolution) == ("datetime", "day")
+    fake, _ = _sample(schema, df)
+    assert fake["d"].dtype == np.dtype("datetime64[ns]") and (fake["d"] == fake["d"].dt.normalize()).all()
+
+
+def test_a_mixed_offset_warning_is_said_once_per_fit():
+    t = pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(300) * 86400 + 3600, unit="s")
+    text = t.tz_localize("Europe/Berlin").strftime("%Y-%m-%d %H:%M:%S%z").str.replace(r"(\d\d)(\d\d)$", r"\1:\2",
+                                                                                       regex=True)
+    col = Column("d", "datetime", lower="2019-12-31 00:00:00", upper="2021-01-02 00:00:00")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        sz.Synthesizer(select="mst", model="pgm", epsilon=1.0, schema=Schema([col]), seed=0).fit(_one(col, text))
+    assert sum("different UTC offsets" in str(w.message) for w in seen) == 1

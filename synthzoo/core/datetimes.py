@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .errors import SchemaError
+from .errors import SchemaError, TimeZoneWarning
 
 #: Length of one step of each resolution, in nanoseconds.
 RESOLUTIONS = {"day": 86_400 * 10 ** 9, "hour": 3_600 * 10 ** 9, "minute": 60 * 10 ** 9, "second": 10 ** 9,
@@ -214,7 +214,7 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
     if mixed and tz is None and warn:
         warnings.warn(f"column {name!r}: the values carry different UTC offsets (time zones); they were converted "
                       "to UTC. Declare the column's \"tz\" (e.g. \"Europe/Paris\") to read and write them in one zone",
-                      UserWarning, stacklevel=4)
+                      TimeZoneWarning, stacklevel=4)
     elif warn:
         _warn_zone_dropped(ts, name, tz)
     return _wall_seconds(ts, tz)
@@ -226,7 +226,7 @@ def _warn_zone_dropped(ts: pd.Series, name: str, tz: str | None) -> None:
     if zone is not None and tz is None:
         warnings.warn(f"column {name!r}: the values are in time zone {zone}, but the schema gives the column no "
                       f"\"tz\"; they were converted to UTC and come back as UTC times without a zone. Declare "
-                      f"\"tz\": \"{zone}\" to read and write them in that zone", UserWarning, stacklevel=5)
+                      f"\"tz\": \"{zone}\" to read and write them in that zone", TimeZoneWarning, stacklevel=5)
 
 
 def aligned_bounds(lower: float, upper: float, resolution: str) -> tuple[int, int]:

@@ -26,6 +26,11 @@ class NotFittedError(SynthzooError, RuntimeError):
     """``sample`` or ``save`` was called before ``fit``."""
 
 
+class TimeZoneWarning(UserWarning):
+    """Datetime values whose zones were converted (mixed UTC offsets, or a zone the schema does not
+    declare); said once, where the frame is validated."""
+
+
 class PrivacySettingsWarning(UserWarning):
     """A privacy request that is allowed but dubious (delta not small against plausible row counts,
     a table too small for its epsilon)."""

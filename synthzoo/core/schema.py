@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import datetime as _dt
 import math
 import re
 import warnings
@@ -623,7 +624,8 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     if ok.size == 0:
         raise SchemaError(f"column {name!r}: every value is missing; cannot infer its bounds")
     res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r).any()), "nanosecond")
-    dtype = None if pd.api.types.is_datetime64_any_dtype(s.dtype) else "string"
+    # text stays text; datetime64 and Python date/datetime objects come back as datetime64
+    dtype = None if pd.api.types.is_datetime64_any_dtype(s.dtype) or not _iso_text(s) else "string"
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
                   resolution=res, tz=tz, dtype=dtype)
 
@@ -653,6 +655,9 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
             "numerical" if s.nunique() > 10 else "categorical")
     if _iso_text(s):
         return "datetime"  # dates as a CSV holds them: read back as text (dtype "string")
+    v = s.dropna()
+    if len(v) and all(isinstance(x, _dt.date) for x in v):
+        return "datetime"  # Python date / datetime objects in an object column
     return "categorical"
 
 
