@@ -453,3 +453,12 @@ def test_nan_is_not_a_category(docs):
     d["schema"]["columns"]["education"]["categories"][0] = float("nan")
     with pytest.raises(ConfigError, match="a category cannot be NaN or infinite"):
         _load(d)
+
+
+def test_an_account_cannot_hold_more_events_than_a_fit_records(docs):
+    d = copy.deepcopy(docs["privsyn"])
+    ev = {"type": "composed", "events": [{"type": "zcdp", "rho": 1e-12, "xi": 0.0}] * 10_001}
+    d["privacy"]["charges"].append({"module": "x", "mechanism": "x", "event": ev, "rho": 1e-6, "note": "",
+                                    "extra_delta": 0.0})
+    with pytest.raises(ConfigError, match=r"privacy events, more than a model file may hold \(10,000\)"):
+        _load(d)

@@ -532,18 +532,25 @@ def _close(a: float, b: float, rel: float = 1e-6) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
-#: Most charges a saved account may hold, and most of them with an event the accountant replays numerically.
-MAX_CHARGES = 100_000
+#: Most events a saved account may hold (each replayed through the RDP accountant: about 2.5 ms apiece
+#: here, so 10,000 take ~25 s; a fit records hundreds, GEM on 100 columns ~1,000), and most of them that
+#: the accountant replays numerically (a fraction of a second apiece; a fit records a handful).
+MAX_CHARGES = 10_000
 MAX_COSTLY_EVENTS = 64
 
 
-def _costly(d, depth: int = 0) -> int:
-    """How many poisson_sampled / repeat_and_select events a JSON event holds (bounded depth: checked later)."""
+def _event_counts(d, depth: int = 0) -> tuple[int, int]:
+    """(events, poisson_sampled / repeat_and_select events) a JSON event holds, nested ones included
+    (bounded depth and breadth; the structure itself is checked later)."""
     if not isinstance(d, dict) or depth > _EVENT_DEPTH:
-        return 0
+        return 1, 0
     own = int(d.get("type") in ("poisson_sampled", "repeat_and_select"))
-    inner = d.get("events") if d.get("type") == "composed" else [d.get("event")]
-    return own + sum(_costly(x, depth + 1) for x in (inner if isinstance(inner, list) else [])[:MAX_CHARGES])
+    inner = d.get("events") if d.get("type") == "composed" else [d.get("event")] if "event" in d else []
+    n, c = 1, own
+    for x in (inner if isinstance(inner, list) else [])[:MAX_CHARGES + 1]:
+        a, b = _event_counts(x, depth + 1)
+        n, c = n + a, c + b
+    return n, c
 
 
 class SavedAccount:
@@ -599,7 +606,11 @@ class SavedAccount:
             raise ConfigError(f"{where}.charges: must be a list of at most {MAX_CHARGES:,} charges")
         # the RDP accountant replays a subsampled or repeated event numerically (a fraction of a second each):
         # bounded, so a file cannot make loading run for hours; real runs record a handful
-        costly = sum(_costly(c.get("event")) for c in charges if isinstance(c, dict))
+        counts = [_event_counts(c.get("event")) for c in charges if isinstance(c, dict)]
+        events, costly = sum(n for n, _ in counts), sum(k for _, k in counts)
+        if events > MAX_CHARGES:
+            raise ConfigError(f"{where}.charges: {events:,} privacy events, more than a model file may hold "
+                              f"({MAX_CHARGES:,})")
         if costly > MAX_COSTLY_EVENTS:
             raise ConfigError(f"{where}.charges: {costly} subsampled or repeat-and-select events, more than a model "
                               f"file may hold ({MAX_COSTLY_EVENTS}); a fit records a few")
