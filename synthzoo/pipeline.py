@@ -546,6 +546,8 @@ class Synthesizer:
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError, RuntimeError,
                 RecursionError) as e:
             raise ConfigError(f"model file: {stage}: malformed ({e!r})") from None
+        except MemoryError:
+            raise ConfigError(f"model file: {stage}: not enough memory to build what the file describes") from None
         self.account_ = account if account is not None else saved
         if account is not None:
             self.ledger_ = account
