@@ -137,3 +137,17 @@ def test_accounted_best_trial_is_released_from_the_storage_by_another_process(tm
     complete = [t for t in again.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)) if t.user_attrs.get("run")]
     records = [t.number for i, t in enumerate(complete) if all(t.value <= u.value for u in complete[:i])]
     assert [t.number for t in complete if STATE_ATTR in t.system_attrs] == records and best in records
+
+
+def test_accounted_tuning_on_a_dp_measured_schema_is_refused_not_under_reported(tmp_path):
+    # its runs would each absorb the schema's cost and the released account would not hold it
+    import synthzoo as sz
+
+    df, public = make_demo(n=1500, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema, _ = sz.dp_schema(df, kinds={c.name: c.kind for c in public}, epsilon=0.5, delta=1e-6)
+    schema.meta["target"] = public.meta.get("target", "churn")
+    with pytest.raises(sz.ConfigError, match="with a schema measured by dp_schema is not supported"):
+        tune("privsyn", df, schema=schema, privacy="accounted", epsilon=1.0, n_trials=2,
+             storage=f"sqlite:///{tmp_path / 't.db'}")

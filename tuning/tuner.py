@@ -261,6 +261,12 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     elif accounted:
         if epsilon is None:
             raise ConfigError("privacy='accounted' needs a finite epsilon; use 'non-private' for epsilon=None")
+        if (schema.meta.get("dp_schema") or {}).get("epsilon") is not None:
+            # every run would absorb the schema's cost, and the released account (one random-stopping
+            # charge) would not hold it: refused rather than under-reported
+            raise ConfigError("privacy='accounted' with a schema measured by dp_schema is not supported: its cost "
+                              "cannot yet be composed with the tuning's. Tune on a public schema (or with "
+                              "privacy='public'), then fit the release on the DP schema")
         if multi_objective:
             raise ConfigError("multi_objective is not available with privacy='accounted' (random stopping "
                               "releases one best trial)")
