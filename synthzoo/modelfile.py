@@ -92,8 +92,9 @@ def check_document(doc) -> None:
     if not isinstance(doc, dict):
         raise ConfigError("model file: not a synthzoo model document (a JSON object is expected)")
     if doc.get("format") != FORMAT:
-        raise ConfigError(f"model file: not a synthzoo model document ('format' is {doc.get('format')!r}, expected "
-                          f"{FORMAT!r})")
+        got = doc.get("format")
+        shown = repr(got)[:60] if isinstance(got, (str, int, float, type(None))) else f"a {type(got).__name__}"
+        raise ConfigError(f"model file: not a synthzoo model document ('format' is {shown}, expected {FORMAT!r})")
     check_depth(doc)
     _keys(doc, _TOP, "", _OPTIONAL)
     cfg = doc["config"]

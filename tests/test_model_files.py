@@ -462,3 +462,20 @@ def test_an_account_cannot_hold_more_events_than_a_fit_records(docs):
                                     "extra_delta": 0.0})
     with pytest.raises(ConfigError, match=r"privacy events, more than a model file may hold \(10,000\)"):
         _load(d)
+
+
+def test_draws_per_noise_vector_are_bounded_in_a_file(docs):
+    d = copy.deepcopy(docs["gn"])
+    d["model_state"]["params"]["draws_per_z"] = 10 ** 9  # sample() would allocate n x 1e9 draws
+    with pytest.raises(ConfigError, match="draws_per_z=1000000000 exceeds what a model file may set"):
+        _load(d)
+
+
+def test_a_format_field_nested_deep_is_refused_without_printing_it(docs):
+    d = copy.deepcopy(docs["privsyn"])
+    deep = []
+    for _ in range(10_000):
+        deep = [deep]
+    d["format"] = deep
+    with pytest.raises(ConfigError, match=r"'format' is a list"):
+        sz.Synthesizer.from_json(d)

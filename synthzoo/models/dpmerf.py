@@ -122,6 +122,7 @@ class DPMERF(TorchMLP, Model):
     paper = _PAPER
     _tags = {"fits": "records", "spends_budget": True}
     _test_params = {"n_features": 200, "hidden": (32,), "iters": 40, "batch": 200}
+    _load_limits = {"draws_per_z": 1024}  # sample() draws this many records per noise vector at once
     _parameter_constraints = {
         **MLP_CONSTRAINTS, "n_features": [Interval(Integral, 2, None)],
         "length_scale": [Interval(Real, 0, None, closed="neither")], "iters": [Interval(Integral, 0, None)],

@@ -127,6 +127,7 @@ class GN(TorchMLP, MeasurementModel):
     """
 
     paper = _PAPER
+    _load_limits = {"draws_per_z": 1024}  # sample() draws this many records per noise vector at once
     _parameter_constraints = {
         **MLP_CONSTRAINTS, "iters": [Interval(Integral, 0, None)], "lr": [Interval(Real, 0, None, closed="neither")],
         "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],

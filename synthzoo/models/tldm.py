@@ -490,7 +490,9 @@ class TLDM(OneNetwork, Model):
         "count_share": [Interval(Real, 0, 1, closed="neither")],
         "decode": [Options("argmax", "sample")], "device": [Options("auto", "cpu", "cuda")],
         "progress": [None, Boolean()]}
-    _load_limits = {"sampling_steps": 10_000}  # sample() runs the reverse chain this many steps
+    # sample() runs the reverse chain sampling_steps times; the network is built layer by layer (and
+    # head by head) before its shapes can be compared with the saved weights
+    _load_limits = {"sampling_steps": 10_000, "n_layers": 64, "n_heads": 64}
     _test_params = {"d_token": 2, "n_layers": 1, "factor": 4, "vae_epochs": 2, "vae_batch_size": 200, "width": 16,
                     "diffusion_epochs": 2, "diffusion_batch_size": 200, "sampling_steps": 5}
 

@@ -1,6 +1,7 @@
 """TabSyn / DP-TLDM (synthzoo/models/tldm.py): both stages on the ledger, exact per-record clipping
 of the token and augmentation-multiplicity layouts, the pieces of the two stages, and learning."""
 
+import json
 import math
 import warnings
 
@@ -177,6 +178,11 @@ def test_same_model_and_seed_same_sample_and_state_round_trip(demo, tmp_path):
     loaded = sz.Synthesizer.load(path)
     assert loaded.sample(200, seed=3).equals(a)
     assert "tldm/diffusion" in loaded.privacy_report()
+    # the network is built layer by layer before its shapes meet the saved weights: a file may not ask for 1e9
+    doc = json.loads(text)
+    doc["model_state"]["params"]["n_layers"] = 10 ** 9
+    with pytest.raises(sz.ConfigError, match="n_layers=1000000000 exceeds what a model file may set"):
+        sz.Synthesizer.from_json(doc)
 
 
 def test_non_private_tldm_learns_the_marginals():
