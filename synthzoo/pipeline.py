@@ -113,8 +113,9 @@ class Synthesizer:
         self._noise_seed = noise_seed  # never saved, never in config()
         if schema is not None and not isinstance(schema, Schema):
             raise ConfigError(f"schema must be a synthzoo.Schema (e.g. Schema.from_json(path)), got {type(schema).__name__}")
+        self._schema_cost_elsewhere = False  # a dp_schema measured on a shared ledger: fit needs schema_ledger
         if schema_ledger is None and schema is not None:
-            schema_ledger = _schema_cost(schema, self.epsilon)
+            schema_ledger, self._schema_cost_elsewhere = _schema_cost(schema, self.epsilon)
         if schema_ledger is not None:
             if not isinstance(schema_ledger, PrivacyLedger):
                 raise ConfigError("schema_ledger must be the PrivacyLedger returned by synthzoo.dp_schema")
@@ -207,6 +208,9 @@ class Synthesizer:
         from .core.progress import stage_progress
 
         say = (lambda msg: print(f"  [synthzoo] {msg}", file=sys.stderr, flush=True)) if progress else (lambda m: None)
+        if self._schema_cost_elsewhere:
+            raise ConfigError("schema: it was measured by dp_schema on a shared ledger, so its cost is not with it; "
+                              "pass that ledger as schema_ledger=... (or measure the schema with its own epsilon)")
         live = None if progress else False  # live lines only on a terminal
         schema = self.schema
         if schema is None:
@@ -587,28 +591,28 @@ class Synthesizer:
 _MAKERS = {"features": "features or mode_features", "tokens": "tokens"}
 
 
-def _schema_cost(schema: Schema, epsilon) -> PrivacyLedger | None:
+def _schema_cost(schema: Schema, epsilon) -> tuple[PrivacyLedger | None, bool]:
     """The cost of a schema :func:`synthzoo.dp_schema` measured, from the account it carries (replayed and
-    checked as a model file's is), so that the release's report covers it without ``schema_ledger``."""
+    checked as a model file's is), so that the release's report covers it without ``schema_ledger``; and
+    whether the cost is elsewhere (measured on a shared ledger: fitting then needs ``schema_ledger``)."""
     try:
         info = check_dp_schema_meta(schema)
     except SchemaError as e:
         raise ConfigError(str(e)) from None
     if info is None:
-        return None
+        return None, False
     if info.get("epsilon") is None:
         if epsilon is not None:
             raise ConfigError("schema: it was read from the data WITHOUT privacy (dp_schema with epsilon=None); a "
                               "private release cannot rest on it. Measure it with a finite epsilon, or use a public schema")
-        return None
+        return None, False
     if info.get("account") is None:
-        raise ConfigError("schema: it was measured under DP on a shared ledger, so its cost is not with it; pass that "
-                          "cost as schema_ledger=... (or measure it with its own epsilon and delta)")
+        return None, True
     saved = SavedAccount(info["account"])
     ledger = saved.ledger
     if saved.replayable:
         ledger._replayed_charges = True
-    return ledger
+    return ledger, False
 
 
 def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:

@@ -2,6 +2,8 @@
 
 import json
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -159,6 +161,25 @@ def test_a_dp_schema_carries_its_cost_into_any_release_that_uses_it(demo, tmp_pa
         assert sz.Synthesizer.load(tmp_path / "m.szm").privacy_spent() == s.privacy_spent()
     assert spent[0] > 0 and spent[0] == pytest.approx(spent[1]) == pytest.approx(spent[2])
     assert spent[0] == pytest.approx(sum(c.rho for c in led.charges))
+
+
+def test_a_dp_schema_on_a_shared_ledger_needs_that_ledger_to_fit(demo, tmp_path):
+    from synthzoo.core.privacy.ledger import PrivacyLedger
+
+    df, public = demo
+    num = [c.name for c in public if c.kind == "numerical"]
+    shared = PrivacyLedger(1.0, 1e-5)
+    with pytest.warns(UserWarning):
+        schema, _ = sz.dp_schema(df[num], kinds={c: "numerical" for c in num}, ledger=shared, share=0.3)
+    assert schema.meta["dp_schema"]["account"] is None  # its charges are in the shared ledger
+    with pytest.raises(ConfigError, match="measured by dp_schema on a shared ledger"):
+        sz.make("mst", epsilon=1.0, schema=schema).fit(df[num])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # conform says what it clipped, if anything
+        private_df = sz.conform(df[num], schema)
+    s = sz.make("mst", epsilon=1.0, schema=schema, schema_ledger=shared).fit(private_df)
+    s.save(tmp_path / "m.szm")
+    assert sz.Synthesizer.load(tmp_path / "m.szm").privacy_spent() == s.privacy_spent()  # loads without it
 
 
 def test_a_schema_read_without_privacy_cannot_carry_a_private_release(demo):
