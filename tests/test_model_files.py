@@ -479,3 +479,17 @@ def test_a_format_field_nested_deep_is_refused_without_printing_it(docs):
     d["format"] = deep
     with pytest.raises(ConfigError, match=r"'format' is a list"):
         sz.Synthesizer.from_json(d)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["schema"]["columns"]["signup_date"].update(lower=[]), r"column 'signup_date': 'lower' must be a date"),
+    (lambda d: d["encoder"]["signup_date"]["edges"].__setitem__(0, 1e300), r"encoder of column 'signup_date': bin edges"),
+    (lambda d: d["schema"]["columns"]["age"].update(upper=10 ** 30), r"column 'age': integer bounds beyond \+-2\^53"),
+])
+def test_absurd_bounds_and_edges_are_named(docs, edit, field):
+    d = copy.deepcopy(docs["privsyn"])
+    if d["encoder"]["signup_date"].get("type") != "bins" and "edges" in field:
+        pytest.skip("signup_date is not binned in this file")
+    edit(d)
+    with pytest.raises(ConfigError, match=field):
+        _load(d)

@@ -303,6 +303,8 @@ def show(seconds: float, resolution: str, tz: str | None = None) -> str:
     """One wall-clock value as ISO text at ``resolution`` (with the zone's name when there is one)."""
     if seconds is None or not math.isfinite(float(seconds)):
         return str(seconds)
+    if abs(float(seconds)) > 9e18:  # beyond numpy's datetime64 too
+        return f"{float(seconds):g} epoch seconds"
     if not _NS_MIN <= float(seconds) <= _NS_MAX:
         # beyond what pandas holds (a 9999-12-31 sentinel): numpy's seconds cover any year people write
         unit = "D" if resolution == "day" else "m" if resolution in ("hour", "minute") else "s"

@@ -161,6 +161,9 @@ class Column:
                 self.lower, self.upper = float(self.lower), float(self.upper)
             if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
                 raise SchemaError(f"column {self.name!r}: bounds must be finite")
+            if self.kind == "numerical" and self.integer and max(abs(self.lower), abs(self.upper)) > 2.0 ** 53:
+                raise SchemaError(f"column {self.name!r}: integer bounds beyond +-2^53 cannot be held exactly, got "
+                                  f"[{self.show(self.lower)}, {self.show(self.upper)}]")
             if self.lower > self.upper:
                 raise SchemaError(f"column {self.name!r}: lower bound {self.show(self.lower)} exceeds upper bound "
                                   f"{self.show(self.upper)}")
@@ -171,6 +174,12 @@ class Column:
                                       f"{self.show(self.lower, exact=True)} and {self.show(self.upper, exact=True)}")
 
     def _datetime_init(self) -> None:
+        for which in ("lower", "upper"):
+            b = getattr(self, which)
+            if isinstance(b, (bool, np.bool_)) or not isinstance(b, (str, int, float, np.integer, np.floating,
+                                                                      _dt.date, np.datetime64)):
+                raise SchemaError(f"column {self.name!r}: '{which}' must be a date/time (ISO text), got "
+                                  f"{type(b).__name__} {str(b)[:40]!r}")
         self.tz = dtm.check_tz(self.tz, self.name)
         self.format = dtm.check_format(self.format, self.name)
         if self.resolution is None and self.format is None:
