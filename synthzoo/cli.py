@@ -39,8 +39,8 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("pass test=...", "pass --test FILE (held-out real rows; `synthzoo split` makes them)"),
               ("measure them with synthzoo.core.dpschema.dp_schema, which charges the budget",
                "measure them with --dp-schema EPS, which charges the budget"),
-              ("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair; on the command line "
-               "--public FILE)", "--privacy public needs --public FILE (a public or proxy table)"))
+              ("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair)",
+               "--privacy public needs --public FILE (a public or proxy table)"))
 
 
 def _check_output(path, role: str = "--out") -> None:

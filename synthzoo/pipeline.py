@@ -32,7 +32,7 @@ from .core.measurements import estimate_total
 from .core.privacy.mechanisms import gaussian_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
                                   check_privacy_params, privacy_warnings, release_warnings, rho_for, rho_of_event)
-from .core.dpschema import check_dp_schema_meta, dp_schema_report
+from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
 from .core.schema import Schema
 from .modelfile import FORMAT, MAX_BYTES, check_document
 
@@ -639,8 +639,8 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
     if not tuned and (eps != synth.epsilon or delta != synth.delta):
         raise ConfigError(f"model file: privacy.requested (epsilon={eps}, delta={delta}) differs from the "
                           f"configuration (epsilon={synth.epsilon}, delta={synth.delta}) (edited?)")
-    info = synth.schema.meta.get("dp_schema") if synth.schema is not None else None
-    if info and info.get("epsilon") is not None and not tuned:
+    if measured_under_dp(synth.schema) and not tuned:
+        info = synth.schema.meta["dp_schema"]
         # each column the schema says was measured under DP has its charge among the account's schema charges
         noted = {c.note.split(":", 1)[0] for c in saved.ledger.charges if c.module.startswith("schema:")}
         lacking = [c for c in info.get("measured", []) if c not in noted]

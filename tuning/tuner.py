@@ -66,6 +66,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from synthzoo.core.dpschema import measured_under_dp
 from synthzoo.core.errors import ConfigError
 from synthzoo.core.privacy.ledger import check_privacy_params, epsilon_of
 from synthzoo.core.privacy.noise import NoiseSource
@@ -253,15 +254,14 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     split_share = None
     if privacy == "public":
         if public is None:
-            raise ConfigError("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair; on the "
-                              "command line --public FILE)")
+            raise ConfigError("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair)")
         fit_df, score_df = (public if isinstance(public, tuple)
                             else train_test_split(_check_frame(public, "public"), test_size=0.2, seed=seed))
         fit_df, score_df = _check_frame(fit_df, "public[0]"), _check_frame(score_df, "public[1]")
     elif accounted:
         if epsilon is None:
             raise ConfigError("privacy='accounted' needs a finite epsilon; use 'non-private' for epsilon=None")
-        if (schema.meta.get("dp_schema") or {}).get("epsilon") is not None:
+        if measured_under_dp(schema):
             # every run would absorb the schema's cost, and the released account (one random-stopping
             # charge) would not hold it: refused rather than under-reported
             raise ConfigError("privacy='accounted' with a schema measured by dp_schema is not supported: its cost "

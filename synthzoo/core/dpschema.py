@@ -573,11 +573,12 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
                               "numbers first (dtypes are public, values are not inspected)")
+    declared = set(kinds or {})
     for c in cols:
         # An error, not a decision: undeclared text is categorical whatever it holds, and dates taken
         # as categories would all be merged into `other` after the budget is spent.  Refusing before
         # any charge changes no release; it is the same kind of check as Schema.validate's bounds.
-        if "categories" not in specs[c] and c not in dict(kinds or {}) and _iso_text(df[c]):
+        if "categories" not in specs[c] and c not in declared and _iso_text(df[c]):
             raise SchemaError(f"column {c!r}: its text reads as ISO dates, but dp_schema takes an undeclared text "
                               f"column as categorical (kinds come from dtypes, not values), which would merge "
                               f"every date into the catch-all category; declare it, e.g. kinds={{{c!r}: {{'type': 'datetime', "
@@ -756,6 +757,12 @@ def check_dp_schema_meta(schema: Schema, where: str = "schema") -> dict | None:
     if not (info.get("account") is None or isinstance(info.get("account"), dict)):
         raise SchemaError(f"{at}.account: must be an object or null")
     return info
+
+
+def measured_under_dp(schema: Schema | None) -> bool:
+    """Whether ``schema`` says :func:`dp_schema` measured it with a finite epsilon (its record checked)."""
+    info = check_dp_schema_meta(schema) if schema is not None else None
+    return bool(info) and info.get("epsilon") is not None
 
 
 def dp_schema_report(schema: Schema) -> str:

@@ -269,12 +269,12 @@ class Column:
                 raise ConfigError(f"column {self.name!r}: the model's output holds {int(bad.sum())} non-finite "
                                   "value(s), which the schema does not allow (a model file with edited weights?)")
         if self.kind == "datetime":
-            ts = self.datetimes(v.to_numpy(dtype=float))
+            ts = self.datetimes(x)
             if self.dtype == "string":
                 return pd.Series(dtm.to_text(ts, self.resolution, self.format).to_numpy(dtype=object), dtype=_STR)
             return ts.astype(dtype)
         if self.kind == "numerical":
-            v = v.astype(float)
+            v = pd.Series(x, index=v.index)
             return (v.round() if self.integer else v).astype(dtype)
         if isinstance(dtype, pd.CategoricalDtype):
             return pd.Series(pd.Categorical(v.where(~na, None), dtype=dtype))
@@ -634,7 +634,8 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
         raise SchemaError(f"column {name!r}: every value is missing; cannot infer its bounds")
     res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r).any()), "nanosecond")
     # text stays text; datetime64 and Python date/datetime objects come back as datetime64
-    dtype = None if pd.api.types.is_datetime64_any_dtype(s.dtype) or not _iso_text(s) else "string"
+    text = not pd.api.types.is_datetime64_any_dtype(s.dtype) and all(isinstance(x, str) for x in s.dropna())
+    dtype = "string" if text else None
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
                   resolution=res, tz=tz, dtype=dtype)
 
