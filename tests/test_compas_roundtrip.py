@@ -152,8 +152,10 @@ def test_cli_dp_schema_with_a_partial_schema(compas, tmp_path, capsys):
     (tmp_path / "partial.json").write_text(json.dumps({"name": "compas", "columns": public_kinds(public)}))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # replayed noise (test-only opt-in): with secret noise a rare draw finds no range for priors_count at this
+        # budget (a clear error, as dp_schema documents; seen once in CI, 0 of 60 reruns), which is not what this tests
         assert cli(["fit", str(tmp_path / "c.csv"), "--schema", str(tmp_path / "partial.json"), "--dp-schema", "0.2",
-                    "--synth", "mst", "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 0
+                    "--synth", "mst", "--epsilon", "1", "--noise-seed", "0", "--out", str(tmp_path / "m.szm")]) == 0
         assert cli(["sample", str(tmp_path / "m.szm"), "-n", "300", "--out", str(tmp_path / "f.csv")]) == 0
     out = capsys.readouterr()
     assert "schema measured under DP (epsilon=0.2" in out.err + out.out
