@@ -115,7 +115,7 @@ class Synthesizer:
             raise ConfigError(f"schema must be a synthzoo.Schema (e.g. Schema.from_json(path)), got {type(schema).__name__}")
         self._schema_cost_elsewhere = False  # a dp_schema measured on a shared ledger: fit needs schema_ledger
         if schema_ledger is None and schema is not None:
-            schema_ledger, self._schema_cost_elsewhere = _schema_cost(schema, self.epsilon)
+            schema_ledger, self._schema_cost_elsewhere = schema_cost(schema, self.epsilon)
         if schema_ledger is not None:
             if not isinstance(schema_ledger, PrivacyLedger):
                 raise ConfigError("schema_ledger must be the PrivacyLedger returned by synthzoo.dp_schema")
@@ -591,7 +591,7 @@ class Synthesizer:
 _MAKERS = {"features": "features or mode_features", "tokens": "tokens"}
 
 
-def _schema_cost(schema: Schema, epsilon) -> tuple[PrivacyLedger | None, bool]:
+def schema_cost(schema: Schema, epsilon) -> tuple[PrivacyLedger | None, bool]:
     """The cost of a schema :func:`synthzoo.dp_schema` measured, from the account it carries (replayed and
     checked as a model file's is), so that the release's report covers it without ``schema_ledger``; and
     whether the cost is elsewhere (measured on a shared ledger: fitting then needs ``schema_ledger``)."""
@@ -620,18 +620,26 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
     against is the configuration's (or, for a tuned model, covers it), and the model's noisy
     measurements are the ones its charges calibrated."""
     tuned = "tuning" in saved.modules()
+    per_run = None
     if tuned:
-        # accounted tuning leaves exactly one charge: the random-stopping selection over all runs, whose
-        # event holds the per-run cost; anything else beside it would skip the checks below
+        # accounted tuning leaves one charge, the random-stopping selection over all runs, whose event holds
+        # the per-run cost; before it only the charges of a DP schema (released once, before tuning).
+        # Anything else beside it would skip the checks below
         charges = saved.ledger.charges
-        if not (len(charges) == 1 and isinstance(charges[0].event, dpa.dp_event.RepeatAndSelectDpEvent)):
+        schema_charges = [c for c in charges[:-1] if c.module.startswith("schema:")]
+        if not (charges and charges[-1].module == "tuning" and len(schema_charges) == len(charges) - 1
+                and isinstance(charges[-1].event, dpa.dp_event.RepeatAndSelectDpEvent)):
             raise ConfigError("model file: privacy: a tuned model's account is one 'tuning' charge of a "
-                              "repeat_and_select (random stopping) event, nothing else (edited?)")
-        per_run = rho_of_event(charges[0].event.event)
-        if saved.private and (per_run is None or synth.epsilon is None
-                              or per_run > rho_for(synth.epsilon, synth.delta) * (1 + 1e-9)):
+                              "repeat_and_select (random stopping) event, after its schema's charges only (edited?)")
+        per_run = rho_of_event(charges[-1].event.event)
+        schema_rho = [rho_of_event(c.event) for c in schema_charges]
+        # the run's request covers its schema's cost and its own fit, which lies within the per-run budget
+        if saved.private and (per_run is None or None in schema_rho or synth.epsilon is None
+                              or rho_for(synth.epsilon, synth.delta - saved.ledger.reserved_delta)
+                              > (per_run + sum(schema_rho)) * (1 + 1e-9)):
             raise ConfigError("model file: privacy: the tuned run's configuration (epsilon="
-                              f"{synth.epsilon}) is not the per-run budget its random-stopping charge records (edited?)")
+                              f"{synth.epsilon}) asks for more than the per-run budget its random-stopping charge "
+                              "records (edited?)")
     if saved.private != (synth.epsilon is not None):
         raise ConfigError("model file: privacy: the account and config.epsilon disagree on whether the run is "
                           "private (edited?)")
@@ -639,7 +647,7 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
     if not tuned and (eps != synth.epsilon or delta != synth.delta):
         raise ConfigError(f"model file: privacy.requested (epsilon={eps}, delta={delta}) differs from the "
                           f"configuration (epsilon={synth.epsilon}, delta={synth.delta}) (edited?)")
-    if measured_under_dp(synth.schema) and not tuned:
+    if measured_under_dp(synth.schema):
         info = synth.schema.meta["dp_schema"]
         # each column the schema says was measured under DP has its charge among the account's schema charges
         noted = {c.note.split(":", 1)[0] for c in saved.ledger.charges if c.module.startswith("schema:")}
@@ -658,7 +666,7 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
     elif measurements is not None and saved.private:
         # the run's own charges are inside the random-stopping event: no measurement of sensitivity 1 can
         # have cost more than the whole run, so none can carry less noise than that run's budget calibrates
-        floor = gaussian_sigma(rho_of_event(saved.ledger.charges[0].event.event), 1.0)
+        floor = gaussian_sigma(per_run, 1.0)
         low = [list(m.clique) for m in measurements if float(m.sigma) < floor * (1 - 1e-9)]
         if low:
             raise ConfigError(f"model file: the measurement over {low[0]} carries less noise than the tuned run's "

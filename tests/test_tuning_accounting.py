@@ -9,6 +9,7 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
+from synthzoo.core.errors import ConfigError
 from synthzoo.core.privacy.ledger import _ORDERS, PrivacyLedger
 from synthzoo.datasets import make_demo, train_test_split
 from tuning import per_trial_rho, stop_coin, stop_hazard, stopping_event, tune, tuning_epsilon
@@ -110,6 +111,13 @@ def test_accounted_tune_releases_best_trial_with_the_tuning_in_its_ledger(tmp_pa
     # each trial really ran at the per-trial budget: its fit's epsilon alone is far below the request
     assert meta["per_trial_rho"] < PrivacyLedger(1.0, 1e-5).total_rho / 2
     assert len(res.synthesizer.sample(50)) == 50
+    # the released model saves and loads with its tuning account (its run's request is within the per-run
+    # budget: that budget also paid the noisy score)
+    from synthzoo.pipeline import Synthesizer
+
+    res.synthesizer.save(tmp_path / "m.szm")
+    back = Synthesizer.load(tmp_path / "m.szm")
+    assert back.privacy_spent() == spent and back.sample(30, seed=2).equals(res.synthesizer.sample(30, seed=2))
     # no default configuration was enqueued: every run is a draw from the prior
     assert all("fixed_params" not in t.system_attrs for t in res.study.trials)
 
@@ -139,15 +147,77 @@ def test_accounted_best_trial_is_released_from_the_storage_by_another_process(tm
     assert [t.number for t in complete if STATE_ATTR in t.system_attrs] == records and best in records
 
 
-def test_accounted_tuning_on_a_dp_measured_schema_is_refused_not_under_reported(tmp_path):
-    # its runs would each absorb the schema's cost and the released account would not hold it
+def _dp_schema_demo(n=1500, **kw):
     import synthzoo as sz
 
-    df, public = make_demo(n=1500, seed=0)
+    df, public = make_demo(n=n, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        schema, _ = sz.dp_schema(df, kinds={c.name: c.kind for c in public}, epsilon=0.5, delta=1e-6)
+        schema, ledger = sz.dp_schema(df, kinds={c.name: c.kind for c in public},
+                                      **(kw or {"epsilon": 0.3, "delta": 1e-6, "noise_seed": 5}))
     schema.meta["target"] = public.meta.get("target", "churn")
-    with pytest.raises(sz.ConfigError, match="with a schema measured by dp_schema is not supported"):
-        tune("privsyn", df, schema=schema, privacy="accounted", epsilon=1.0, n_trials=2,
+    return sz.conform(df, schema), schema, ledger
+
+
+def test_accounted_tuning_on_a_dp_measured_schema_composes_the_schema_with_the_stopping(tmp_path):
+    """The schema was released once, before tuning: the released account holds its charges and the
+    random-stopping charge, and (epsilon, delta) covers both; each run spends only its own share."""
+    from synthzoo.core.privacy.ledger import epsilon_of
+    from synthzoo.pipeline import Synthesizer
+
+    df, schema, schema_ledger = _dp_schema_demo()
+    prior = [c.event for c in schema_ledger.charges]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = tune("privsyn", df, epsilon=1.0, delta=1e-5, schema=schema, privacy="accounted", n_trials=2,
+                   storage=str(tmp_path / "s.db"), noise_seed=3, score_rows=150, weights=(1, 0, 1), **FAST)
+    synth, meta = res.synthesizer, res.metadata
+    rho = meta["per_trial_rho"]
+    assert rho == pytest.approx(per_trial_rho(1.0, 1e-5, 2, 1.0, tuple(prior), schema_ledger.extra_delta))
+    assert rho < per_trial_rho(1.0, 1e-5, 2, 1.0)  # the schema's cost is not spent twice, nor free
+    modules = [c.module for c in synth.ledger_.charges]
+    assert modules[-1] == "tuning" and modules[:-1] == [f"schema:{c.module}" for c in schema_ledger.charges]
+    total = epsilon_of([*prior, stopping_event(rho, 2, 1.0)], 1e-5 - schema_ledger.extra_delta)
+    assert synth.privacy_spent().epsilon == pytest.approx(total, rel=1e-9) and total <= 1.0 * (1 + 1e-9)
+    assert total > 0.999  # the whole request, no more
+    # the run's own fit spent its share and no more: its request covers the schema's cost and that share
+    run_total = epsilon_of([*prior, stopping_event(rho, 2, 1.0).event], 1e-5 - schema_ledger.extra_delta)
+    assert synth.epsilon < run_total
+    # released, saved and loaded: the account is checked and kept
+    synth.save(tmp_path / "m.szm")
+    back = Synthesizer.load(tmp_path / "m.szm")
+    assert back.privacy_spent() == synth.privacy_spent()
+    assert back.sample(40, seed=1).equals(synth.sample(40, seed=1))
+    # an account without the schema's charges is not this release's: its run asked for the schema's cost too
+    import json
+
+    doc = json.loads((tmp_path / "m.szm").read_text())
+    doc["privacy"]["charges"] = [c for c in doc["privacy"]["charges"] if not c["module"].startswith("schema:")]
+    forged = PrivacyLedger(1.0, 1e-5, reserved_delta=doc["privacy"]["reserved_delta"])
+    forged.charge("tuning", "random stopping", stopping_event(rho, 2, 1.0), forged.total_rho)
+    doc["privacy"]["spent"] = forged.account()["spent"]  # a consistent edit
+    (tmp_path / "edited.szm").write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match=r"asks for more than the per-run budget .*\(edited\?\)"):
+        Synthesizer.load(tmp_path / "edited.szm")
+
+
+def test_accounted_tuning_on_a_schema_measured_on_a_shared_ledger_is_refused(tmp_path):
+    # that schema's charges are in the caller's ledger, not in the schema: the release could not hold them
+    import synthzoo as sz
+    from synthzoo.core.privacy.ledger import PrivacyLedger
+
+    shared = PrivacyLedger(2.0, 1e-5, reserved_delta=1e-6, noise_seed=5)
+    df, schema, _ = _dp_schema_demo(ledger=shared, share=0.3)
+    with pytest.raises(sz.ConfigError, match="on a shared ledger"):
+        tune("privsyn", df, schema=schema, privacy="accounted", epsilon=1.0, n_trials=2, weights=(1, 0, 1),
+             storage=f"sqlite:///{tmp_path / 't.db'}")
+
+
+def test_a_schema_costing_the_whole_request_leaves_nothing_to_tune(tmp_path):
+    import synthzoo as sz
+
+    df, schema, _ = _dp_schema_demo()
+    with pytest.raises(sz.ConfigError, match="nothing is left for tuning"):
+        # the schema cost epsilon 0.3 at delta 1e-6: less at the tuning's 1e-5, but more than 0.15
+        tune("privsyn", df, schema=schema, privacy="accounted", epsilon=0.15, n_trials=2, weights=(1, 0, 1),
              storage=f"sqlite:///{tmp_path / 't.db'}")

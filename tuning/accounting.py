@@ -39,23 +39,31 @@ def stopping_event(rho_trial: float, mean: float, shape: float):
     return dpa.dp_event.RepeatAndSelectDpEvent(dpa.ZCDpEvent(rho_trial), float(mean), float(shape))
 
 
-def tuning_epsilon(rho_trial: float, mean: float, shape: float, delta: float) -> float:
-    """Total epsilon at ``delta`` of random-stopping tuning with per-trial cost ``rho_trial``."""
-    return epsilon_of([stopping_event(rho_trial, mean, shape)], delta)
+def tuning_epsilon(rho_trial: float, mean: float, shape: float, delta: float, prior: tuple = (),
+                   prior_delta: float = 0.0) -> float:
+    """Total epsilon at ``delta`` of random-stopping tuning with per-trial cost ``rho_trial``, composed
+    with the ``prior`` events released once before it on the same rows (a schema :func:`synthzoo.dp_schema`
+    measured, which every run then reads as public) and their additive ``prior_delta``."""
+    return epsilon_of([*prior, stopping_event(rho_trial, mean, shape)], delta - prior_delta)
 
 
-def per_trial_rho(epsilon: float, delta: float, mean: float, shape: float = 1.0) -> float:
-    """Largest per-trial zCDP rho whose random-stopping total stays within (epsilon, delta)."""
+def per_trial_rho(epsilon: float, delta: float, mean: float, shape: float = 1.0, prior: tuple = (),
+                  prior_delta: float = 0.0) -> float:
+    """Largest per-trial zCDP rho whose random-stopping total, composed with the ``prior`` events (see
+    :func:`tuning_epsilon`), stays within (epsilon, delta)."""
     if not (mean >= 1):
         raise ConfigError(f"n_trials (the mean number of runs) must be >= 1 for accounted tuning, got {mean}")
+    if prior and epsilon_of(list(prior), delta - prior_delta) >= epsilon:
+        raise ConfigError(f"epsilon={epsilon:g}: the schema's own measurement already costs "
+                          f"{epsilon_of(list(prior), delta - prior_delta):.4g} of it, nothing is left for tuning")
     lo, hi = 0.0, 1.0
-    while tuning_epsilon(hi, mean, shape, delta) <= epsilon:
+    while tuning_epsilon(hi, mean, shape, delta, prior, prior_delta) <= epsilon:
         hi *= 2
         if hi > 1e6:
             break
     for _ in range(60):
         mid = (lo + hi) / 2
-        if tuning_epsilon(mid, mean, shape, delta) <= epsilon:
+        if tuning_epsilon(mid, mean, shape, delta, prior, prior_delta) <= epsilon:
             lo = mid
         else:
             hi = mid

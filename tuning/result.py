@@ -81,7 +81,7 @@ class TuneResult:
 
 
 def _release_accounted(study, meta, statement, states, weights, epsilon, delta, trial_eps, trial_rho, n_trials,
-                       shape, models_dir, study_name, replayable, verbose) -> TuneResult:
+                       shape, models_dir, study_name, replayable, verbose, schema_ledger=None) -> TuneResult:
     """The best complete run's synthesizer with the random-stopping charge, or nothing."""
     import optuna
 
@@ -104,7 +104,7 @@ def _release_accounted(study, meta, statement, states, weights, epsilon, delta, 
     if state is None:
         raise ConfigError("the synthesizer of the best run is neither in this process nor in the storage; it "
                           "cannot be released without another private fit")
-    synth = _charge_tuning(state, epsilon, delta, trial_eps, trial_rho, n_trials, shape, replayable)
+    synth = _charge_tuning(state, epsilon, delta, trial_eps, trial_rho, n_trials, shape, replayable, schema_ledger)
     meta.update({"released": True, "best_params": best.params, "best_config": config, "best_value": best.value,
                  "synthesizer_privacy": synth.privacy_report()})
     study.set_user_attr("synthzoo", meta)
@@ -119,19 +119,27 @@ def _zcdp(rho):
     return dpa.ZCDpEvent(rho)
 
 
-def _charge_tuning(state: str, epsilon, delta, trial_eps, trial_rho, mean, shape, replayable: bool) -> Synthesizer:
-    """The best run's synthesizer with one charge in its ledger: the random-stopping selection over
-    all runs.  The run's own charges (its fit at the per-trial budget) are inside that event; the
-    note keeps how the run spent its budget, and nothing about how many runs there were."""
+def _charge_tuning(state: str, epsilon, delta, trial_eps, trial_rho, mean, shape, replayable: bool,
+                   schema_ledger: PrivacyLedger | None = None) -> Synthesizer:
+    """The best run's synthesizer with one tuning charge in its ledger: the random-stopping selection
+    over all runs, after the charges of the schema's DP measurement (``schema_ledger``, released once
+    before tuning) where there was one.  The run's own charges (its fit at the per-trial budget) are
+    inside that event; the note keeps how the run spent its budget, and nothing about how many runs
+    there were."""
     doc = json.loads(state)
     run = Synthesizer.from_json(doc)  # the run's own saved account
     if run.privacy_spent().epsilon > trial_eps * (1 + 1e-9):
         raise RuntimeError(f"the best run spent {run.privacy_spent()}, more than its budget epsilon={trial_eps:.6g}")
-    detail = "; ".join(f"{r['module']} rho={r['rho']:.4g}" for r in run.privacy_breakdown().to_dict("records"))
+    detail = "; ".join(f"{r['module']} rho={r['rho']:.4g}" for r in run.privacy_breakdown().to_dict("records")
+                       if not r["module"].startswith("schema:"))
     law = "geometric" if shape == 1.0 else "Poisson"
-    ledger = PrivacyLedger(epsilon, delta)
+    if schema_ledger is None:
+        ledger = PrivacyLedger(epsilon, delta)
+    else:
+        ledger = PrivacyLedger(epsilon, delta, reserved_delta=schema_ledger.extra_delta)
+        ledger.absorb(schema_ledger, "schema:")
     ledger.charge("tuning", "random stopping (Papernot-Steinke) over DP runs of random search",
-                  stopping_event(trial_rho, mean, shape), ledger.total_rho,
+                  stopping_event(trial_rho, mean, shape), ledger.rho_remaining,
                   note=f"{law} number of runs with mean {mean:g}; each run rho={trial_rho:.5g} incl. 10% for its "
                        f"noisy score; best run: {detail}")
     if replayable or run.replayable_noise:

@@ -73,6 +73,7 @@ from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.core.schema import Schema
 from synthzoo.datasets import train_test_split
 from synthzoo.isolation import WORKER_INIT_ENV
+from synthzoo.pipeline import schema_cost
 from synthzoo.presets import PRESETS, make
 
 from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_trial_rho
@@ -250,6 +251,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                           "level of the schema (file), or give the MLA term weight 0 (weights=(a, 0, b); on the "
                           "command line --weights a,0,b)")
     accounted = privacy == "accounted"
+    schema_ledger = None  # accounted mode on a schema dp_schema measured: that measurement's account
     train = _check_frame(train, "train")
     split_share = None
     if privacy == "public":
@@ -262,11 +264,12 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         if epsilon is None:
             raise ConfigError("privacy='accounted' needs a finite epsilon; use 'non-private' for epsilon=None")
         if measured_under_dp(schema):
-            # every run would absorb the schema's cost, and the released account (one random-stopping
-            # charge) would not hold it: refused rather than under-reported
-            raise ConfigError("privacy='accounted' with a schema measured by dp_schema is not supported: its cost "
-                              "cannot yet be composed with the tuning's. Tune on a public schema (or with "
-                              "privacy='public'), then fit the release on the DP schema")
+            # the schema was released once, before tuning: its events compose with the random-stopping
+            # event (each run reads the schema as public and spends only its own share)
+            schema_ledger, elsewhere = schema_cost(schema, epsilon)
+            if elsewhere:
+                raise ConfigError("privacy='accounted': the schema was measured by dp_schema on a shared ledger, "
+                                  "whose charges are not in the schema; measure it with its own epsilon to tune on it")
         if multi_objective:
             raise ConfigError("multi_objective is not available with privacy='accounted' (random stopping "
                               "releases one best trial)")
@@ -316,9 +319,13 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                                            or prior.get("stopping") != stopping):
             raise ConfigError(f"study {study_name!r} was started with n_trials={prior.get('mean_runs')} and "
                               f"stopping={prior.get('stopping')!r}; resume it with the same values")
-        trial_rho = per_trial_rho(epsilon, delta, float(n_trials), shape)
+        prior = tuple(c.event for c in schema_ledger.charges) if schema_ledger is not None else ()
+        prior_delta = schema_ledger.extra_delta if schema_ledger is not None else 0.0
+        trial_rho = per_trial_rho(epsilon, delta, float(n_trials), shape, prior, prior_delta)
         rho_score = 0.1 * trial_rho  # a tenth of each trial's budget for its noisy score
-        trial_eps = epsilon_of([_zcdp(trial_rho - rho_score)], delta)
+        # a run's request covers the schema's cost (its ledger absorbs it) plus its own fit, so that the
+        # stages share exactly rho_trial - rho_score
+        trial_eps = epsilon_of([*prior, _zcdp(trial_rho - rho_score)], delta - prior_delta)
         sigma = score_sensitivity(weights, score_rows) / math.sqrt(2 * rho_score)  # kept in memory only
     meta = {"preset": preset, "privacy": privacy, "privacy_statement": statement, "epsilon": epsilon,
             "delta": delta, "weights": list(weights), "multi_objective": bool(multi_objective),
@@ -460,7 +467,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
 
     if accounted:
         return _release_accounted(study, meta, statement, states, weights, epsilon, delta, trial_eps, trial_rho,
-                                  n_trials, shape, models_dir, study_name, noise_seed is not None, verbose)
+                                  n_trials, shape, models_dir, study_name, noise_seed is not None, verbose,
+                                  schema_ledger)
 
     finished = _finished(study)
     meta["finished_trials"] = len(finished)
