@@ -493,3 +493,46 @@ def test_absurd_bounds_and_edges_are_named(docs, edit, field):
     edit(d)
     with pytest.raises(ConfigError, match=field):
         _load(d)
+
+
+def _first_weight(d):
+    w = d["model_state"]["weights"]
+    return w[next(iter(w))] if isinstance(w, dict) else w[0]
+
+
+@pytest.mark.parametrize("kind, edit, field", [
+    ("privsyn", lambda d: d["model_state"].update(ghost=[1, 2], __class__=1),
+     r"model_state: unknown key\(s\) '__class__', 'ghost'"),
+    ("privsyn", lambda d: d["model_state"].pop("seed"), r"model_state: lacks \['seed'\]"),
+    ("privsyn", lambda d: d["model_state"].update(marginals=""), r"model_state.marginals: must be a list, got str"),
+    ("privsyn", lambda d: d["model_state"]["marginals"][0].update(counts=[True] * len(d["model_state"]["marginals"][0]["counts"])),
+     r"model_state.marginals\[0\].counts\[0\]: must be a finite number, got True"),
+    ("privsyn", lambda d: d["model_state"].update(params={}), r"model_state.params lacks \['alpha'"),
+    ("mst", lambda d: d["model_state"]["measurements"][0].update(ghost=1),
+     r"model_state.measurements\[0\]: unknown key\(s\) 'ghost'"),
+    ("mst", lambda d: d["model_state"]["measurements"][0].update(meta=[10 ** 9, "x"]),
+     r"model_state.measurements\[0\].meta: must be an object"),
+    ("mst", lambda d: d["model_state"]["measurements"][1].update(sigma="2.5"),
+     r"model_state.measurements\[1\].sigma: must be a finite number, got '2.5'"),
+    ("mst", lambda d: d["model_state"].update(potentials=[]), r"model_state.potentials: must not be empty"),
+    ("gn", lambda d: d["model_state"].update(eval_seed=1.5), r"model_state.eval_seed: must be a whole number"),
+    ("gn", lambda d: _first_weight(d).update(dtype="float64"), r"model_state.weights\[0\]: unknown key\(s\) 'dtype'"),
+    ("tvae", lambda d: _first_weight(d)["values"].__setitem__(0, "0.1"),
+     r"model_state.weights\['[\w.]+'\].values\[0\]: must be a finite number, got '0.1'"),
+])
+def test_every_field_of_a_model_state_is_checked_and_named(docs, kind, edit, field):
+    # the model's own state is checked against its declared form, as the top level is: unknown, missing,
+    # retyped or boolean-for-number fields are refused naming the field, before anything is built
+    d = copy.deepcopy(docs[kind])
+    edit(d)
+    with pytest.raises(ConfigError, match=field):
+        _load(d)
+
+
+def test_every_shipped_model_declares_the_form_of_its_state():
+    from synthzoo.core.base import REGISTRY
+
+    models = {n: c for n, c in REGISTRY["model"].items() if c.__module__.startswith("synthzoo.")}
+    assert len(models) >= 10
+    lacking = sorted(name for name, cls in models.items() if cls._state_spec is None)
+    assert not lacking, f"models without a declared state form: {lacking}"

@@ -32,6 +32,7 @@ from . import params as P
 from .domain import Domain, EncodedData, Measurement
 from .measurements import check_measurements
 from .errors import ConfigError, NotFittedError, SchemaError
+from .statecheck import check_state
 from .privacy.ledger import Budget
 from .schema import Column
 
@@ -260,6 +261,10 @@ class Model(Module):
     _load_limits: ClassVar[dict] = {}
     #: Largest record count a saved state may claim.
     MAX_TOTAL = 1e12
+    #: The form of what ``_get_state`` returns, checked field by field before ``_set_state`` reads a saved
+    #: state (see :func:`check_state`): exactly these keys, each of its declared form.  ``None`` (a plug-in
+    #: model that declares none) leaves the form to ``_set_state``.
+    _state_spec: ClassVar[dict | None] = None
 
     def set_state(self, state: dict, domain: Domain) -> None:
         """Restore what :meth:`get_state` returned.  A saved state is untrusted input: a missing or
@@ -276,6 +281,12 @@ class Model(Module):
         params = state["params"]
         if not isinstance(params, dict):
             raise ConfigError(f"{who}: 'params' must be an object")
+        if self._state_spec is not None:
+            check_state({k: v for k, v in state.items() if k not in ("params", "domain")}, self._state_spec,
+                        "model file: model_state")
+            lacking = sorted(set(self._saved_params()) - set(params))
+            if lacking:  # a default is not what the model was fitted with
+                raise ConfigError(f"model file: model_state.params lacks {lacking}")
         known = self.get_params()
         for k, v in params.items():
             attr = getattr(type(self), k, None)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 import numpy as np
+
+from .statecheck import ARRAY, INTEGER, NUMBER, SCALAR, TEXT
 
 Clique = tuple  # tuple[str, ...]
 
@@ -210,6 +212,9 @@ class Measurement:
     noisy: np.ndarray
     sigma: float
     meta: dict = field(default_factory=dict)
+    #: The form of :meth:`to_state`'s output (see :func:`synthzoo.core.statecheck.check_state`).
+    STATE_SPEC: ClassVar[dict] = {"clique": [TEXT], "noisy": ARRAY, "shape": [INTEGER], "sigma": NUMBER,
+                                  "meta": ("map", SCALAR)}
 
     def __post_init__(self):
         self.clique = tuple(self.clique)

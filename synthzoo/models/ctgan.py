@@ -43,6 +43,7 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.dpsgd import DPSGD
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
+from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
                              sample_rows, state_dict_to_json, torch_module)
 
@@ -317,6 +318,8 @@ class CTGAN(Model):
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
 
     # ------------------------------------------------------------------ state
+    _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
+
     def _get_state(self) -> dict:
         """The generator's weights, the (noisy) category frequencies and the DP count."""
         return {"total": self.total_, "frequencies": [f.tolist() for f in self._cond.freq],

@@ -62,6 +62,7 @@ from ..core.domain import Domain, EncodedData
 from ..core.errors import ConfigError
 from ..core.params import Integral, Interval, Options, Real, Text
 from ..core.sampling import allocate
+from ..core.statecheck import NUMBER, TENSOR, TEXT
 from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
 from .merf_features import RandomFourierFeatures, noisy_mean_embedding
 
@@ -311,6 +312,8 @@ class DPMERF(TorchMLP, Model):
     # --------------------------------------------------------------------- state
     def _saved_params(self) -> dict:
         return {**self.get_params(), "hidden": self._hidden()}
+
+    _state_spec = {"attrs": [TEXT], "class_weights": [NUMBER], "total": NUMBER, "weights": [TENSOR]}
 
     def _get_state(self) -> dict:
         """The generator's weights, the noisy class shares and noisy count (functions of the DP

@@ -24,6 +24,7 @@ from ..core.base import MeasurementModel, register
 from ..core.domain import Domain, Measurement
 from ..core.measurements import normalised_targets
 from ..core.params import Boolean, Integral, Interval, Options, Real
+from ..core.statecheck import INTEGER, NUMBER, TENSOR
 from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
 
 _PAPER = ("Liu, Vietri, Steinke, Ullman, Wu, Iterative Methods for Private Synthetic Data: Unifying Framework "
@@ -326,6 +327,8 @@ class GN(TorchMLP, MeasurementModel):
     # ---------------------------------------------------------------------- state
     def _saved_params(self) -> dict:
         return {**self.get_params(), "hidden": self._hidden()}
+
+    _state_spec = {"total": NUMBER, "eval_seed": INTEGER, "weights": [TENSOR]}
 
     def _get_state(self) -> dict:
         """The estimated total and the network weights (a function of the noisy measurements and

@@ -31,6 +31,7 @@ from ..core.measurements import normalised_targets
 from ..core.errors import ConfigError
 from ..core.params import Boolean, Integral, Interval, Options
 from ..core.sampling import allocate, cycle_rows
+from ..core.statecheck import INTEGER, NUMBER
 
 _PAPER = "Liu, Vietri, Wu, Generating Private Synthetic Data with Genetic Algorithms (ICML 2023)"
 
@@ -230,6 +231,8 @@ class GSD(MeasurementModel):
         return self.rows_[cycle_rows(self.rows_.shape[0], n, rng)].astype(np.int64)
 
     # ---------------------------------------------------------------------- state
+    _state_spec = {"total": NUMBER, "rows": [[INTEGER]]}
+
     def _get_state(self) -> dict:
         """The estimated total and the fittest synthetic dataset (a function of the noisy
         measurements and the generator's randomness only)."""

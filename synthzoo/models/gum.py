@@ -26,6 +26,7 @@ from ..core.domain import Domain, Measurement, count
 from ..core.errors import ConfigError
 from ..core.params import Function, Integral, Interval, Options, Real, Sequence
 from ..core.sampling import allocate
+from ..core.statecheck import INTEGER, NUMBER, TEXT
 from .consistency import make_consistent
 
 _PAPER = "Zhang et al., PrivSyn: Differentially Private Data Synthesis (USENIX Security 2021)"
@@ -384,6 +385,9 @@ class GUM(MeasurementModel):
         params = {k: v for k, v in self.get_params().items() if k != "progress"}  # a callback is not data
         params["duplicate_ratio"] = list(self._dup_ratios())
         return params
+
+    _state_spec = {"total": NUMBER, "seed": INTEGER,
+                   "marginals": [{"clique": [TEXT], "shape": [INTEGER], "counts": [NUMBER]}]}
 
     def _get_state(self) -> dict:
         """The consistent marginals (derived from noisy measurements only), the total and the seed

@@ -74,6 +74,7 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
+from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
                              sample_rows, state_dict_to_json, torch_module)
 
@@ -457,6 +458,8 @@ class PATEGAN(Model):
             return net(torch.randn(m, emb, generator=gen), column)
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
+
+    _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 
     def _get_state(self) -> dict:
         return {"total": self.total_, "frequencies": [f.tolist() for f in self._cond.freq],

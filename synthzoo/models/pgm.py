@@ -34,6 +34,7 @@ from ..core.errors import ConfigError
 from ..core.graph import junction_tree, maximal, model_size_mb
 from ..core.measurements import check_measurements, estimate_total
 from ..core.params import Boolean, Integral, Interval, Options, Real
+from ..core.statecheck import INTEGER, NUMBER, TEXT
 from . import pgm_engine
 
 _PAPER = ("McKenna, Sheldon, Miklau, Graphical-model based estimation and inference for differential "
@@ -671,6 +672,9 @@ class PGM(MeasurementModel):
         return self._tree.sample(n, rng)
 
     # ------------------------------------------------------------------- state
+    _state_spec = {"total": NUMBER, "measurements": [Measurement.STATE_SPEC],
+                   "potentials": ("nonempty", [{"clique": [TEXT], "shape": [INTEGER], "values": [NUMBER]}])}
+
     def _get_state(self) -> dict:
         """The noisy measurements and the fitted potentials (functions of the noisy measurements
         only), so a loaded model samples exactly as the fitted one."""

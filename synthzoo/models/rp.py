@@ -35,6 +35,7 @@ from ..core.measurements import estimate_total
 from ..core.errors import ConfigError
 from ..core.params import Boolean, Integral, Interval, Real
 from ..core.sampling import cycle_rows, inverse_cdf, softmax_blocks
+from ..core.statecheck import NUMBER
 
 _PAPER = ("Aydore et al., Differentially Private Query Release Through Adaptive Projection (ICML 2021); "
           "Vietri et al., Private Synthetic Data for Multitask Learning and Marginal Queries (NeurIPS 2022)")
@@ -227,6 +228,8 @@ class RP(MeasurementModel):
         return out
 
     # ------------------------------------------------------------------- state
+    _state_spec = {"total": NUMBER, "logits": [[NUMBER]]}
+
     def _get_state(self) -> dict:
         """The estimated total and the softmax logits (functions of the noisy measurements only); a
         loaded model samples exactly as the fitted one."""

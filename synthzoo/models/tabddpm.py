@@ -54,6 +54,7 @@ from ..core.features import FeatureData, FeatureTable, QuantileNumber
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
+from ..core.statecheck import NUMBER
 from .torch_features import (OneNetwork, SamplingNet, dpsgd_run, draw_weighted, resolve_device, sample_rows,
                              torch_module)
 
@@ -528,6 +529,8 @@ class TabDDPM(OneNetwork, Model):
             return sample_rows(self.domain_, self._check_n(n), rng, decode, finished=True)
         finally:
             self._net.cpu()
+
+    _state_spec = {**OneNetwork._state_spec, "label_probs": ("optional", [NUMBER])}
 
     def _get_state(self) -> dict:
         state = super()._get_state()

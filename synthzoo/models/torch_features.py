@@ -16,6 +16,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.features import FeatureTable
+from ..core.statecheck import NUMBER, TENSOR
 
 
 def torch_module():
@@ -285,6 +286,8 @@ class OneNetwork:
         self._net = net.cpu().eval()
         self.total_ = float(total)
         self._sampler = None  # what a model derives from the network for sampling, made on the first sample
+
+    _state_spec = {"total": NUMBER, "weights": ("map", TENSOR)}
 
     def _get_state(self) -> dict:
         """The network's weights (a function of the DP training and public randomness) and the DP count."""

@@ -1,0 +1,100 @@
+"""The form of a model's saved state, checked before anything is built from it.
+
+A model file is untrusted input: each model declares what its ``_get_state`` returns
+(``Model._state_spec``) and :func:`check_state` refuses anything else -- an unknown or missing key, a
+text where a number belongs, a boolean passed off as a count, a non-finite value -- with an error
+naming the field (``model_state.marginals[3].counts[17]``), before ``_set_state`` reads it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ConfigError
+
+#: Forms :func:`check_state` knows: a number (finite, not a boolean), a whole number, a text, and a
+#: scalar (text, finite number, boolean or null), and an array (finite numbers in lists nested to any
+#: regular depth: a numpy array's ``tolist()``).
+NUMBER, INTEGER, TEXT, SCALAR, ARRAY = "number", "integer", "text", "scalar", "array"
+#: One saved tensor (network weights): its shape and its values, flattened.
+TENSOR = {"shape": [INTEGER], "values": [NUMBER]}
+
+
+def check_state(value, spec, where: str) -> None:
+    """Check a saved state (untrusted JSON) against ``spec``, raising :class:`ConfigError` that names
+    the field.  ``spec`` is one of :data:`NUMBER`, :data:`INTEGER`, :data:`TEXT`, :data:`SCALAR`,
+    :data:`ARRAY`; ``[s]`` (a list of ``s``); ``("nonempty", [s])``; ``("map", s)`` (an object with
+    any text keys, values ``s``); ``("optional", s)`` (``null`` or ``s``); or a dict (an object with
+    exactly those keys)."""
+    if isinstance(spec, dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: must be an object, got {type(value).__name__}")
+        extra, lacking = sorted(map(str, set(value) - set(spec))), sorted(set(spec) - set(value))
+        if extra or lacking:
+            raise ConfigError(f"{where}: " + "; ".join(
+                ([f"unknown key(s) {', '.join(_short(k) for k in extra[:5])}"] if extra else [])
+                + ([f"lacks {lacking}"] if lacking else [])))
+        for k, sub in spec.items():
+            check_state(value[k], sub, f"{where}.{k}")
+    elif isinstance(spec, list):
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: must be a list, got {type(value).__name__}")
+        (item,) = spec
+        if item in (NUMBER, INTEGER):
+            _check_numbers(value, item, where)
+        else:
+            for i, x in enumerate(value):
+                check_state(x, item, f"{where}[{i}]")
+    elif isinstance(spec, tuple):
+        form, sub = spec
+        if form == "optional":
+            if value is not None:
+                check_state(value, sub, where)
+        elif form == "nonempty":
+            if isinstance(value, list) and not value:
+                raise ConfigError(f"{where}: must not be empty")
+            check_state(value, sub, where)
+        elif form == "map":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: must be an object, got {type(value).__name__}")
+            for k, x in value.items():
+                check_state(x, sub, f"{where}[{_short(k)}]")
+        else:
+            raise ValueError(f"unknown state form {form!r}")
+    elif spec in (NUMBER, INTEGER):
+        _check_numbers([value], spec, where, scalar=True)
+    elif spec == TEXT:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: must be a text, got {type(value).__name__}")
+    elif spec == ARRAY:
+        if isinstance(value, list) and value and isinstance(value[0], list):
+            for i, x in enumerate(value):
+                if not isinstance(x, list):
+                    raise ConfigError(f"{where}[{i}]: must be a list (the array is not regular)")
+                check_state(x, ARRAY, f"{where}[{i}]")
+        elif isinstance(value, list):
+            _check_numbers(value, NUMBER, where)
+        else:
+            _check_numbers([value], NUMBER, where, scalar=True)
+    elif spec == SCALAR:
+        if not (value is None or isinstance(value, (str, bool))):
+            _check_numbers([value], NUMBER, where, scalar=True)
+    else:
+        raise ValueError(f"unknown state form {spec!r}")
+
+
+def _check_numbers(values: list, form: str, where: str, scalar: bool = False) -> None:
+    ok = (int,) if form == INTEGER else (int, float)
+    # type(x), not isinstance: a boolean is not a number here
+    bad = next((i for i, x in enumerate(values) if type(x) not in ok), None)
+    if bad is None and form == NUMBER and values:
+        finite = np.isfinite(np.asarray(values, dtype=float))
+        bad = None if finite.all() else int(np.argmin(finite))
+    if bad is not None:
+        raise ConfigError(f"{where}{'' if scalar else f'[{bad}]'}: must be a "
+                          f"{'whole number' if form == INTEGER else 'finite number'}, got {_short(values[bad])}")
+
+
+def _short(x, n: int = 40) -> str:
+    r = repr(x)
+    return r if len(r) <= n else r[:n] + "..."
