@@ -75,6 +75,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=None,
                    help="the selector's rounds instead of the preset's (to time a few of gem's 5d rounds)")
     p.add_argument("--runs", type=int, default=1, help="repeat in fresh processes and print the mean")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
+                   help="the model's device parameter (torch models; default: the preset's, 'auto')")
     p.add_argument("--peer", choices=sorted(PEERS), action="append", default=[],
                    help="also run this peer's method of the same name (repeatable)")
     p.add_argument("--dpmm-venv", default="/work/venvs/dpmm")
@@ -108,6 +110,10 @@ def main() -> None:
         from bench_sample import RECORD  # each record preset's training-length parameter
 
         over["model"] = {**m, RECORD.get(a.preset, "epochs"): int(a.epochs)}
+    if a.device:
+        cfg = sz.presets.preset_config(a.preset)
+        m = over.get("model") or (cfg["model"] if isinstance(cfg["model"], dict) else {"name": cfg["model"]})
+        over["model"] = {**m, "device": a.device}
     if a.rounds:
         sel = sz.presets.preset_config(a.preset)["select"]
         over["select"] = {**({"name": sel} if isinstance(sel, str) else sel), "rounds": int(a.rounds)}
@@ -137,6 +143,7 @@ def main() -> None:
         if cap is not None:
             out["model_cap_mb"] = float(cap)
     out["peak_rss_mb"] = round(peak_rss_mb())
+    out["device"] = _device_used(s)
     print(json.dumps(out), flush=True)
     for name in a.peer:
         peer = run_peer(a, name, df, test, schema)
@@ -148,6 +155,21 @@ def main() -> None:
         if "tvd_2way" in peer:
             ratio["tvd_ratio"] = round(peer["tvd_2way"] / out["tvd_2way"], 2)
         print(json.dumps(ratio), flush=True)
+
+
+def _device_used(s) -> str:
+    """Where the model ran: its torch device (with the GPU's name), else the CPU; a graphical model's
+    estimation engine."""
+    dev = getattr(s.model, "device", None)
+    if getattr(s.model, "engine_", None):
+        return f"cpu (pgm engine {s.model.engine_})"
+    if dev is None:
+        return "cpu"
+    import torch
+
+    if dev in ("auto", "cuda") and torch.cuda.is_available():
+        return f"cuda ({torch.cuda.get_device_name(0)})"
+    return "cpu"
 
 
 def utility(train, test, fake, schema) -> dict:
@@ -185,6 +207,8 @@ def repeat(a) -> None:
         argv += ["--epochs", str(a.epochs)]
     if a.rounds:
         argv += ["--rounds", str(a.rounds)]
+    if a.device:
+        argv += ["--device", a.device]
     rows = []
     for _ in range(a.runs):
         line = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
