@@ -455,6 +455,7 @@ class Schema:
                                missing=spec.get("missing", False), dtype=spec.get("dtype"),
                                resolution=spec.get("resolution"), format=spec.get("format"), tz=spec.get("tz")))
         meta = {k: v for k, v in d.items() if k != "columns"}
+        _check_meta(meta, {c.name: c for c in cols})
         return cls(cols, meta)
 
     @classmethod
@@ -710,3 +711,28 @@ def per_column(schema: Schema, encoders: dict, what: str = "encoder") -> dict:
     if missing:
         raise ConfigError(f"no {what} for column(s) {missing}")
     return {c: encoders[c] for c in schema.names}
+
+
+def _check_meta(meta: dict, columns: dict) -> None:
+    """The top-level keys the library reads (``target``, ``task``, ``other_category``) are checked
+    where a schema is read from JSON, naming the key: a typo in ``target`` must not surface later as a
+    traceback in an evaluation.  Other top-level keys are free-form notes."""
+    target = meta.get("target")
+    if target is not None and (not isinstance(target, str) or target not in columns):
+        shown = repr(target) if isinstance(target, str) else f"a {type(target).__name__}"
+        raise SchemaError(f"\"target\" (top level) must name one of the schema's columns, got {shown[:80]}; columns are "
+                          f"{list(columns)[:20]}")
+    task = meta.get("task")
+    if task is not None and not isinstance(task, str):  # free text: one naming "regression" is one
+        raise SchemaError(f"\"task\" (top level) must be a text such as \"binary classification\" or \"regression\", "
+                          f"got a {type(task).__name__}")
+    other = meta.get("other_category")
+    if other is not None:
+        if not isinstance(other, dict):
+            raise SchemaError(f"\"other_category\" (top level) must map categorical columns to their catch-all label, got "
+                              f"a {type(other).__name__}")
+        for name, label in other.items():
+            col = columns.get(name)
+            if col is None or col.kind != "categorical" or not isinstance(label, str):
+                raise SchemaError(f"\"other_category\" entry {str(name)[:40]!r}: must name a categorical "
+                                  f"column and give a text label, got {str(label)[:40]!r}")

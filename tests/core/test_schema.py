@@ -87,6 +87,25 @@ def test_malformed_schema(spec, match):
         Schema.from_dict({"columns": {"x": spec}})
 
 
+@pytest.mark.parametrize("meta, match", [
+    ({"target": "agee"}, r"\"target\" \(top level\) must name one of the schema's columns, got 'agee'; columns are \['age', 'sex'\]"),
+    ({"target": ["age"]}, r"\"target\" .* got a list"),
+    ({"task": {"kind": "regression"}}, r"\"task\" \(top level\) must be a text"),
+    ({"other_category": 5}, r"\"other_category\" \(top level\) must map categorical columns"),
+    ({"other_category": {"age": "__other__"}}, r"\"other_category\" entry 'age': must name a categorical column"),
+    ({"other_category": {"sex": 0}}, r"\"other_category\" entry 'sex'"),
+])
+def test_top_level_keys_the_library_reads_are_checked_naming_the_key(meta, match):
+    # a typo in the target must not surface later as a KeyError in an evaluation; other top-level keys
+    # are free-form notes
+    cols = {"age": {"type": "numerical", "lower": 0, "upper": 99}, "sex": {"type": "categorical", "categories": ["F", "M"]}}
+    with pytest.raises(SchemaError, match=match):
+        Schema.from_dict({"columns": cols, **meta})
+    ok = Schema.from_dict({"columns": cols, "target": "sex", "task": "binary classification",
+                           "other_category": {"sex": "__other__"}, "notes": ["anything", 1]})
+    assert ok.meta["notes"] == ["anything", 1]
+
+
 def test_constant_column_is_allowed_by_public_schema():
     s = Schema([Column("c", "numerical", lower=3, upper=3), Column("k", "categorical", categories=["only"])])
     s.validate(pd.DataFrame({"c": [3, 3], "k": ["only", "only"]}))
