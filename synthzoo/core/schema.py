@@ -194,8 +194,8 @@ class Column:
         if self.resolution is None:
             self.resolution = dtm.finer(dtm.resolution_of_bound(self.lower, self.format),
                                         dtm.resolution_of_bound(self.upper, self.format))
-        elif self.resolution not in dtm.RESOLUTIONS:
-            raise SchemaError(f"column {self.name!r}: unknown resolution {self.resolution!r}; expected one of "
+        elif not isinstance(self.resolution, str) or self.resolution not in dtm.RESOLUTIONS:
+            raise SchemaError(f"column {self.name!r}: unknown resolution {str(self.resolution)[:40]!r}; expected one of "
                               f"{tuple(dtm.RESOLUTIONS)}")
         self.lower = dtm.bound_seconds(self.lower, self.name, "lower", self.tz, self.format)
         self.upper = dtm.bound_seconds(self.upper, self.name, "upper", self.tz, self.format)

@@ -711,6 +711,8 @@ class PGM(MeasurementModel):
 
     def _set_state(self, state: dict, domain: Domain) -> None:
         total = float(state["total"])
+        if not total > 0:  # the model's marginals are shares of it
+            raise ConfigError(f"model file: model_state.total: must be a positive record count, got {total:g}")
         measurements = [Measurement.from_state(m) for m in state["measurements"]]
         pots = {tuple(p["clique"]): np.asarray(p["values"], dtype=float).reshape(p["shape"])
                 for p in state["potentials"]}
