@@ -505,7 +505,7 @@ def _first_weight(d):
      r"model_state: unknown key\(s\) '__class__', 'ghost'"),
     ("privsyn", lambda d: d["model_state"].pop("seed"), r"model_state: lacks \['seed'\]"),
     ("privsyn", lambda d: d["model_state"].update(marginals=""), r"model_state.marginals: must be a list, got str"),
-    ("privsyn", lambda d: d["model_state"]["marginals"][0].update(counts=[True] * len(d["model_state"]["marginals"][0]["counts"])),
+    ("privsyn", lambda d: d["model_state"]["marginals"][0].update(counts=[True] * 2),
      r"model_state.marginals\[0\].counts\[0\]: must be a finite number, got True"),
     ("privsyn", lambda d: d["model_state"].update(params={}), r"model_state.params lacks \['alpha'"),
     ("mst", lambda d: d["model_state"]["measurements"][0].update(ghost=1),

@@ -142,7 +142,8 @@ def test_accounted_best_trial_is_released_from_the_storage_by_another_process(tm
     assert again.synthesizer.privacy_spent() == first.synthesizer.privacy_spent()
     assert list(again.synthesizer.privacy_breakdown()["module"]) == ["tuning"]
     # stored: exactly the runs that beat every run finished before them (the best among them)
-    complete = [t for t in again.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)) if t.user_attrs.get("run")]
+    complete = [t for t in again.study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+                if t.user_attrs.get("run")]
     records = [t.number for i, t in enumerate(complete) if all(t.value <= u.value for u in complete[:i])]
     assert [t.number for t in complete if STATE_ATTR in t.system_attrs] == records and best in records
 

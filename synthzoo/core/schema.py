@@ -195,8 +195,8 @@ class Column:
             self.resolution = dtm.finer(dtm.resolution_of_bound(self.lower, self.format),
                                         dtm.resolution_of_bound(self.upper, self.format))
         elif not isinstance(self.resolution, str) or self.resolution not in dtm.RESOLUTIONS:
-            raise SchemaError(f"column {self.name!r}: unknown resolution {str(self.resolution)[:40]!r}; expected one of "
-                              f"{tuple(dtm.RESOLUTIONS)}")
+            raise SchemaError(f"column {self.name!r}: unknown resolution {str(self.resolution)[:40]!r}; expected "
+                              f"one of {tuple(dtm.RESOLUTIONS)}")
         self.lower = dtm.bound_seconds(self.lower, self.name, "lower", self.tz, self.format)
         self.upper = dtm.bound_seconds(self.upper, self.name, "upper", self.tz, self.format)
 
@@ -720,8 +720,8 @@ def _check_meta(meta: dict, columns: dict) -> None:
     target = meta.get("target")
     if target is not None and (not isinstance(target, str) or target not in columns):
         shown = repr(target) if isinstance(target, str) else f"a {type(target).__name__}"
-        raise SchemaError(f"\"target\" (top level) must name one of the schema's columns, got {shown[:80]}; columns are "
-                          f"{list(columns)[:20]}")
+        raise SchemaError(f"\"target\" (top level) must name one of the schema's columns, got {shown[:80]}; "
+                          f"columns are {list(columns)[:20]}")
     task = meta.get("task")
     if task is not None and not isinstance(task, str):  # free text: one naming "regression" is one
         raise SchemaError(f"\"task\" (top level) must be a text such as \"binary classification\" or \"regression\", "
@@ -729,8 +729,8 @@ def _check_meta(meta: dict, columns: dict) -> None:
     other = meta.get("other_category")
     if other is not None:
         if not isinstance(other, dict):
-            raise SchemaError(f"\"other_category\" (top level) must map categorical columns to their catch-all label, got "
-                              f"a {type(other).__name__}")
+            raise SchemaError(f"\"other_category\" (top level) must map categorical columns to their catch-all "
+                              f"label, got a {type(other).__name__}")
         for name, label in other.items():
             col = columns.get(name)
             if col is None or col.kind != "categorical" or not isinstance(label, str):

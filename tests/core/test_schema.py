@@ -88,7 +88,8 @@ def test_malformed_schema(spec, match):
 
 
 @pytest.mark.parametrize("meta, match", [
-    ({"target": "agee"}, r"\"target\" \(top level\) must name one of the schema's columns, got 'agee'; columns are \['age', 'sex'\]"),
+    ({"target": "agee"},
+     r"\"target\" \(top level\) must name one of the schema's columns, got 'agee'; columns are \['age', 'sex'\]"),
     ({"target": ["age"]}, r"\"target\" .* got a list"),
     ({"task": {"kind": "regression"}}, r"\"task\" \(top level\) must be a text"),
     ({"other_category": 5}, r"\"other_category\" \(top level\) must map categorical columns"),
@@ -98,7 +99,8 @@ def test_malformed_schema(spec, match):
 def test_top_level_keys_the_library_reads_are_checked_naming_the_key(meta, match):
     # a typo in the target must not surface later as a KeyError in an evaluation; other top-level keys
     # are free-form notes
-    cols = {"age": {"type": "numerical", "lower": 0, "upper": 99}, "sex": {"type": "categorical", "categories": ["F", "M"]}}
+    cols = {"age": {"type": "numerical", "lower": 0, "upper": 99},
+            "sex": {"type": "categorical", "categories": ["F", "M"]}}
     with pytest.raises(SchemaError, match=match):
         Schema.from_dict({"columns": cols, **meta})
     ok = Schema.from_dict({"columns": cols, "target": "sex", "task": "binary classification",
