@@ -174,9 +174,9 @@ class DPMERF(TorchMLP, Model):
         return [int(self.noise_dim) + n_cls, *self._hidden(), len(sizes) * max(sizes)]
 
     # ------------------------------------------------------------------- network
-    def _logits(self, ws, inp, pad):
+    def _logits(self, ws, inp, pad, real=None):
         """Padded logits ``(batch, d, K)``, ``-inf`` on padding."""
-        return self._padded_logits(ws, inp, pad)
+        return self._padded_logits(ws, inp, pad, real)
 
     def _sizes(self) -> list[int]:
         return [self.domain_[a] for a in self.attrs_]
@@ -225,6 +225,7 @@ class DPMERF(TorchMLP, Model):
         expW = torch.as_tensor(np.exp(1j * Wp), dtype=torch.complex64, device=dev)   # (d, K, F)
         target = torch.as_tensor(emb.mean, **f32)                        # (C, D)
         pad = self._pad_mask(self._sizes(), dev)
+        real = self._real_rows(pad)  # once (see TorchMLP._padded_logits)
         B = int(self.batch)
         n_cls = target.shape[0]
         # labels in proportion to the noisy class shares (largest remainders), in class order
@@ -240,7 +241,7 @@ class DPMERF(TorchMLP, Model):
         loss = None
         for _ in range(int(self.iters)):
             z = torch.randn(B, int(self.noise_dim), generator=gen)
-            logits = self._logits(ws, self._inputs(z, labels, dev), pad)
+            logits = self._logits(ws, self._inputs(z, labels, dev), pad, real)
             if self.output == "expected":
                 p = torch.softmax(logits, dim=2).transpose(0, 1).to(torch.complex64)   # (d, B, K)
                 factors = torch.bmm(p, expW).unbind(0)     # d x (B, F): E[exp(i w . x_a) | z], one per attribute

@@ -162,9 +162,9 @@ class GN(TorchMLP, MeasurementModel):
         return [int(self.noise_dim), *self._hidden(), len(self.domain_) * max(self.domain_.shape)]
 
     # -------------------------------------------------------------------- network
-    def _padded_softmax(self, ws, z, pad):
+    def _padded_softmax(self, ws, z, pad, real=None):
         """All attributes' softmaxes of ``G(z)`` as one (batch, d, K) tensor, zero on padding."""
-        return _torch().softmax(self._padded_logits(ws, z, pad), dim=2)
+        return _torch().softmax(self._padded_logits(ws, z, pad, real), dim=2)
 
     def _softmaxes(self, ws, z) -> list:
         """Per-attribute softmax of ``G(z)``: a list of (batch, size) tensors."""
@@ -200,6 +200,7 @@ class GN(TorchMLP, MeasurementModel):
         sizes = list(domain.shape)
         K = max(sizes)
         pad_t = self._pad_mask(domain.shape, dev)
+        real = self._real_rows(pad_t)  # once: finding it reads the mask back from the device
         idx = {a: i for i, a in enumerate(domain.attrs)}
 
         def padded(groups, k):
@@ -218,7 +219,6 @@ class GN(TorchMLP, MeasurementModel):
         gram = bool(pairs) and _pairs_by_gram(len(pairs), K, width) if self._pair_path is None \
             else self._pair_path == "gram"
         if gram:
-            real = self._real_rows(pad_t)
             off = np.r_[0, np.cumsum(sizes)[:-1]]
             cells = np.concatenate([((off[idx[c[0]]] + np.arange(v.shape[0]))[:, None] * width
                                      + off[idx[c[1]]] + np.arange(v.shape[1])[None, :]).ravel() for c, v, _ in pairs])
@@ -239,9 +239,17 @@ class GN(TorchMLP, MeasurementModel):
             return sum(e.abs().sum() if l1 else (e * e).sum() for e in errs)
 
         threshold, steps, objective = None, 0, None
-        for _ in range(int(self.iters)):
-            z = torch.randn(B, int(self.noise_dim), generator=gen).to(dev)
-            soft = self._padded_softmax(ws, z, pad_t)                      # (B, d, K), zero on padding
+        zs = []
+        for it in range(int(self.iters)):
+            if dev.type == "cpu":
+                z = torch.randn(B, int(self.noise_dim), generator=gen)
+            else:  # drawn ahead in pinned memory: no step waits for a host-to-device copy of its noise
+                if not zs:
+                    k = min(64, int(self.iters) - it)
+                    zs = list(torch.randn(k, B, int(self.noise_dim), generator=gen).pin_memory()
+                              .to(dev, non_blocking=True).unbind(0))[::-1]
+                z = zs.pop()
+            soft = self._padded_softmax(ws, z, pad_t, real)                # (B, d, K), zero on padding
             errs = []                                                      # answer - measurement, normalised
             if one[0][0].numel():
                 errs.append(soft[:, one[0][0]].mean(0) - one[1])

@@ -68,19 +68,22 @@ class TorchMLP:
         return (~pad).reshape(-1).nonzero().squeeze(1)
 
     @staticmethod
-    def _padded_logits(ws, inp, pad):
+    def _padded_logits(ws, inp, pad, real=None):
         """ReLU MLP on ``inp``; the output laid out (batch, attribute, code up to the largest
-        attribute), padding logits at ``-inf`` -- so all the softmaxes are one reshape and one softmax."""
+        attribute), padding logits at ``-inf`` -- so all the softmaxes are one reshape and one softmax.
+        ``real`` is :meth:`_real_rows` of ``pad``, computed once by a training loop: finding it reads the
+        mask back from the device, which on a GPU would stall every step until the queue drains."""
         torch = torch_module("mlp")
         h = inp
         for i in range(0, len(ws) - 2, 2):
             h = torch.relu(h @ ws[i].T + ws[i + 1])
-        if not bool(pad.any()):
+        if real is None:
+            real = TorchMLP._real_rows(pad)
+        if real.numel() == pad.numel():  # no padding (a size known on the host: no device read)
             return (h @ ws[-2].T + ws[-1]).view(inp.shape[0], *pad.shape)
         # only the real rows of the output layer are multiplied (on a 100-column table with attributes
         # of 2 to 29 codes, 1,048 of 2,900 padded rows): the padding logits are -inf whatever their
         # weights, so their rows never receive a gradient and the answer is the padded layer's
-        real = TorchMLP._real_rows(pad)
         out = torch.full((inp.shape[0], pad.numel()), float("-inf"), dtype=h.dtype, device=h.device)
         out[:, real] = torch.addmm(ws[-1][real], h, ws[-2][real].T)
         return out.view(inp.shape[0], *pad.shape)
