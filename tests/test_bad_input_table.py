@@ -323,3 +323,22 @@ def test_a_mixed_offset_warning_is_said_once_per_fit():
         warnings.simplefilter("always")
         sz.Synthesizer(select="mst", model="pgm", epsilon=1.0, schema=Schema([col]), seed=0).fit(_one(col, text))
     assert sum("different UTC offsets" in str(w.message) for w in seen) == 1
+
+
+def test_iso_text_with_a_t_separator_comes_back_in_that_layout():
+    # Schema.infer (not private; it reads the frame anyway) keeps the 'T' layout as the column's format;
+    # output used to come back with a space: '2020-01-01 10:00:10'
+    df = pd.DataFrame({"t": ["2020-01-01T10:00:00", "2021-05-03T11:30:15", None, "2022-07-09T00:00:01"] * 50,
+                       "x": [1.0, 2.0, 3.0, 4.0] * 50})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = sz.Schema.infer(df)
+        out = sz.make("mst", epsilon=None, schema=schema, seed=0).fit(df).sample(50, seed=1)["t"].dropna()
+    assert schema["t"].format == "%Y-%m-%dT%H:%M:%S"
+    assert out.str.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}").all() and len(out)
+    assert sz.Schema.from_dict(schema.to_dict())["t"].to_dict() == schema["t"].to_dict()
+    # a mix of layouts keeps the default (no format read from some of the values)
+    mixed = pd.DataFrame({"t": ["2020-01-01 10:00:00", "2021-05-03T11:30:00"] * 5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert sz.Schema.infer(mixed)["t"].format is None

@@ -637,8 +637,17 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     # text stays text; datetime64 and Python date/datetime objects come back as datetime64
     text = not pd.api.types.is_datetime64_any_dtype(s.dtype) and all(isinstance(x, str) for x in s.dropna())
     dtype = "string" if text else None
+    fmt = None
+    if text:  # ISO text with a 'T' between date and time comes back in that layout (the default writes a space)
+        vals = s.dropna().astype(str)
+        fmt = next((f for pat, f in _T_LAYOUTS if vals.str.fullmatch(pat).all()), None)
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
-                  resolution=res, tz=tz, dtype=dtype)
+                  resolution=res, tz=tz, dtype=dtype, format=fmt)
+
+
+#: ISO layouts with a 'T' separator that Schema.infer keeps as the column's "format".
+_T_LAYOUTS = ((r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", "%Y-%m-%dT%H:%M:%S"),
+              (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}", "%Y-%m-%dT%H:%M"))
 
 
 def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
