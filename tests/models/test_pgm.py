@@ -90,6 +90,46 @@ def test_pgm_independent_attributes_and_warm_start():
     assert not model.warm_started_
 
 
+def test_a_warm_start_begins_at_the_new_measurement(monkeypatch):
+    """A warm-started fit starts from the previous model rescaled to the new measurement (one IPF
+    step): that start is proportional to the new marginal where it is well above its noise.  Only the
+    start moves: the refits reach the estimate of a cold fit run to convergence, in fewer iterations."""
+    from synthzoo.models.pgm import _expand
+
+    data = chain_data(n=20000, seed=7)
+    rng = np.random.default_rng(3)
+    order = [(a,) for a in data.domain.attrs] + [("a", "b"), ("b", "c"), ("c", "e"), ("d", "e"), ("a", "c")]
+    ms = [Measurement(c, data.project(c) + rng.normal(0, 2.0, data.domain.project(c).shape), 2.0) for c in order]
+    k = len(data.domain.attrs)
+
+    model = PGM(round_iters=3000, round_tol=1e-6).fit_round(data.domain, ms[:k], None)
+    new = ms[k]
+    pots = _expand(data.domain, model._pots, [new.clique] + [c for c in model._pots if set(c) - set(new.clique)])
+    model._match_new(data.domain, pots, list(pots), [(new, new.sigma)])
+    start = PGM()
+    start._set_fitted(data.domain, ms[:k + 1], pots, float(new.noisy.sum()))
+    big = new.noisy > 10 * new.sigma
+    ratio = start.project(new.clique)[big] / new.noisy[big]  # the same up to the model's total
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-9)
+
+    def rounds(model):
+        its = 0
+        for j in range(k, len(ms) + 1):
+            model.fit_round(data.domain, ms[:j], None)
+            its += model.iters_
+        return model, its
+
+    matched, its = rounds(PGM(round_iters=3000, round_tol=1e-3))  # AIM's round tolerance
+    monkeypatch.setattr(PGM, "_match_new", lambda *a: None)
+    unmatched, its_plain = rounds(PGM(round_iters=3000, round_tol=1e-3))
+    cold = PGM(round_iters=20000, round_tol=0).fit_round(data.domain, ms, None)
+    assert its < 0.85 * its_plain  # 1,041 against 1,399
+    for q in order[k:] + [("a", "e"), ("b", "d")]:
+        ref = cold.project(q)
+        assert np.abs(matched.project(q) - ref).max() < 1e-3 * data.n
+        assert np.abs(unmatched.project(q) - ref).max() < 1e-3 * data.n
+
+
 def test_pgm_caps_model_size():
     """Every pair measured would make the junction tree the full joint: PGM keeps what fits, in order."""
     data = chain_data(n=500)
