@@ -29,9 +29,9 @@ from .core.features import FeatureData, FeatureTable
 from .core.tokens import TokenData, TokenTable
 from .core.errors import ConfigError, NotFittedError, SchemaError, TimeZoneWarning
 from .core.measurements import estimate_total
-from .core.privacy.mechanisms import gaussian_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
-                                  check_privacy_params, privacy_warnings, release_warnings, rho_for, rho_of_event)
+                                  check_privacy_params, gaussian_sigma, privacy_warnings, release_warnings, rho_for,
+                                  rho_of_event)
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
 from .core.schema import Schema
 from .modelfile import FORMAT, MAX_BYTES, check_document

@@ -53,8 +53,8 @@ import pandas as pd
 from scipy.stats import norm
 
 from .errors import BudgetExceededError, ConfigError, SchemaError
-from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, privacy_warnings
-from .privacy.mechanisms import discrete_gaussian, gaussian_sigma
+from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussian_sigma, privacy_warnings
+from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound
 from .schema import COLUMN_KEYS, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key, numeric_values

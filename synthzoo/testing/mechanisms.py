@@ -371,7 +371,7 @@ def audit_partition_selection(variant: str = REAL, runs: int = 10, confidence: f
     ``"noise replayed"``: 10 values of count T - 4, ``D'`` one more record of the first.
     """
     from ..core.dpschema import selection_threshold
-    from ..core.privacy.mechanisms import gaussian_sigma
+    from ..core.privacy.ledger import gaussian_sigma
 
     t = selection_threshold(gaussian_sigma(SELECTION_RHO, 1.0), SELECTION_DELTA)
     c = t - 4

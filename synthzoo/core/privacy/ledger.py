@@ -515,6 +515,15 @@ def event_from_json(d, where: str = "event", depth: int = 0):
                                                num("mean", 1, 1e6), num("shape", 0, 1e3, lo_open=True))
 
 
+def gaussian_sigma(rho: float, l2_sensitivity: float) -> float:
+    """Noise standard deviation of a rho-zCDP Gaussian mechanism (0 when rho is infinite)."""
+    if math.isinf(rho):
+        return 0.0
+    if not rho > 0:
+        raise ValueError(f"rho must be positive, got {rho}")
+    return l2_sensitivity / math.sqrt(2.0 * rho)
+
+
 def rho_of_event(event) -> float | None:
     """The zCDP cost a simple event states (None for composite events, which charge a calibrated rho)."""
     if isinstance(event, dpa.NonPrivateDpEvent):
@@ -668,8 +677,6 @@ class SavedAccount:
         """Bind noisy measurements a model file holds to this account: each one needs a charge of its
         own (a ``marginal ...`` note over its clique) whose calibrated noise is the measurement's
         ``sigma`` (0 in a non-private run).  Returns how many were checked; ConfigError otherwise."""
-        from .mechanisms import gaussian_sigma
-
         pool: dict[str, list[float]] = {}
         for c in self.ledger.charges:
             if c.note.startswith("marginal "):

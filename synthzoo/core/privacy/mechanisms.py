@@ -27,7 +27,7 @@ import math
 import dp_accounting as dpa
 import numpy as np
 
-from .ledger import Budget
+from .ledger import Budget, gaussian_sigma  # noqa: F401  (selectors read the calibration from here too)
 
 
 def zcdp_of_pure_dp(epsilon: float, bounded_range: bool = False) -> float:
@@ -44,15 +44,6 @@ def zcdp_of_pure_dp(epsilon: float, bounded_range: bool = False) -> float:
 def epsilon_for_rho(rho: float, bounded_range: bool = True) -> float:
     """Inverse of :func:`zcdp_of_pure_dp`."""
     return math.sqrt((8.0 if bounded_range else 2.0) * rho)
-
-
-def gaussian_sigma(rho: float, l2_sensitivity: float) -> float:
-    """Noise standard deviation of a rho-zCDP Gaussian mechanism (0 when rho is infinite)."""
-    if math.isinf(rho):
-        return 0.0
-    if not rho > 0:
-        raise ValueError(f"rho must be positive, got {rho}")
-    return l2_sensitivity / math.sqrt(2.0 * rho)
 
 
 def gaussian(budget: Budget, values, l2_sensitivity: float, rho: float, mechanism: str = "gaussian",
