@@ -342,3 +342,16 @@ def test_iso_text_with_a_t_separator_comes_back_in_that_layout():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert sz.Schema.infer(mixed)["t"].format is None
+
+
+def test_a_pandas_category_column_comes_back_as_a_category_column():
+    # Schema.infer recorded only the categories: the release came back as text ('str'), not 'category'
+    df = pd.DataFrame({"c": pd.Categorical(np.random.default_rng(0).choice(["a", "b", "c"], 300)),
+                       "x": np.arange(300.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["c"].dtype == "category"
+    fake, _ = _sample(schema, df)
+    assert isinstance(fake["c"].dtype, pd.CategoricalDtype) and list(fake["c"].cat.categories) == ["a", "b", "c"]
+    assert Schema.from_dict(schema.to_dict())["c"].dtype == "category"

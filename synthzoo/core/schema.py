@@ -493,7 +493,9 @@ class Schema:
                 cats = sorted({category_key(v) for v in s.dropna()})
                 if not cats:
                     raise SchemaError(f"column {name!r}: every value is missing; cannot infer categories")
-                cols.append(Column(name, kind, categories=cats, missing=missing))
+                # a pandas category column comes back as one (its dtype is the frame's, like bool's)
+                dtype = "category" if isinstance(s.dtype, pd.CategoricalDtype) else None
+                cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype))
             elif kind == "datetime":
                 cols.append(_infer_datetime(name, s, missing))
             else:
