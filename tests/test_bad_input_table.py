@@ -355,3 +355,36 @@ def test_a_pandas_category_column_comes_back_as_a_category_column():
     fake, _ = _sample(schema, df)
     assert isinstance(fake["c"].dtype, pd.CategoricalDtype) and list(fake["c"].cat.categories) == ["a", "b", "c"]
     assert Schema.from_dict(schema.to_dict())["c"].dtype == "category"
+
+
+def test_day_month_year_text_is_inferred_as_dates_and_comes_back_in_its_layout():
+    # Schema.infer took '25/10/2018' text as a categorical column of 3,000 categories (one per date)
+    df = pd.DataFrame({"joined": _dates().strftime("%d/%m/%Y"), "x": np.arange(400.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert (schema["joined"].kind, schema["joined"].format, schema["joined"].resolution) == ("datetime", "%d/%m/%Y", "day")
+    fake, synth = _sample(schema, df)
+    assert fake["joined"].str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()
+    assert pd.to_datetime(fake["joined"], format="%d/%m/%Y").between("1950-01-01", "2005-01-01").all()
+    # month first is told by a second field above 12; every value fitting both reads day first, with a warning
+    assert sz.core.schema.date_layout(pd.Series(["12/31/2020 14:05", "01/02/2021 09:00"])) == "%m/%d/%Y %H:%M"
+    with pytest.warns(UserWarning, match=r"read day first \(%d\.%m\.%Y\); if the month comes first"):
+        assert sz.core.schema.date_layout(pd.Series(["01.02.2020", "03.04.2021"], name="d")) == "%d.%m.%Y"
+    assert sz.core.schema.date_layout(pd.Series(["12/31/2020", "31/12/2020"])) is None  # neither layout fits all
+
+
+def test_undeclared_day_month_year_text_is_refused_by_dp_schema_with_the_format_to_declare():
+    # pandas' text dtype, as read_csv gives it (pandas >= 3; 'string' on pandas 2)
+    df = pd.DataFrame({"joined": pd.Series(_dates().strftime("%d/%m/%Y"), dtype="string"), "x": np.arange(400.0)})
+    with pytest.raises(SchemaError, match=r"column 'joined': its text reads as dates.*'format': '%d/%m/%Y'"):
+        sz.dp_schema(df, {"x": "numerical"}, epsilon=1.0, delta=1e-6)
+    # declared, the column is measured as dates and, given as text, comes back as text in its layout
+    schema, ledger = sz.dp_schema(df, {"x": "numerical", "joined": {"type": "datetime", "format": "%d/%m/%Y"}},
+                                  epsilon=1.0, delta=1e-6)
+    assert schema["joined"].dtype == "string"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.Synthesizer(select="mst", model="pgm", epsilon=1.0, schema=schema, schema_ledger=ledger, seed=0)
+        fake = synth.fit(sz.conform(df, schema)).sample(200, seed=1)
+    assert fake["joined"].dropna().str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()

@@ -57,7 +57,8 @@ from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussia
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound
-from .schema import COLUMN_KEYS, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key, numeric_values
+from .schema import (COLUMN_KEYS, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key, date_layout,
+                     numeric_values)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -569,6 +570,10 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         if c in specs:
             specs[c]["integer"] = True
     for c in cols:  # decided from dtypes and public facts only, before any private value is read
+        if specs[c]["type"] == "datetime" and "dtype" not in specs[c] and isinstance(df[c].dtype, pd.StringDtype):
+            # dates in a text dtype (what read_csv gives) come back as text in the column's format; an object
+            # column is not decided from its values: parsed dates with another UTC offset turn one into objects
+            specs[c]["dtype"] = "string"
         if specs[c]["type"] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
@@ -578,12 +583,15 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         # An error, not a decision: undeclared text is categorical whatever it holds, and dates taken
         # as categories would all be merged into `other` after the budget is spent.  Refusing before
         # any charge changes no release; it is the same kind of check as Schema.validate's bounds.
-        if "categories" not in specs[c] and c not in declared and _iso_text(df[c]):
-            raise SchemaError(f"column {c!r}: its text reads as ISO dates, but dp_schema takes an undeclared text "
-                              f"column as categorical (kinds come from dtypes, not values), which would merge "
-                              f"every date into the catch-all category; declare it, e.g. kinds={{{c!r}: {{'type': 'datetime', "
-                              f"'resolution': 'day'}}}} (or {{'type': 'categorical'}} to keep it as text), or "
-                              "give it a \"type\" in the --schema file of `fit --dp-schema`")
+        layout = None if "categories" in specs[c] or c in declared or _iso_text(df[c]) else date_layout(df[c], False)
+        if "categories" not in specs[c] and c not in declared and (layout or _iso_text(df[c])):
+            fmt = f", 'format': {layout!r}" if layout else ""
+            raise SchemaError(f"column {c!r}: its text reads as {'dates' if layout else 'ISO dates'}, but dp_schema "
+                              f"takes an undeclared text column as categorical (kinds come from dtypes, not values), "
+                              f"which would merge every date into the catch-all category; declare it, e.g. "
+                              f"kinds={{{c!r}: {{'type': 'datetime', 'resolution': 'day'{fmt}}}}} (or {{'type': "
+                              "'categorical'} to keep it as text), or give it a \"type\" in the --schema file of "
+                              "`fit --dp-schema`")
     todo = [c for c in cols if _needs(specs[c])]
     for c in todo:
         if specs[c]["type"] == "datetime" and "resolution" not in specs[c] and "format" not in specs[c]:

@@ -631,18 +631,18 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     frame (not private: Schema.infer has warned)."""
     tz = getattr(s.dt, "tz", None) if pd.api.types.is_datetime64_any_dtype(s.dtype) else None
     tz = str(tz) if tz is not None else None
-    v = dtm.to_seconds(s, name, tz=tz)
+    text = not pd.api.types.is_datetime64_any_dtype(s.dtype) and all(isinstance(x, str) for x in s.dropna())
+    fmt = None
+    if text:  # a non-ISO layout (31/12/2020), or ISO with a 'T' (the default writes a space), is kept
+        vals = s.dropna().astype(str)
+        fmt = next((f for pat, f in _T_LAYOUTS if vals.str.fullmatch(pat).all()), None) or date_layout(s)
+    v = dtm.to_seconds(s, name, tz=tz, fmt=fmt)
     ok = v[~np.isnan(v)]
     if ok.size == 0:
         raise SchemaError(f"column {name!r}: every value is missing; cannot infer its bounds")
     res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r).any()), "nanosecond")
     # text stays text; datetime64 and Python date/datetime objects come back as datetime64
-    text = not pd.api.types.is_datetime64_any_dtype(s.dtype) and all(isinstance(x, str) for x in s.dropna())
     dtype = "string" if text else None
-    fmt = None
-    if text:  # ISO text with a 'T' between date and time comes back in that layout (the default writes a space)
-        vals = s.dropna().astype(str)
-        fmt = next((f for pat, f in _T_LAYOUTS if vals.str.fullmatch(pat).all()), None)
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
                   resolution=res, tz=tz, dtype=dtype, format=fmt)
 
@@ -650,6 +650,47 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
 #: ISO layouts with a 'T' separator that Schema.infer keeps as the column's "format".
 _T_LAYOUTS = ((r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", "%Y-%m-%dT%H:%M:%S"),
               (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}", "%Y-%m-%dT%H:%M"))
+
+#: Day-month-year layouts of dates as spreadsheets and other locales write them, which Schema.infer
+#: recognises in text (with an optional time): the separator and the date part's regular expression.
+_DMY = re.compile(r"(\d{1,2})([/.-])(\d{1,2})\2\d{4}( \d{1,2}:\d{2}(:\d{2})?)?")
+_YMD_SLASH = re.compile(r"\d{4}/\d{1,2}/\d{1,2}( \d{1,2}:\d{2}(:\d{2})?)?")
+
+
+def date_layout(s: pd.Series, warn: bool = True) -> str | None:
+    """The strftime layout of a text column of non-ISO dates (``31/12/2020``, ``12.31.2020 14:05``,
+    ``2020/12/31``), or None.  Day first or month first is read from the values: a first field above
+    12 is a day, a second one a month's day; when every value fits both, day first (most of the
+    world's order), with a warning (``warn``) that the schema's ``"format"`` decides it."""
+    v = pd.unique(s.dropna())
+    if len(v) == 0 or not all(isinstance(x, str) for x in v):
+        return None
+    if all(_YMD_SLASH.fullmatch(x) for x in v):
+        layouts = ["%Y/%m/%d"]
+    else:
+        m = [_DMY.fullmatch(x) for x in v]
+        if not all(m) or len({x.group(2) for x in m}) != 1:
+            return None
+        sep = m[0].group(2)
+        first = max(int(x.group(1)) for x in m)
+        second = max(int(x.group(3)) for x in m)
+        layouts = ([f"%d{sep}%m{sep}%Y"] if first > 12 or second <= 12 else []) + \
+                  ([f"%m{sep}%d{sep}%Y"] if second > 12 or first <= 12 else [])
+    times = {len(x.split(" ")[1].split(":")) if " " in x else 0 for x in v}
+    if len(times) != 1:
+        return None
+    clock = {0: "", 2: " %H:%M", 3: " %H:%M:%S"}[times.pop()]
+    for i, layout in enumerate(layouts):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ok = pd.to_datetime(pd.Series(v), format=layout + clock, errors="coerce").notna().all()
+        if ok:
+            if warn and i == 0 and len(layouts) > 1:
+                warnings.warn(f"column {s.name!r}: dates such as {v[0]!r} read day first ({layout + clock}); "
+                              "if the month comes first, give the column's \"format\" in the schema", UserWarning,
+                              stacklevel=4)
+            return layout + clock
+    return None
 
 
 def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
@@ -675,7 +716,7 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
     if pd.api.types.is_numeric_dtype(s.dtype):
         return "numerical" if s.nunique() > max_categories or not _integral(s) else (
             "numerical" if s.nunique() > 10 else "categorical")
-    if _iso_text(s):
+    if _iso_text(s) or date_layout(s, warn=False) is not None:
         return "datetime"  # dates as a CSV holds them: read back as text (dtype "string")
     v = s.dropna()
     if len(v) and all(isinstance(x, _dt.date) for x in v):
