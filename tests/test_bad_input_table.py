@@ -388,3 +388,10 @@ def test_undeclared_day_month_year_text_is_refused_by_dp_schema_with_the_format_
         synth = sz.Synthesizer(select="mst", model="pgm", epsilon=1.0, schema=schema, schema_ledger=ledger, seed=0)
         fake = synth.fit(sz.conform(df, schema)).sample(200, seed=1)
     assert fake["joined"].dropna().str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()
+
+
+def test_a_text_column_of_one_value_per_row_is_warned_about_when_inferred():
+    # names were taken as 3,000 categories without a word, and a release printed real names
+    df = pd.DataFrame({"name": [f"person{i}" for i in range(300)], "x": np.arange(300.0)})
+    with pytest.warns(sz.core.PrivateSchemaWarning, match=r"column .name.: 300 distinct values taken as categories"):
+        Schema.infer(df)

@@ -474,7 +474,8 @@ class Schema:
         """Read kinds, bounds and categories straight from ``df``.
 
         Convenient, but **not differentially private**: bounds and category lists read from
-        private rows can reveal individual records.  Use a public schema, or measure them with
+        private rows can reveal individual records (a text column of more than ``max_categories``
+        distinct values, often an identifier, gets a warning of its own).  Use a public schema, or measure them with
         :func:`synthzoo.core.dpschema.dp_schema`, which charges the privacy ledger.
         """
         warnings.warn(
@@ -493,6 +494,12 @@ class Schema:
                 cats = sorted({category_key(v) for v in s.dropna()})
                 if not cats:
                     raise SchemaError(f"column {name!r}: every value is missing; cannot infer categories")
+                if len(cats) > max_categories:  # one category per person prints their values in the release
+                    warnings.warn(f"column {name!r}: {len(cats):,} distinct values taken as categories (more than "
+                                  f"max_categories={max_categories}); each is a value of your rows and a release can "
+                                  "print it. An identifier or free text belongs out of the table; otherwise give the "
+                                  "column's public categories, or let dp_schema choose them", PrivateSchemaWarning,
+                                  stacklevel=2)
                 # a pandas category column comes back as one (its dtype is the frame's, like bool's)
                 dtype = "category" if isinstance(s.dtype, pd.CategoricalDtype) else None
                 cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype))
