@@ -16,7 +16,7 @@ Differentially Private Synthetic Data" (VLDB 2022), Algorithm 1.
   for measurement (``T = 16 d`` by default).  When a measurement moves the model's estimate of its
   marginal by less than ``sqrt(2/pi) * sigma * n_r`` (the expected size of its noise), sigma is
   halved and epsilon doubled.  A between-rounds estimate may stop early (cheaper rounds); when it
-  moved by less than 1.5 times that, the model refines it first (:meth:`Model.refine_round`), so
+  moved by less than 1.15 times that, the model refines it first (:meth:`Model.refine_round`), so
   only converged estimates decide.  When less than two rounds' worth is left, the last round takes
   exactly what remains (split 0.1 / 0.9), so the selector spends all its budget and never more.
 
@@ -46,10 +46,13 @@ _PAPER = ("McKenna, Mullins, Sheldon, Miklau, AIM: An Adaptive and Iterative Mec
 
 BIAS = math.sqrt(2.0 / math.pi)  # E|N(0, sigma^2)| = sqrt(2/pi) sigma
 #: The annealing test asks the model to refine its estimate (:meth:`Model.refine_round`) when the
-#: measured marginal moved by less than this multiple of the threshold: a refit stopped early has
-#: moved only part of the way towards a new measurement (on adult, 85-95 % of it at a relative
-#: tolerance of 1e-3), so only estimates near the threshold can flip the decision.
-REFINE_MARGIN = 1.5
+#: measured marginal moved by less than this multiple of the threshold: a refit stopped early is not
+#: where it converges, so only estimates near the threshold can flip the decision.  With PGM's warm
+#: start at the new measurement, the refined movement was 0.94-1.22 times the early one over 1,185
+#: rounds of 30 adult runs (refining every round); only an early estimate above the threshold that a
+#: refinement takes 13 % lower could flip, which none did.  1.5 (before that warm start, when early
+#: estimates had moved 85-95 % of the way) refined 16 of 71 rounds at 300,000 rows, changing no decision.
+REFINE_MARGIN = 1.15
 
 
 def workload_candidates(attrs, degree: int) -> dict[tuple, float]:
