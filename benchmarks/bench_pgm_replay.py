@@ -94,7 +94,8 @@ def replay_here(path: str, answers: str | None) -> dict:
     loss = sum(float(((model.project(m.clique) - m.noisy) ** 2).sum()) / max(m.sigma, 1e-12) ** 2 for m in meas) / 2
     if answers:
         Path(answers).write_text(json.dumps({"|".join(c): model.project(c).ravel().tolist() for c in cliques}))
-    return {"calls": len(run["calls"]), "iterations": iters, "recorded_iterations": sum(c["taken"] for c in run["calls"]),
+    recorded = sum(c["taken"] for c in run["calls"])
+    return {"calls": len(run["calls"]), "iterations": iters, "recorded_iterations": recorded,
             "cpu_s": round(cpu, 2), "final_loss": round(loss, 2), "total": round(float(model.total_), 1),
             "threads": thread_settings()}
 

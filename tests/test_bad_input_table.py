@@ -363,7 +363,8 @@ def test_day_month_year_text_is_inferred_as_dates_and_comes_back_in_its_layout()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         schema = Schema.infer(df)
-    assert (schema["joined"].kind, schema["joined"].format, schema["joined"].resolution) == ("datetime", "%d/%m/%Y", "day")
+    col = schema["joined"]
+    assert (col.kind, col.format, col.resolution) == ("datetime", "%d/%m/%Y", "day")
     fake, synth = _sample(schema, df)
     assert fake["joined"].str.fullmatch(r"\d{2}/\d{2}/\d{4}").all()
     assert pd.to_datetime(fake["joined"], format="%d/%m/%Y").between("1950-01-01", "2005-01-01").all()

@@ -475,8 +475,8 @@ class Schema:
 
         Convenient, but **not differentially private**: bounds and category lists read from
         private rows can reveal individual records (a text column of more than ``max_categories``
-        distinct values, often an identifier, gets a warning of its own).  Use a public schema, or measure them with
-        :func:`synthzoo.core.dpschema.dp_schema`, which charges the privacy ledger.
+        distinct values, often an identifier, gets a warning of its own).  Use a public schema, or
+        measure them with :func:`synthzoo.core.dpschema.dp_schema`, which charges the privacy ledger.
         """
         warnings.warn(
             "Schema.infer reads bounds and categories from the data itself; they are NOT covered by "

@@ -615,10 +615,10 @@ class PGM(MeasurementModel):
         and ``y`` the noisy counts (``new``: ``(measurement, sigma)`` pairs), so that the start already
         agrees with the new measurement instead of ignoring it.  Only the start moves: mirror descent
         converges to the same estimate, in fewer iterations when the measurement is precise (an AIM
-        run on adult resampled to 300,000 rows: 15,089 -> 11,799 iterations, the same final
-        estimate within 2e-4 of the rows in any cell).  Counts at or below the noise where the model
-        holds more are taken as ``min(mu, sigma)``, and each cell's factor lies within ``e^+-4``, so a
-        noisy cell cannot send the start far off."""
+        run's estimates on adult resampled to 300,000 rows, ``benchmarks/bench_pgm_replay.py``: 11,948
+        against 15,092 iterations, the final estimates within 2.2e-4 of the rows in any cell).  A count
+        below ``min(mu, sigma)`` (under the noise, where the model holds more) is taken as that, and each
+        cell's factor lies within ``e^+-4``, so a noisy cell cannot send the start far off."""
         for m, sigma in new:
             mu = self.project(m.clique)  # the previous fit's answer, usually cached: AIM scored this clique
             target = np.maximum(m.noisy, np.minimum(mu, sigma))
