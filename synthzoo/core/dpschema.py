@@ -583,8 +583,11 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         # An error, not a decision: undeclared text is categorical whatever it holds, and dates taken
         # as categories would all be merged into `other` after the budget is spent.  Refusing before
         # any charge changes no release; it is the same kind of check as Schema.validate's bounds.
-        layout = None if "categories" in specs[c] or c in declared or _iso_text(df[c]) else date_layout(df[c], False)
-        if "categories" not in specs[c] and c not in declared and (layout or _iso_text(df[c])):
+        if "categories" in specs[c] or c in declared:
+            continue
+        iso = _iso_text(df[c])
+        layout = None if iso else date_layout(df[c], False)
+        if iso or layout:
             fmt = f", 'format': {layout!r}" if layout else ""
             raise SchemaError(f"column {c!r}: its text reads as {'dates' if layout else 'ISO dates'}, but dp_schema "
                               f"takes an undeclared text column as categorical (kinds come from dtypes, not values), "
