@@ -396,3 +396,20 @@ def test_a_text_column_of_one_value_per_row_is_warned_about_when_inferred():
     df = pd.DataFrame({"name": [f"person{i}" for i in range(300)], "x": np.arange(300.0)})
     with pytest.warns(sz.core.PrivateSchemaWarning, match=r"column .name.: 300 distinct values taken as categories"):
         Schema.infer(df)
+
+
+def test_a_pandas_category_column_over_integers_keeps_integer_categories():
+    # it came back as a category column over the texts '1', '2', '3'
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"c": pd.Categorical(rng.choice([1, 2, 3, None], 300)), "x": np.arange(300.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["c"].dtype == "category[int]"
+    schema = Schema.from_dict(schema.to_dict())
+    fake, _ = _sample(schema, df)
+    cats = fake["c"].cat.categories
+    assert list(cats) == [1, 2, 3] and pd.api.types.is_integer_dtype(cats.dtype)
+    assert fake["c"].isna().any() and set(fake["c"].dropna()) <= {1, 2, 3}
+    with pytest.raises(SchemaError, match="'c'.*integer categories"):
+        Schema.from_dict({"columns": {"c": {"type": "categorical", "categories": ["a"], "dtype": "category[int]"}}})

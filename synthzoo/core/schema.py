@@ -38,7 +38,7 @@ from .errors import ConfigError, SchemaError
 
 KINDS = ("categorical", "numerical", "datetime")
 #: Output dtypes a categorical column may declare with its ``"dtype"`` key.
-CATEGORICAL_DTYPES = ("str", "int", "bool", "category")
+CATEGORICAL_DTYPES = ("str", "int", "bool", "category", "category[int]")
 #: Output dtypes a datetime column may declare with its ``"dtype"`` key.
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
 #: Keys a column description may have (anything else is a typo, and an error).
@@ -82,7 +82,8 @@ class Column:
         Whether missing values may occur.
     dtype : str, optional
         How synthetic values are typed (see :attr:`output_dtype`): for a categorical column one of
-        ``"str", "int", "bool", "category"``; for a datetime column ``"datetime"`` (default) or
+        ``"str", "int", "bool", "category"``, ``"category[int]"`` (a pandas category column whose
+        categories are integers); for a datetime column ``"datetime"`` (default) or
         ``"string"``.
     resolution : str, optional
         Datetime columns: ``"day"``, ``"hour"``, ``"minute"``, ``"second"``, ``"millisecond"``,
@@ -142,8 +143,8 @@ class Column:
             self.categories = [category_key(c) for c in self.categories]
             if len(set(self.categories)) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: duplicate categories in the schema")
-            if self.dtype == "int" and not all(_INT.fullmatch(c) for c in self.categories):
-                raise SchemaError(f"column {self.name!r}: dtype 'int' needs integer categories")
+            if self.dtype in ("int", "category[int]") and not all(_INT.fullmatch(c) for c in self.categories):
+                raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs integer categories")
             if self.dtype == "bool" and not set(self.categories) <= {"True", "False"}:
                 raise SchemaError(f"column {self.name!r}: dtype 'bool' needs the categories True/False")
         else:
@@ -254,6 +255,8 @@ class Column:
             return pd.BooleanDtype() if self.missing else np.dtype("bool")
         if kind == "category":
             return pd.CategoricalDtype(list(self.categories))
+        if kind == "category[int]":  # a pandas category column over integers: its categories stay integers
+            return pd.CategoricalDtype(pd.Index([int(c) for c in self.categories], dtype="int64"))
         return _STR
 
     def typed(self, values) -> pd.Series:
@@ -277,6 +280,9 @@ class Column:
             v = pd.Series(x, index=v.index)
             return (v.round() if self.integer else v).astype(dtype)
         if isinstance(dtype, pd.CategoricalDtype):
+            if self.dtype == "category[int]":  # schema strings -> the integer categories, by position
+                codes = pd.Categorical(v.where(~na, None), categories=list(self.categories)).codes
+                return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), index=v.index)
             return pd.Series(pd.Categorical(v.where(~na, None), dtype=dtype))
         if dtype is _STR:
             return pd.Series(v.to_numpy(dtype=object), dtype=_STR)
@@ -500,8 +506,11 @@ class Schema:
                                   "print it. An identifier or free text belongs out of the table; otherwise give the "
                                   "column's public categories, or let dp_schema choose them", PrivateSchemaWarning,
                                   stacklevel=2)
-                # a pandas category column comes back as one (its dtype is the frame's, like bool's)
-                dtype = "category" if isinstance(s.dtype, pd.CategoricalDtype) else None
+                # a pandas category column comes back as one (its dtype is the frame's, like bool's), over
+                # integers when its categories are integers
+                dtype = None
+                if isinstance(s.dtype, pd.CategoricalDtype):
+                    dtype = "category[int]" if pd.api.types.is_integer_dtype(s.dtype.categories.dtype) else "category"
                 cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype))
             elif kind == "datetime":
                 cols.append(_infer_datetime(name, s, missing))
