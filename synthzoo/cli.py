@@ -589,7 +589,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Fit a synthesizer on a CSV file and save it as a model file (JSON).")
     f.add_argument("data", help="the private training CSV")
     f.add_argument("--schema", help="public schema JSON (without it, one is inferred and NOT covered by DP)")
-    f.add_argument("--synth", default="privsyn", help="preset name (default privsyn; see `synthzoo list`)")
+    f.add_argument("--synth", "--preset", dest="synth", default="privsyn",
+                   help="preset name (default privsyn; see `synthzoo list`)")
     f.add_argument("--preprocess", help="override: comma-separated preprocessors, e.g. privtree,rare_merge")
     f.add_argument("--select", help="override: selector, e.g. mst ('none' for record models)")
     f.add_argument("--model", help="override: synthesis model, e.g. pgm")
@@ -642,7 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_split)
 
     d = sub.add_parser("demo", help="end to end on a built-in generated table (no files needed)")
-    d.add_argument("--synth", default="privsyn", help="preset name (default privsyn)")
+    d.add_argument("--synth", "--preset", dest="synth", default="privsyn", help="preset name (default privsyn)")
     d.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget (default 1; 'none' for non-private)")
     d.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
     d.add_argument("--n", type=_count, default=20_000, help="rows of the generated table (default 20,000)")
@@ -656,7 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "default adult,hmeq,housing (grid: adult)")
     b.add_argument("--schema", help="public schema JSON of a --data CSV")
     b.add_argument("--epsilon", default="0.2,1,5", help="comma-separated privacy budgets (default 0.2,1,5)")
-    b.add_argument("--synth", default="privsyn", help="preset (grid: gives preprocessing and budget split)")
+    b.add_argument("--synth", "--preset", dest="synth", default="privsyn",
+                   help="preset (grid: gives preprocessing and budget split)")
     b.add_argument("--select", help="grid: comma-separated selectors ('none' for record models)")
     b.add_argument("--model", help="grid: comma-separated models")
     b.add_argument("--preprocess", help="grid: comma-separated preprocessors instead of the preset's ('none')")
@@ -703,7 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "its own 20%% record by record with secret randomness)")
     t.add_argument("--public", help="public/proxy CSV for --privacy public")
     t.add_argument("--schema", required=True, help="public schema JSON")
-    t.add_argument("--synth", default="privsyn", help="preset name (default privsyn)")
+    t.add_argument("--synth", "--preset", dest="synth", default="privsyn", help="preset name (default privsyn)")
     t.add_argument("--privacy", default="non-private", choices=["non-private", "public", "accounted"],
                    help="how tuning touches the private data: non-private (not covered by DP), public (tunes on "
                         "--public), accounted (the tuning itself is charged); default non-private")

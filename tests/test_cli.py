@@ -74,6 +74,13 @@ def demo_files(tmp_path_factory):
     return d, df, schema
 
 
+def test_preset_is_another_name_for_synth():
+    # `--preset aim` (the name sz.make and available_presets use) was "unrecognized arguments"
+    for cmd in (["fit", "d.csv", "--out", "m.szm"], ["tune", "d.csv", "--schema", "s.json"], ["demo"]):
+        assert build_parser().parse_args(cmd + ["--preset", "aim"]).synth == "aim"
+        assert build_parser().parse_args(cmd + ["--synth", "mst"]).synth == "mst"
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])

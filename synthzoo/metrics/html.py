@@ -282,13 +282,18 @@ def _table(sub: pd.DataFrame) -> list[str]:
     for _, row in sub.iterrows():
         cells = [f"<td><b>{html.escape(str(row['metric']))}</b></td>", f"<td class='num'>{_fmt(row['value'])}</td>"]
         if has_ci:
-            ci = "" if pd.isna(row.get("ci_low")) else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
+            ci = "&mdash;" if pd.isna(row.get("ci_low")) else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
             cells.append(f"<td class='num'>{ci}</td>")
         cells += [f"<td class='num'>{_fmt(row.get(b))}</td>" for b in base_cols]
         cells.append(f"<td>{html.escape(str(row['better']))}</td>")
         cells.append(f"<td>{html.escape(_verdict(row))}</td><td class='muted'>{html.escape(str(row['description']))}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</table>")
+    if has_ci and sub["ci_low"].isna().any():  # say why some rows have no interval, rather than leave cells empty
+        parts.append("<p class='muted'>95 % CI: the binomial interval of an attack's success rates (singling out, "
+                     "linkability, inference), carried through R (delta method). The distance metrics and DOMIAS are "
+                     "one computation on the whole release, not a rate over attack trials, and have none "
+                     "(&mdash;).</p>")
     return parts
 
 

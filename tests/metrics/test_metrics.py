@@ -447,3 +447,17 @@ def test_cli_eval_entry_point(tmp_path, capsys):
                  str(tmp_path / "schema.json"), "--out", str(tmp_path / "r.html"),
                  "--metrics", "tvd_2way,query_error_3way"]) == 0
     assert (tmp_path / "r.html").exists() and "tvd_2way" in capsys.readouterr().out
+
+
+def test_html_privacy_table_explains_rows_without_an_interval():
+    # the 95 % CI column was left blank for the distance metrics and DOMIAS, unexplained
+    from synthzoo.metrics.html import _table
+
+    sub = pd.DataFrame([
+        {"metric": "dcr_risk", "group": "privacy", "value": -0.01, "ci_low": np.nan, "ci_high": np.nan,
+         "HALF": 0.0, "INDEPENDENT": -0.05, "SELF": 1.0, "better": "lower", "description": "d"},
+        {"metric": "singling_out_risk", "group": "privacy", "value": 0.1, "ci_low": 0.05, "ci_high": 0.15,
+         "HALF": 0.1, "INDEPENDENT": 0.0, "SELF": 1.0, "better": "lower", "description": "s"}])
+    text = "".join(_table(sub))
+    assert "&mdash;" in text and "have none" in text and "[0.05, 0.15]" in text
+    assert "have none" not in "".join(_table(sub.iloc[1:]))  # every row has one: nothing to explain
