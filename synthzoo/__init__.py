@@ -13,11 +13,11 @@ from .core import (  # noqa: E402
     BudgetExceededError, Column, ConfigError, Domain, NotFittedError, PrivacyLedger, Schema, SchemaError,
     SynthzooError, available,
 )
-from .core.dpschema import conform, dp_schema, dp_schema_report  # noqa: E402
+from .core.dpschema import conform, dp_schema, dp_schema_report, kinds_from_dtypes  # noqa: E402
 from .metrics import evaluate  # noqa: E402
 from .pipeline import Synthesizer  # noqa: E402
 from .presets import available_presets, make  # noqa: E402
 
 __all__ = ["Schema", "Column", "Domain", "Synthesizer", "make", "available", "available_presets",
            "PrivacyLedger", "SchemaError", "ConfigError", "BudgetExceededError", "NotFittedError",
-           "SynthzooError", "dp_schema", "conform", "dp_schema_report", "evaluate", "metrics", "preprocess", "select", "models", "__version__"]
+           "SynthzooError", "dp_schema", "conform", "dp_schema_report", "kinds_from_dtypes", "evaluate", "metrics", "preprocess", "select", "models", "__version__"]

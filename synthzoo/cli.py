@@ -230,6 +230,9 @@ def _measure_schema(a, df):
         unknown = [c for c in kinds if c not in df.columns]
         if unknown:
             raise ConfigError(f"{a.schema}: describes column(s) {unknown} that {a.data} lacks")
+    # a CSV holds dates as text, whatever its values: they come back as text (in the column's format)
+    kinds = {c: ({**k, "dtype": "string"} if isinstance(k, dict) and k.get("type") == "datetime" and "dtype" not in k
+                 else k) for c, k in kinds.items()}
     schema, ledger = sz.dp_schema(df, kinds, epsilon=a.dp_schema, delta=a.delta / 10, noise_seed=a.noise_seed)
     schema.meta = {**meta, **schema.meta}
     print(dp_schema_report(schema), file=sys.stderr)

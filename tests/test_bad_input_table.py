@@ -380,7 +380,8 @@ def test_undeclared_day_month_year_text_is_refused_by_dp_schema_with_the_format_
     df = pd.DataFrame({"joined": pd.Series(_dates().strftime("%d/%m/%Y"), dtype="string"), "x": np.arange(400.0)})
     with pytest.raises(SchemaError, match=r"column 'joined': its text reads as dates.*'format': '%d/%m/%Y'"):
         sz.dp_schema(df, {"x": "numerical"}, epsilon=1.0, delta=1e-6)
-    # declared, the column is measured as dates and, given as text, comes back as text in its layout
+    # declared with its layout, the column is measured as dates and comes back as text in that layout (from the
+    # description: a private run reads no output type from the frame's dtype)
     schema, ledger = sz.dp_schema(df, {"x": "numerical", "joined": {"type": "datetime", "format": "%d/%m/%Y"}},
                                   epsilon=1.0, delta=1e-6)
     assert schema["joined"].dtype == "string"

@@ -465,7 +465,8 @@ def dp_categories(values, budget: Budget, rho: float | None = None, *,
 # whole schema
 # -------------------------------------------------------------------------------------------------
 def kind_from_dtype(dtype) -> str:
-    """Column kind from a dtype alone (dtypes are public; values are not)."""
+    """Column kind from a dtype alone: datetime64 -> datetime, bool / text -> categorical, numbers ->
+    numerical."""
     if pd.api.types.is_datetime64_any_dtype(dtype):
         return "datetime"
     if pd.api.types.is_bool_dtype(dtype):
@@ -473,6 +474,35 @@ def kind_from_dtype(dtype) -> str:
     if pd.api.types.is_numeric_dtype(dtype):
         return "numerical"
     return "categorical"
+
+
+def _kind_hint(s: pd.Series) -> tuple[str, str]:
+    """What to declare for an undeclared column, and why, for an error message: text that reads as dates
+    gets a datetime description (the values are read to say so, never to decide a release)."""
+    kind = kind_from_dtype(s.dtype)
+    if kind == "categorical" and not pd.api.types.is_bool_dtype(s.dtype):
+        iso = _iso_text(s)
+        layout = None if iso else date_layout(s, False)
+        if iso or layout:
+            fmt = f", 'format': {layout!r}" if layout else ""
+            return (f"{{'type': 'datetime', 'resolution': 'day'{fmt}}}",
+                    f"its text reads as {'dates' if layout else 'ISO dates'}")
+    return f"{{'type': {kind!r}}}", ""
+
+
+def kinds_from_dtypes(df: pd.DataFrame) -> dict[str, str]:
+    """The kind each column's dtype suggests (:func:`kind_from_dtype`), as a ``kinds`` mapping for
+    :func:`dp_schema`.
+
+    A private ``dp_schema`` does not read kinds from the frame: a dtype is a function of the rows
+    wherever a reader infers it (``read_csv`` makes a numeric column text when one record holds
+    text), so a kind taken from it would tell neighbouring tables apart whatever the noise.
+    Passing ``kinds=kinds_from_dtypes(df)`` declares the frame's dtypes public -- right where you
+    set them yourself (``astype``, a typed source), not where a reader guessed them from the values.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise SchemaError(f"kinds_from_dtypes expects a pandas DataFrame, got {type(df).__name__}")
+    return {str(c): kind_from_dtype(df[c].dtype) for c in df.columns}
 
 
 def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, epsilon=_EPS_DEFAULT,
@@ -485,8 +515,10 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     :meth:`Schema.infer`.  Returns ``(schema, ledger)``; :func:`dp_schema_report` says what was
     measured and why, and :func:`conform` fits the private frame to it.
 
-    * Column kinds come from ``kinds`` or, for the columns it omits, from the dtypes: datetime64 ->
-      datetime, bool / text -> categorical, numbers -> numerical.  A ``kinds`` entry is a kind
+    * Column kinds come from ``kinds`` (or ``known``): a private run refuses a column without one,
+      before any charge, since a dtype is not public where a reader inferred it from the values
+      (:func:`kinds_from_dtypes` turns dtypes you set yourself into ``kinds``; a non-private run,
+      ``epsilon=None``, takes the dtypes' kinds for the columns ``kinds`` omits).  A ``kinds`` entry is a kind
       (``{"age": "numerical"}``) or a *partial column description* with the public facts one knows
       (``{"dob": {"type": "datetime", "resolution": "day"}, "race": {"type": "categorical",
       "categories": [...]}, "age": {"type": "numerical", "integer": true}}``): what it gives is kept,
@@ -494,7 +526,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
       description or ``integers`` only (public knowledge): pandas stores an integer column with a
       missing value as float, so reading it from the dtype would tell neighbouring frames apart.
       A datetime column's resolution, zone, format and output type come from its description
-      (default resolution ``"second"``).
+      (default resolution ``"second"``; a declared ``"format"`` means text in that layout, a
+      ``"dtype": "string"`` ISO text).
     * Columns of ``known`` (a public, possibly partial Schema) are taken as they are, free.
     * Every column with something to measure costs an equal share of the budget: numerical /
       datetime bounds by :func:`dp_bounds` (datetimes on blocks of years over the public
@@ -562,6 +595,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             raise SchemaError(f"integers names column {c!r}, which the frame lacks")
 
     cols = [c for c in df.columns if known is None or c not in known]
+    undeclared = [c for c in cols if c not in specs]
+    private = ledger.private if isinstance(ledger, PrivacyLedger) else (
+        (epsilon.value if isinstance(epsilon, _Default) else epsilon) is not None)
     for c in cols:
         specs.setdefault(c, {"type": kind_from_dtype(df[c].dtype)})
     for c in integers:
@@ -569,32 +605,19 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             raise SchemaError(f"integers names column {c!r}, whose kind is {specs[c]['type']!r}, not numerical")
         if c in specs:
             specs[c]["integer"] = True
-    for c in cols:  # decided from dtypes and public facts only, before any private value is read
-        if specs[c]["type"] == "datetime" and "dtype" not in specs[c] and isinstance(df[c].dtype, pd.StringDtype):
-            # dates in a text dtype (what read_csv gives) come back as text in the column's format; an object
-            # column is not decided from its values: parsed dates with another UTC offset turn one into objects
+    for c in cols:  # checks of declared facts against dtypes: errors before any charge, never decisions
+        if specs[c]["type"] == "datetime" and "dtype" not in specs[c] and specs[c].get("format"):
+            specs[c]["dtype"] = "string"  # a declared text layout: the column is text, and comes back in it
+        if not private and specs[c]["type"] == "datetime" and "dtype" not in specs[c] \
+                and isinstance(df[c].dtype, pd.StringDtype):
+            # non-private: dates in a text dtype come back as text in the column's format.  A private run takes
+            # the output type from the description only ("dtype": "string"): a reader's dtype follows the values
+            # (a date column whose one dated record is removed reads back as all-missing floats)
             specs[c]["dtype"] = "string"
         if specs[c]["type"] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
-                              "numbers first (dtypes are public, values are not inspected)")
-    declared = set(kinds or {})
-    for c in cols:
-        # An error, not a decision: undeclared text is categorical whatever it holds, and dates taken
-        # as categories would all be merged into `other` after the budget is spent.  Refusing before
-        # any charge changes no release; it is the same kind of check as Schema.validate's bounds.
-        if "categories" in specs[c] or c in declared:
-            continue
-        iso = _iso_text(df[c])
-        layout = None if iso else date_layout(df[c], False)
-        if iso or layout:
-            fmt = f", 'format': {layout!r}" if layout else ""
-            raise SchemaError(f"column {c!r}: its text reads as {'dates' if layout else 'ISO dates'}, but dp_schema "
-                              f"takes an undeclared text column as categorical (kinds come from dtypes, not values), "
-                              f"which would merge every date into the catch-all category; declare it, e.g. "
-                              f"kinds={{{c!r}: {{'type': 'datetime', 'resolution': 'day'{fmt}}}}} (or {{'type': "
-                              "'categorical'} to keep it as text), or give it a \"type\" in the --schema file of "
-                              "`fit --dp-schema`")
+                              "numbers first")
     todo = [c for c in cols if _needs(specs[c])]
     for c in todo:
         if specs[c]["type"] == "datetime" and "resolution" not in specs[c] and "format" not in specs[c]:
@@ -610,6 +633,28 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     own_ledger = ledger is None
     ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_sel, bool(todo),
                                              noise_seed)
+    # Errors, not decisions, before any charge (values are read only to say what to declare, as
+    # Schema.validate's bounds error does).  A private run takes no kind from the dtypes: read_csv types a
+    # column from its values (one record of text makes a numeric column text), so the kind would leak.  A
+    # non-private one does, but not for text that reads as dates, which as categories would all be merged.
+    hints = {c: _kind_hint(df[c]) for c in (undeclared if ledger.private else
+                                            [c for c in undeclared if "categories" not in specs[c]])}
+    if ledger.private and undeclared:
+        shown = undeclared[:6]
+        more = f", ... ({len(undeclared)} columns)" if len(undeclared) > 6 else ""
+        notes = "".join(f"; column {c!r}: {hints[c][1]}" for c in shown if hints[c][1])
+        raise SchemaError(f"dp_schema: no kind declared for column(s) {shown}{more}{notes}. A private dp_schema does "
+                          "not read kinds from the frame's dtypes: a CSV reader decides them from the values (one "
+                          "record of text turns a numeric column into text), so the kind itself would leak. Declare "
+                          f"them, e.g. kinds={{{', '.join(f'{c!r}: {hints[c][0]}' for c in shown)}{more}}} (check it "
+                          "against your data dictionary), or give each a \"type\" in the --schema file of `fit "
+                          "--dp-schema`; kinds=kinds_from_dtypes(df) declares dtypes you set yourself public")
+    for c, (hint, note) in hints.items():
+        if note:
+            raise SchemaError(f"column {c!r}: {note}, but dp_schema takes an undeclared text column as categorical, "
+                              f"which would merge every date into the catch-all category; declare it, e.g. "
+                              f"kinds={{{c!r}: {hint}}} (or {{'type': 'categorical'}} to keep it as text), or give it "
+                              "a \"type\" in the --schema file of `fit --dp-schema`")
     # shares by what each column needs (public facts only): numerical bounds and category selection a full
     # share, datetime bounds (year blocks over a public span: easy) half, a lone missing-value count a quarter
     weight = {c: _weight(specs[c]) for c in todo}

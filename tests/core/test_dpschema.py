@@ -16,6 +16,7 @@ from synthzoo.core.dpschema import (
     dp_categories,
     dp_schema,
     kind_from_dtype,
+    kinds_from_dtypes,
     selection_threshold,
 )
 from synthzoo.core.errors import BudgetExceededError, ConfigError, SchemaError
@@ -42,7 +43,7 @@ def _budget(epsilon=1.0, delta=1e-6, reserved=1e-7):
 # ------------------------------------------------------------------------------------ budget
 def test_dp_schema_spends_its_budget_and_never_more():
     df = _frame()
-    schema, ledger = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=0)
+    schema, ledger = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, noise_seed=0)
     spent = ledger.spent()
     assert spent.delta == 1e-6
     assert 0.98 <= spent.epsilon <= 1.0 + 1e-9
@@ -59,7 +60,7 @@ def test_dp_schema_spends_its_budget_and_never_more():
 
 def test_dp_schema_on_a_shared_ledger_spends_only_its_share():
     ledger = PrivacyLedger(2.0, 1e-6, reserved_delta=2e-7)
-    schema, same = dp_schema(_frame(), ledger=ledger, share=0.25)
+    schema, same = dp_schema(_frame(), kinds_from_dtypes(_frame()), ledger=ledger, share=0.25)
     assert same is ledger
     assert ledger.rho_spent == pytest.approx(0.25 * ledger.total_rho, rel=1e-6)
     assert ledger.extra_delta == pytest.approx(2e-7)
@@ -72,15 +73,15 @@ def test_dp_schema_on_a_shared_ledger_spends_only_its_share():
 def test_dp_schema_ledger_argument_errors():
     df = _frame(500)
     with pytest.raises(ConfigError, match="share"):
-        dp_schema(df, ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7))
+        dp_schema(df, kinds_from_dtypes(df), ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7))
     with pytest.raises(ConfigError, match="either a ledger or epsilon"):
-        dp_schema(df, epsilon=1.0, ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7), share=0.5)
+        dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7), share=0.5)
     with pytest.raises(ConfigError, match="reserved_delta"):
-        dp_schema(df, ledger=PrivacyLedger(1.0, 1e-6), share=0.5)
+        dp_schema(df, kinds_from_dtypes(df), ledger=PrivacyLedger(1.0, 1e-6), share=0.5)
     with pytest.raises(ConfigError, match="share"):
-        dp_schema(df, ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7), share=1.5)
+        dp_schema(df, kinds_from_dtypes(df), ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7), share=1.5)
     with pytest.raises(ConfigError, match="selection_delta"):
-        dp_schema(df, epsilon=1.0, delta=1e-6, selection_delta=1e-6)
+        dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, selection_delta=1e-6)
 
 
 def test_budget_too_small_for_a_stage_is_refused_before_noise():
@@ -118,7 +119,7 @@ def test_common_categories_are_released_rare_ones_merged_into_other():
     rng = np.random.default_rng(0)
     common = rng.choice(["a", "b", "c", "d"], size=4000).tolist()
     df = pd.DataFrame({"cat": pd.Series(common + ["rare1", "rare2", "rare3"], dtype=object)})
-    schema, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=0)
+    schema, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, noise_seed=0)
     assert schema["cat"].categories == ["a", "b", "c", "d", OTHER]
     assert schema.meta["other_category"] == {"cat": OTHER}
     fixed = conform(df, schema)
@@ -165,7 +166,7 @@ def test_bounds_cover_the_bulk_and_stay_tight(seed):
     # bounds stay within 1.6x the data's range rather than cutting its tails (the estimate of what a trim
     # clips is floored at 0: over 60 seeds the median range is 0.95x the data's, the 90th percentile 1.33x)
     df = _frame(5000)
-    schema, _ = dp_schema(df, epsilon=2.0, delta=1e-6, noise_seed=seed, integers=["age"])
+    schema, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=2.0, delta=1e-6, noise_seed=seed, integers=["age"])
     for name in ("age", "income", "when"):
         col = schema[name]
         v = numeric_values(df[name], col)
@@ -189,7 +190,7 @@ def test_sparse_data_gets_coarser_refinement_not_heavy_clipping(seed):
     # (that version kept ~77% of a 2000-row income column); over 30 seeds: age >= 94.7%, income
     # >= 87.8% (mean 93%) covered; the thin lognormal tail is what a small budget gives up.
     df = _frame(1500)
-    schema, _ = dp_schema(df, epsilon=0.5, delta=1e-6, noise_seed=seed)
+    schema, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=0.5, delta=1e-6, noise_seed=seed)
     for name in ("age", "income"):
         v = numeric_values(df[name], schema[name])
         assert np.mean((v >= schema[name].lower) & (v <= schema[name].upper)) >= 0.85, name
@@ -213,8 +214,8 @@ def test_bounds_raise_clearly_when_nothing_clears_the_threshold():
 # ------------------------------------------------------------------------------------ reproducibility, non-private
 def test_same_seed_same_schema():
     df = _frame()
-    a, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=7)
-    b, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=7)
+    a, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, noise_seed=7)
+    b, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, noise_seed=7)
     assert a.to_dict() == b.to_dict()
 
 
@@ -231,7 +232,7 @@ def test_known_columns_are_free_and_kept():
     df = _frame(1000)
     known = Schema([Column("color", "categorical", categories=["blue", "green", "red"], missing=False),
                     Column("age", "numerical", lower=0, upper=120, integer=True)], {"target": "color"})
-    schema, ledger = dp_schema(df, epsilon=1.0, delta=1e-6, known=known)
+    schema, ledger = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, known=known)
     assert schema.names == list(df.columns)
     assert schema["color"] is known["color"] and schema["age"] is known["age"]
     assert schema.meta["target"] == "color"
@@ -240,7 +241,7 @@ def test_known_columns_are_free_and_kept():
     # everything known: nothing is charged
     full = Schema([known["color"], known["age"], Column("income", "numerical", lower=0, upper=1e6),
                    Column("when", "datetime", lower="2020-01-01", upper="2022-01-01")])
-    _, empty = dp_schema(df, epsilon=1.0, delta=1e-6, known=full)
+    _, empty = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, known=full)
     assert empty.charges == []
 
 
@@ -251,7 +252,7 @@ def test_missing_is_declared_only_where_dp_evidence_says_so():
     df.loc[::10, "income"] = np.nan
     false = 0
     for seed in range(10):
-        schema, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=seed)
+        schema, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, noise_seed=seed)
         assert schema["income"].missing
         false += sum(schema[c].missing for c in ("age", "color", "when"))
         info = schema.meta["dp_schema"]["columns"]["income"]
@@ -266,7 +267,7 @@ def test_missing_values_in_a_column_declared_without_them_are_filled_by_conform(
     df = _frame(2000)
     df.loc[:3, "income"] = np.nan    # 4 of 2000: below what the noise lets the schema see
     df.loc[:2, "color"] = np.nan
-    schema, _ = dp_schema(df, epsilon=1.0, delta=1e-6, noise_seed=0)
+    schema, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, noise_seed=0)
     assert not schema["income"].missing and not schema["color"].missing
     with pytest.warns(UserWarning, match=r"income: 4 missing value\(s\) filled.*\n.*|color: 3 missing"):
         fixed = conform(df, schema)
@@ -278,17 +279,17 @@ def test_missing_values_in_a_column_declared_without_them_are_filled_by_conform(
 def test_integers_declared_by_the_caller():
     df = _frame(3000)
     df["score"] = np.where(np.arange(3000) % 7 == 0, np.nan, np.arange(3000) % 5 + 1.0)  # float, NaN
-    schema, _ = dp_schema(df, epsilon=2.0, delta=1e-6, integers=["score"])
+    schema, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=2.0, delta=1e-6, integers=["score"])
     assert schema["score"].integer and float(schema["score"].upper).is_integer()
-    assert not dp_schema(df, epsilon=2.0, delta=1e-6)[0]["score"].integer  # from the float dtype alone
+    assert not dp_schema(df, kinds_from_dtypes(df), epsilon=2.0, delta=1e-6)[0]["score"].integer  # from the float dtype alone
     with pytest.raises(SchemaError, match="'color'.*not numerical"):
-        dp_schema(df, epsilon=1.0, integers=["color"])
+        dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, integers=["color"])
     with pytest.raises(SchemaError, match="'zz'"):
-        dp_schema(df, epsilon=1.0, integers=["zz"])
+        dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, integers=["zz"])
 
 
 def test_schema_round_trips_through_json(tmp_path):
-    schema, _ = dp_schema(_frame(2000), epsilon=1.0, delta=1e-6)
+    schema, _ = dp_schema(_frame(2000), kinds_from_dtypes(_frame(2000)), epsilon=1.0, delta=1e-6)
     schema.to_json(tmp_path / "s.json")
     again = Schema.from_json(tmp_path / "s.json")
     assert again.to_dict() == schema.to_dict()
@@ -304,13 +305,47 @@ def test_bad_input_gives_clear_errors():
     with pytest.raises(SchemaError, match="'nope'"):
         dp_schema(df, kinds={"nope": "numerical"})
     with pytest.raises(SchemaError, match="'color'.*numerical.*dtype"):
-        dp_schema(df, kinds={"color": "numerical"})
+        dp_schema(df, kinds={**kinds_from_dtypes(df), "color": "numerical"})
     with pytest.raises(SchemaError, match="DataFrame"):
         dp_schema(df.to_numpy())
     with pytest.raises(SchemaError, match=r"\['zzz'\]"):
-        dp_schema(df, known=Schema([Column("zzz", "categorical", categories=["x"])]))
+        dp_schema(df, kinds_from_dtypes(df), known=Schema([Column("zzz", "categorical", categories=["x"])]))
     with pytest.raises(ConfigError, match="epsilon"):
-        dp_schema(df, epsilon=-1.0)
+        dp_schema(df, kinds_from_dtypes(df), epsilon=-1.0)
+
+
+def test_a_private_dp_schema_reads_no_kind_from_the_dtypes():
+    # read_csv types a column from its values: one record of text turns a numeric column into text, so a kind
+    # read from the dtype (as dp_schema did) told the two tables apart whatever the noise
+    import io
+
+    text = "hours,color\n" + "".join(f"{h},{c}\n" for h, c in zip(range(40, 240), ["red", "blue"] * 100))
+    d, d1 = pd.read_csv(io.StringIO(text)), pd.read_csv(io.StringIO(text + "unknown,red\n"))
+    assert kinds_from_dtypes(d)["hours"] == "numerical" and kinds_from_dtypes(d1)["hours"] == "categorical"
+    ledger = PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
+    with pytest.raises(SchemaError, match=r"no kind declared for column\(s\) \['hours', 'color'\].*'hours': "
+                                          r"\{'type': 'numerical'\}.*kinds_from_dtypes"):
+        dp_schema(d, ledger=ledger, share=0.5)
+    assert ledger.rho_spent == 0  # refused before any charge
+    with pytest.raises(SchemaError, match=r"no kind declared for column\(s\) \['color'\]"):
+        dp_schema(d, {"hours": "numerical"}, epsilon=1.0, delta=1e-6)
+    # declared, both tables get the same kinds; the text record is then an error naming the column
+    schema, _ = dp_schema(d, {"hours": "numerical", "color": "categorical"}, epsilon=1.0, delta=1e-6)
+    assert schema["hours"].kind == "numerical"
+    with pytest.raises(SchemaError, match="'hours'.*numerical"):
+        dp_schema(d1, {"hours": "numerical", "color": "categorical"}, epsilon=1.0, delta=1e-6)
+    # a non-private run reads everything anyway, kinds included
+    assert dp_schema(d, epsilon=None)[0]["hours"].kind == "numerical"
+
+
+def test_a_private_dp_schema_takes_a_datetimes_output_type_from_its_description():
+    # a reader's text dtype follows the values (a date column whose one dated record is removed reads back as
+    # all-missing floats), so a private run no longer turns a str-typed datetime column into text output
+    df = pd.DataFrame({"d": pd.array(["2020-01-0%d" % (1 + i % 9) for i in range(300)], dtype="str")})
+    kind = {"type": "datetime", "resolution": "day"}
+    assert dp_schema(df, {"d": kind}, epsilon=1.0, delta=1e-6)[0]["d"].dtype is None
+    assert dp_schema(df, {"d": {**kind, "dtype": "string"}}, epsilon=1.0, delta=1e-6)[0]["d"].dtype == "string"
+    assert dp_schema(df, {"d": kind}, epsilon=None)[0]["d"].dtype == "string"
 
 
 def test_kinds_from_dtypes():
