@@ -75,7 +75,8 @@ def test_dp_schema_ledger_argument_errors():
     with pytest.raises(ConfigError, match="share"):
         dp_schema(df, kinds_from_dtypes(df), ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7))
     with pytest.raises(ConfigError, match="either a ledger or epsilon"):
-        dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7), share=0.5)
+        dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7),
+                  share=0.5)
     with pytest.raises(ConfigError, match="reserved_delta"):
         dp_schema(df, kinds_from_dtypes(df), ledger=PrivacyLedger(1.0, 1e-6), share=0.5)
     with pytest.raises(ConfigError, match="share"):
@@ -281,7 +282,8 @@ def test_integers_declared_by_the_caller():
     df["score"] = np.where(np.arange(3000) % 7 == 0, np.nan, np.arange(3000) % 5 + 1.0)  # float, NaN
     schema, _ = dp_schema(df, kinds_from_dtypes(df), epsilon=2.0, delta=1e-6, integers=["score"])
     assert schema["score"].integer and float(schema["score"].upper).is_integer()
-    assert not dp_schema(df, kinds_from_dtypes(df), epsilon=2.0, delta=1e-6)[0]["score"].integer  # from the float dtype alone
+    # from the float dtype alone
+    assert not dp_schema(df, kinds_from_dtypes(df), epsilon=2.0, delta=1e-6)[0]["score"].integer
     with pytest.raises(SchemaError, match="'color'.*not numerical"):
         dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, integers=["color"])
     with pytest.raises(SchemaError, match="'zz'"):
