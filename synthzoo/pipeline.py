@@ -33,7 +33,7 @@ from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, Pri
                                   check_privacy_params, gaussian_sigma, privacy_warnings, release_warnings, rho_for,
                                   rho_of_event)
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
-from .core.schema import Schema
+from .core.schema import READ_FROM_ROWS, Schema
 from .modelfile import FORMAT, MAX_BYTES, check_document
 
 #: Rows per block of a sample: every sample is generated block by block, block k from a random stream
@@ -440,9 +440,18 @@ class Synthesizer:
     # -- privacy --------------------------------------------------------------------------
     # One state answers every privacy question: the live ledger after fit, the saved account after load.
     def privacy_spent(self) -> PrivacySpent:
-        """(epsilon, delta) spent by everything the release depends on."""
+        """(epsilon, delta) spent by everything the release depends on -- except a schema read from
+        the rows (:meth:`Schema.infer`, the default without ``schema=``), which no DP covers:
+        :attr:`schema_covered` is then False and :meth:`privacy_report` says so first."""
         self._check_fitted()
         return self.account_.spent()
+
+    @property
+    def schema_covered(self) -> bool:
+        """False when the schema was read from the rows (:meth:`Schema.infer`, marked in its meta),
+        so that the release's (epsilon, delta) does not cover its kinds, bounds and categories."""
+        self._check_fitted()
+        return READ_FROM_ROWS not in self.schema_.meta
 
     def privacy_breakdown(self) -> pd.DataFrame:
         """Per-module rho, share of the budget, mechanisms and epsilon of that module alone."""
@@ -456,6 +465,12 @@ class Synthesizer:
         releases only: bounds, margins, merged categories, missing values)."""
         self._check_fitted()
         text = self.account_.report()
+        if not self.schema_covered and self.account_.private:
+            text = ("NOT COVERED BY DP: the schema -- every column's kind, bounds, categories and missing values -- "
+                    f"was read from the private rows ({self.schema_.meta[READ_FROM_ROWS].split(':')[0]}), outside "
+                    "the ledger. The (epsilon, delta) below covers the fit given that schema, not the schema: a "
+                    "release can show the rows' exact extremes and rare categories. Use a public schema "
+                    "(Schema.from_json) or measure it with sz.dp_schema.\n" + text)
         schema_text = dp_schema_report(self.schema_)
         return text + ("\n" + schema_text if schema_text else "")
 

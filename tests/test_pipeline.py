@@ -129,6 +129,27 @@ def test_privacy_report_lists_every_module(demo):
     assert s.privacy_spent().epsilon <= 1.0
 
 
+def test_a_release_on_a_schema_read_from_the_rows_says_its_epsilon_does_not_cover_the_schema(demo, tmp_path):
+    # without schema= a private fit read every bound and category from the rows (one added record with age 97
+    # and a new country moved the saved bounds and categories), and the report claimed the full (epsilon, delta)
+    df, _ = demo
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.make("mst", epsilon=1.0, delta=1e-5, seed=0).fit(df)
+        assert sz.make("mst", epsilon=1.0, delta=1e-5, seed=0,
+                       schema=sz.Schema.infer(df)).fit(df).schema_covered is False
+    assert synth.schema_covered is False
+    assert synth.privacy_report().startswith("NOT COVERED BY DP: the schema")
+    synth.save(tmp_path / "m.szm")
+    again = sz.Synthesizer.load(tmp_path / "m.szm")
+    assert again.schema_covered is False and again.privacy_report().startswith("NOT COVERED BY DP")
+    # a public schema, and a schema measured by dp_schema, are covered
+    public = make_demo(n=300, seed=0)[1]
+    assert sz.make("mst", epsilon=1.0, schema=public, seed=0).fit(df).schema_covered
+    with pytest.raises(SchemaError, match="read_from_rows.*must be a text"):
+        sz.Schema.from_dict({**public.to_dict(), "read_from_rows": 5})
+
+
 def test_dp_schema_cost_is_inside_the_synthesizers_account(demo):
     df, public = demo
     kinds = {c.name: c.kind for c in public}

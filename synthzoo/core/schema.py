@@ -481,7 +481,9 @@ class Schema:
 
         Convenient, but **not differentially private**: bounds and category lists read from
         private rows can reveal individual records (a text column of more than ``max_categories``
-        distinct values, often an identifier, gets a warning of its own).  Use a public schema, or
+        distinct values, often an identifier, gets a warning of its own).  The schema's meta records
+        it (:data:`READ_FROM_ROWS`), so that a private release fitted on it says in its
+        ``privacy_report()`` that its (epsilon, delta) does not cover the schema.  Use a public schema, or
         measure them with :func:`synthzoo.core.dpschema.dp_schema`, which charges the privacy ledger.
         """
         warnings.warn(
@@ -519,7 +521,9 @@ class Schema:
                 integer = bool(np.all(np.mod(v.dropna(), 1) == 0))
                 cols.append(Column(name, kind, lower=float(v.min()), upper=float(v.max()),
                                    integer=integer, missing=missing))
-        return cls(cols)
+        # the mark travels with the schema (JSON, model files): a release fitted on it reports that its
+        # (epsilon, delta) does not cover the schema
+        return cls(cols, {READ_FROM_ROWS: "Schema.infer: every column's kind, bounds, categories and missing values"})
 
     # -- access --------------------------------------------------------------------------
     @property
@@ -781,6 +785,11 @@ def per_column(schema: Schema, encoders: dict, what: str = "encoder") -> dict:
     return {c: encoders[c] for c in schema.names}
 
 
+#: Schema meta key that marks a schema read from the rows (:meth:`Schema.infer`): not covered by DP.  Delete
+#: it only once every description in the schema is public knowledge.
+READ_FROM_ROWS = "read_from_rows"
+
+
 def _check_meta(meta: dict, columns: dict) -> None:
     """The top-level keys the library reads (``target``, ``task``, ``other_category``) are checked
     where a schema is read from JSON, naming the key: a typo in ``target`` must not surface later as a
@@ -790,6 +799,9 @@ def _check_meta(meta: dict, columns: dict) -> None:
         shown = repr(target) if isinstance(target, str) else f"a {type(target).__name__}"
         raise SchemaError(f"\"target\" (top level) must name one of the schema's columns, got {shown[:80]}; "
                           f"columns are {list(columns)[:20]}")
+    mark = meta.get(READ_FROM_ROWS)
+    if mark is not None and not isinstance(mark, str):
+        raise SchemaError(f"\"{READ_FROM_ROWS}\" (top level) must be a text, got a {type(mark).__name__}")
     task = meta.get("task")
     if task is not None and not isinstance(task, str):  # free text: one naming "regression" is one
         raise SchemaError(f"\"task\" (top level) must be a text such as \"binary classification\" or \"regression\", "
