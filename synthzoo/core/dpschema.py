@@ -873,15 +873,15 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
     Categorical values outside a column's released categories become its catch-all label
     (``schema.meta["other_category"][column]``, set by :func:`dp_schema`); numeric and datetime
     values outside the bounds are clipped; missing values in a column the schema declares without
-    them become the catch-all label (categorical) or a value drawn uniformly within the bounds
-    (``seed``: data-independent randomness).  One warning says, per column, how many values each
+    them become the catch-all label (categorical) or a value uniform within the bounds, drawn from
+    the record's own values, the column and ``seed`` (:func:`_record_uniforms`: one record's fill
+    never depends on another's, so a neighbouring table changes only its own record).  One warning says, per column, how many values each
     step changed -- exact counts from the private frame, for its owner's eyes: they are not part
     of any release.  Returns a new frame that passes ``schema.validate``.
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"conform expects a pandas DataFrame, got {type(df).__name__}")
     other_of = schema.meta.get("other_category", {})
-    rng = np.random.default_rng(seed)
     out = df.copy()
     changes = []
     n = max(len(df), 1)
@@ -913,7 +913,7 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
             continue
         w = np.clip(v, col.lower, col.upper)
         if fill.any():
-            w[fill] = col.lower + rng.random(int(fill.sum())) * (col.upper - col.lower)
+            w[fill] = col.lower + _record_uniforms(df.loc[fill], col.name, seed) * (col.upper - col.lower)
             if col.integer:
                 w[fill] = np.floor(w[fill])
             changes.append(f"{col.name}: {int(fill.sum()):,} missing value(s) filled within the bounds (the DP "
@@ -935,6 +935,28 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
                       "part of any release, do not publish them):\n  " + "\n  ".join(changes), UserWarning,
                       stacklevel=2)
     return schema.validate(out)
+
+
+def _record_uniforms(rows: pd.DataFrame, column: str, seed: int) -> np.ndarray:
+    """One number in [0, 1) per row, a function of that row's own values, ``column`` and ``seed`` only.
+
+    A stream drawn in row order (as ``conform`` once did) hands a row the draw of its position, so
+    adding one record with a missing value shifted the fill of every later one; a keyed hash of the
+    record keeps the change to that record.  Identical records would share one draw (a spike where
+    few columns describe a row), so the k-th copy of a record hashes k in as well: adding a record
+    adds one draw to its copies' set and changes no other (the table is a multiset of records)."""
+    import hashlib
+
+    def mix(x):  # splitmix64's finaliser; uint64 products wrap modulo 2^64, as intended
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+    h = pd.util.hash_pandas_object(rows, index=False).to_numpy(np.uint64)
+    copy = pd.Series(h).groupby(h).cumcount().to_numpy(np.uint64)
+    salt = int.from_bytes(hashlib.blake2b(f"{int(seed)}:{column}".encode(), digest_size=8).digest(), "little")
+    x = mix(mix(h ^ np.uint64(salt)) ^ mix(copy + np.uint64(1)))
+    return (x >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
 
 
 def public_kinds(schema: Schema, categories: bool = True) -> dict:
