@@ -875,9 +875,9 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
     values outside the bounds are clipped; missing values in a column the schema declares without
     them become the catch-all label (categorical) or a value uniform within the bounds, drawn from
     the record's own values, the column and ``seed`` (:func:`_record_uniforms`: one record's fill
-    never depends on another's, so a neighbouring table changes only its own record).  One warning says, per column, how many values each
-    step changed -- exact counts from the private frame, for its owner's eyes: they are not part
-    of any release.  Returns a new frame that passes ``schema.validate``.
+    never depends on another's, so a neighbouring table changes only its own record).  One warning
+    says, per column, how many values each step changed -- exact counts from the private frame, for
+    its owner's eyes: they are not part of any release.  Returns a new frame that passes ``schema.validate``.
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"conform expects a pandas DataFrame, got {type(df).__name__}")
