@@ -17,6 +17,7 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from synthzoo.cli import main as cli_main
+from synthzoo.core.errors import ConfigError
 from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.datasets import make_demo, train_test_split
 from synthzoo.metrics import query_error_3way, wasserstein_fidelity
@@ -29,6 +30,7 @@ from tuning import (
     score_sensitivity,
     split_records,
     stop_coin,
+    TuningAborted,
     tune,
     validation_sketch,
 )
@@ -328,32 +330,25 @@ def test_poisson_zero_runs_releases_nothing_and_a_rerun_does_not_redraw(data, tm
     assert again.synthesizer is None and len(again.study.trials) == n_trials
 
 
-@pytest.mark.parametrize("failure", ["timeout", "crash"])
-def test_every_started_run_counts_even_when_it_fails(data, tmp_path, failure, misbehave):
-    """The stopping coins alone decide how many runs start; a run that times out or whose process dies
-    counts like any other (it is recorded as pruned, with a "run" attribute)."""
+def test_a_run_that_fails_stops_accounted_tuning_and_nothing_is_released(data, tmp_path, misbehave):
+    """Whether a run ends in time, or at all, can follow the private rows (fit time, memory), and choosing
+    the best of the other runs would release that: accounted tuning takes no time limit, and a run whose
+    process dies stops the study with nothing released (it was recorded as pruned and the best of the others
+    was released)."""
     df, schema = data
     train, val = train_test_split(df.iloc[:600], test_size=0.3, seed=0)
     seed = _first_seed(lambda s: _coin_runs(s, 3.0, 1.0) >= 3)
-    expected = _coin_runs(seed, 3.0, 1.0)
-    kw = {}
-    if failure == "timeout":
-        kw = {"trial_timeout": 1e-4, "isolate": False}
-    else:
-        misbehave("crash", call=2)  # the 2nd fit of each trial process kills it
+    args = dict(epsilon=1.0, schema=schema, n_trials=3, privacy="accounted", score_rows=100, noise_seed=seed, **FAST)
+    with pytest.raises(ConfigError, match="accounted' takes no trial_timeout"):
+        tune("privsyn", train, val, storage=str(tmp_path / "t.db"), trial_timeout=5.0, **args)
+    misbehave("crash", call=2)  # the 2nd fit of each trial process kills it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = tune("privsyn", train, val, epsilon=1.0, schema=schema, n_trials=3, privacy="accounted",
-                   storage=str(tmp_path / "f.db"), score_rows=100, noise_seed=seed, **FAST, **kw)
-    runs = [t for t in res.study.trials if t.user_attrs.get("run")]
-    assert len(runs) == expected
-    pruned = [t for t in runs if t.state == optuna.trial.TrialState.PRUNED]
-    if failure == "timeout":
-        assert len(pruned) == expected and res.synthesizer is None
-        assert all("time limit" in t.user_attrs["pruned_reason"] for t in pruned)
-    else:
-        assert len(pruned) == 1 and "process died" in pruned[0].user_attrs["pruned_reason"]
-        assert res.synthesizer is not None and res.best_trial != pruned[0].number
+        with pytest.raises(TuningAborted, match="releases nothing: run 1: .*process died"):
+            tune("privsyn", train, val, storage=str(tmp_path / "f.db"), **args)
+        # resuming the study (any worker) releases nothing either
+        with pytest.raises(TuningAborted, match="run 1"):
+            tune("privsyn", train, val, storage=str(tmp_path / "f.db"), **args)
 
 
 @pytest.fixture

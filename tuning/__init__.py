@@ -21,6 +21,7 @@ from .objective import (
                         validation_sketch,
 )
 from .space import MODULE_CHOICES, pipeline_space, suggest_config
+from .result import TuningAborted
 from .tuner import MODES, NON_PRIVATE_WARNING, NOTHING_RELEASED, TuneResult, tune
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
                         "NON_PRIVATE_WARNING",
                         "NOTHING_RELEASED",
                         "TuneResult",
+                        "TuningAborted",
                         "accounted_score",
                         "canonical_frame",
                         "per_trial_rho",

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from synthzoo.core.errors import ConfigError
+from synthzoo.core.errors import ConfigError, SynthzooError
 from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.pipeline import Synthesizer
 
@@ -80,13 +80,31 @@ class TuneResult:
             self.synthesizer.save(path.with_suffix(".model.json"))
 
 
+#: Study user attribute set when an accounted run ended without output: the study then releases nothing.
+ABORTED = "synthzoo_aborted"
+
+
+class TuningAborted(SynthzooError, RuntimeError):
+    """Accounted tuning stopped without a release: a run ended without output."""
+
+
+def aborted_message(reason: str) -> str:
+    return (f"accounted tuning stopped and releases nothing: {reason}. Random stopping needs every run to be a DP "
+            "mechanism; a run that fails may have failed because of the private rows, and choosing the best of the "
+            "others would release that. Remove the cause (memory, say) and start a new study")
+
+
 def _release_accounted(study, meta, statement, states, weights, epsilon, delta, trial_eps, trial_rho, n_trials,
                        shape, models_dir, study_name, replayable, verbose, schema_ledger=None) -> TuneResult:
-    """The best complete run's synthesizer with the random-stopping charge, or nothing."""
+    """The best complete run's synthesizer with the random-stopping charge, or nothing; a study one of
+    whose runs ended without output (:data:`ABORTED`) raises :class:`TuningAborted`."""
     import optuna
 
+    if ABORTED in study.user_attrs:  # in whichever worker ends the study
+        raise TuningAborted(aborted_message(study.user_attrs[ABORTED]))
+
     complete = runs(study, states=(optuna.trial.TrialState.COMPLETE,))
-    if not complete:  # K = 0 (Poisson), or every run failed / timed out: the output is "nothing"
+    if not complete:  # K = 0 (Poisson): the output is "nothing"
         meta.update({"released": False, "outcome": NOTHING_RELEASED, "best_params": None, "best_config": None,
                      "best_value": None})
         study.set_user_attr("synthzoo", meta)

@@ -79,8 +79,8 @@ from synthzoo.presets import PRESETS, make
 from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_trial_rho
 from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_score, score_sensitivity,
                         score_terms, validation_sketch, weighted)
-from .result import (ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
-                     TuneResult, _release_accounted, _zcdp)
+from .result import (ABORTED, ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
+                     TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message)
 from .space import MODULE_CHOICES, default_params, suggest_config
 from .storage import (DEFAULT_STORAGE, STATE_ATTR, STATE_CHUNK, STOPPED_ATTR, _best_complete_value,
                       _fail_dead_local_trials, _fail_stale, _finished, _pg_driver, _redact, _slots_taken, _storage,
@@ -182,7 +182,9 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         accounted mode, whose random search is seeded with secret bits.
     trial_timeout : seconds per trial (its fit, sample and validation scoring); a trial past it is
         stopped and recorded as pruned with the reason in its ``pruned_reason`` user attr, and the
-        study goes on (accounted: the run still counts).  A hard limit: the trial's process is
+        study goes on.  Not in accounted mode (ConfigError): whether a run ends in time follows the
+        private rows, and there a run whose process dies stops the study with
+        :class:`~tuning.result.TuningAborted`, releasing nothing, for the same reason.  A hard limit: the trial's process is
         killed, whatever native call (a long jax/numpy kernel) it is in.  With ``isolate=False``
         it is soft (SIGALRM in the main thread, which cannot interrupt one long native call, and a
         check after the fit).
@@ -232,6 +234,13 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         raise ConfigError(f"n_trials must be a positive integer, got {n_trials!r}")
     if trial_timeout is not None and not (float(trial_timeout) > 0):
         raise ConfigError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
+    if trial_timeout is not None and privacy == "accounted":
+        # random stopping needs every run to be a DP mechanism; "ran past its time limit" is not one (the fit
+        # time follows the private rows: AIM picks larger marginals on more of them), and the runs left to
+        # select from would follow it
+        raise ConfigError("privacy='accounted' takes no trial_timeout: whether a run ends in time depends on its "
+                          "fit time, which follows the private rows and which DP does not cover, so the runs the "
+                          "best is chosen from would too; bound a run's work with the preset's parameters instead")
     if stopping not in SHAPES:
         raise ConfigError(f"stopping must be one of {sorted(SHAPES)}, got {stopping!r}")
     if noise_seed is not None and (isinstance(noise_seed, bool) or not isinstance(noise_seed, (int, np.integer))
@@ -395,7 +404,13 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                 trial.report(value, step)
                 return trial.should_prune()
         out = runner.run(overrides, should_prune, extra_for(trial.number))
-        if out[0] != "done":  # pruned, past its time limit, or its process died (accounted: still a run)
+        if out[0] != "done" and accounted:
+            # a run without output (its process died: out of memory, say) may have failed because of the
+            # private rows, and selecting among the others would release that: the study releases nothing
+            trial.set_user_attr("pruned_reason", out[1])
+            study.set_user_attr(ABORTED, f"run {trial.number}: {out[1]}")
+            raise TuningAborted(aborted_message(study.user_attrs[ABORTED]))
+        if out[0] != "done":  # pruned, past its time limit, or its process died
             trial.set_user_attr("pruned_reason", out[1])
             raise optuna.TrialPruned(out[1])
         _, terms, seconds, state = out
@@ -438,6 +453,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         quiet.__enter__()
         while True:
             if accounted:
+                if ABORTED in study.user_attrs:  # a run ended without output, here or in another worker
+                    break
                 if stopped(study):
                     # every worker selects from all the runs: wait for those still running elsewhere (a dead
                     # worker's run is failed: same host at once, elsewhere after the heartbeat grace period)
