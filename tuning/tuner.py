@@ -184,8 +184,9 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         stopped and recorded as pruned with the reason in its ``pruned_reason`` user attr, and the
         study goes on.  Not in accounted mode (ConfigError): whether a run ends in time follows the
         private rows, and there a run whose process dies stops the study with
-        :class:`~tuning.result.TuningAborted`, releasing nothing, for the same reason.  A hard limit: the trial's process is
-        killed, whatever native call (a long jax/numpy kernel) it is in.  With ``isolate=False``
+        :class:`~tuning.result.TuningAborted`, releasing nothing, for the same reason.  A hard
+        limit: the trial's process is killed, whatever native call (a long jax/numpy kernel) it is
+        in.  With ``isolate=False``
         it is soft (SIGALRM in the main thread, which cannot interrupt one long native call, and a
         check after the fit).
     prune : prune hopeless trials (median rule on the partial objective); off in accounted mode.
