@@ -724,7 +724,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--numeric", help="numeric binning choices, e.g. privtree,uniform")
     t.add_argument("--select-model", help="selector+model choices, e.g. indif+gum,mst+pgm")
     t.add_argument("--timeout", type=float,
-                   help="seconds per trial; a hard limit: the trial's process is killed and the trial pruned")
+                   help="seconds per trial; a hard limit: the trial's process is killed and the trial pruned "
+                        "(not with --privacy accounted: whether a run ends in time follows the private rows)")
     t.add_argument("--in-process", action="store_true",
                    help="run trials in this process (debugging; --timeout cannot stop a long native call)")
     t.add_argument("--stopping", default="geometric", choices=["geometric", "poisson"],
