@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import json
 import os
 import re
 import sys
@@ -230,6 +231,20 @@ def _measure_schema(a, df):
         unknown = [c for c in kinds if c not in df.columns]
         if unknown:
             raise ConfigError(f"{a.schema}: describes column(s) {unknown} that {a.data} lacks")
+    untyped = [c for c in df.columns if not (isinstance(kinds.get(c), str)
+                                             or (isinstance(kinds.get(c), dict) and "type" in kinds[c]))]
+    if untyped:  # said in the file's terms; dp_schema would refuse them too, before any charge
+        from synthzoo.core.dpschema import kind_hint
+
+        hints = {c: kind_hint(df[c]) for c in untyped[:8]}
+        hint = json.dumps({"columns": {c: h[0] for c, h in hints.items()}})
+        notes = "".join(f"; column {c!r}: {h[1]}" for c, h in hints.items() if h[1])
+        raise ConfigError(f"--dp-schema: no \"type\" for column(s) {untyped[:8]}"
+                          f"{f' ... ({len(untyped)} columns)' if len(untyped) > 8 else ''}{notes} in "
+                          f"{a.schema or 'a --schema file'}: a private run reads no type from the CSV, whose "
+                          "reader decides types from the values (one record of text makes a numeric column text), "
+                          f"so the type itself would leak. Give each a type, e.g. {hint} (what the reader "
+                          "guessed: check it against your data dictionary), in a --schema file")
     # a CSV holds dates as text, whatever its values: they come back as text (in the column's format)
     kinds = {c: ({**k, "dtype": "string"} if isinstance(k, dict) and k.get("type") == "datetime" and "dtype" not in k
                  else k) for c, k in kinds.items()}

@@ -334,12 +334,23 @@ def test_tune_without_a_target_stops_before_the_first_trial(demo_files, tmp_path
     assert "trial" not in err.lower().replace("before the first trial", "")
 
 
-def test_dp_schema_refuses_dates_it_would_take_as_categories(tmp_path, capsys):
+def test_dp_schema_needs_a_type_for_every_column_and_suggests_one(tmp_path, capsys):
+    # a private --dp-schema took each undescribed column's type from what read_csv guessed from the values (one
+    # record of text made a numeric column categorical); it is now an error before any charge, with a schema to
+    # start from (dates as dates), and with the types given the fit runs and dates come back in their layout
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"dob": (pd.Timestamp("1950-01-01") + pd.to_timedelta(rng.integers(0, 20000, 500), unit="D"))
                        .strftime("%Y-%m-%d"), "x": rng.normal(size=500)})
     df.to_csv(tmp_path / "d.csv", index=False)
     assert main(["fit", str(tmp_path / "d.csv"), "--dp-schema", "0.3", "--epsilon", "1", "--synth", "mst",
                  "--out", str(tmp_path / "m.szm")]) == 2
-    assert "column 'dob': its text reads as ISO dates" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no \"type\" for column(s) ['dob', 'x']; column 'dob': its text reads as ISO dates" in err
+    assert '{"columns": {"dob": {"type": "datetime", "resolution": "day"}, "x": {"type": "numerical"}}}' in err
     assert not (tmp_path / "m.szm").exists()
+    (tmp_path / "s.json").write_text('{"columns": {"dob": {"type": "datetime", "resolution": "day"}, '
+                                     '"x": {"type": "numerical"}}}')
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--dp-schema", "0.5",
+                 "--epsilon", "2", "--synth", "mst", "--out", str(tmp_path / "m.szm")]) == 0
+    assert main(["sample", str(tmp_path / "m.szm"), "-n", "50", "--out", str(tmp_path / "o.csv")]) == 0
+    assert pd.read_csv(tmp_path / "o.csv")["dob"].dropna().str.fullmatch(r"\d{4}-\d{2}-\d{2}").all()

@@ -476,7 +476,7 @@ def kind_from_dtype(dtype) -> str:
     return "categorical"
 
 
-def _kind_hint(s: pd.Series) -> tuple[str, str]:
+def kind_hint(s: pd.Series) -> tuple[dict, str]:
     """What to declare for an undeclared column, and why, for an error message: text that reads as dates
     gets a datetime description (the values are read to say so, never to decide a release)."""
     kind = kind_from_dtype(s.dtype)
@@ -484,10 +484,9 @@ def _kind_hint(s: pd.Series) -> tuple[str, str]:
         iso = _iso_text(s)
         layout = None if iso else date_layout(s, False)
         if iso or layout:
-            fmt = f", 'format': {layout!r}" if layout else ""
-            return (f"{{'type': 'datetime', 'resolution': 'day'{fmt}}}",
+            return ({"type": "datetime", "resolution": "day", **({"format": layout} if layout else {})},
                     f"its text reads as {'dates' if layout else 'ISO dates'}")
-    return f"{{'type': {kind!r}}}", ""
+    return {"type": kind}, ""
 
 
 def kinds_from_dtypes(df: pd.DataFrame) -> dict[str, str]:
@@ -637,7 +636,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     # Schema.validate's bounds error does).  A private run takes no kind from the dtypes: read_csv types a
     # column from its values (one record of text makes a numeric column text), so the kind would leak.  A
     # non-private one does, but not for text that reads as dates, which as categories would all be merged.
-    hints = {c: _kind_hint(df[c]) for c in (undeclared if ledger.private else
+    hints = {c: kind_hint(df[c]) for c in (undeclared if ledger.private else
                                             [c for c in undeclared if "categories" not in specs[c]])}
     if ledger.private and undeclared:
         shown = undeclared[:6]
