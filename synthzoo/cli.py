@@ -116,6 +116,12 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
         hint = _sep_hint(_header_line(p, encoding), sep) or "check --sep"
         raise ConfigError(f"{role}: {str(p)!r} is not a well-formed CSV file with separator {sep!r} ({first}); "
                           f"{hint}") from None
+    # read_csv renames a repeated header ('age', 'age.1'); the file's own header says it twice
+    header = pd.read_csv(p, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str).iloc[0].tolist()
+    if len(set(header)) != len(header):
+        dup = list(dict.fromkeys(h for i, h in enumerate(header) if h in header[:i]))
+        raise ConfigError(f"{role}: {str(p)!r} names column(s) {dup[:5]} more than once in its header; give each "
+                          "column its own name")
     if df.shape[1] == 1:
         head = str(df.columns[0])
         hint = None if schema is not None and head in schema.names else _sep_hint(head, sep)

@@ -414,3 +414,21 @@ def test_a_pandas_category_column_over_integers_keeps_integer_categories():
     assert fake["c"].isna().any() and set(fake["c"].dropna()) <= {1, 2, 3}
     with pytest.raises(SchemaError, match="'c'.*integer categories"):
         Schema.from_dict({"columns": {"c": {"type": "categorical", "categories": ["a"], "dtype": "category[int]"}}})
+
+
+def test_a_column_named_twice_is_an_error_naming_it(tmp_path, capsys):
+    # Python: Schema.infer raised AttributeError ('DataFrame' object has no attribute 'dtype'), validate said only
+    # "duplicate column names"; the CLI read the header 'age,x,age' as 'age', 'x', 'age.1' and fitted silently
+    from synthzoo.cli import main
+
+    df = pd.DataFrame(np.arange(30.0).reshape(10, 3), columns=["age", "x", "age"])
+    with pytest.raises(SchemaError, match="named 'age' more than once"):
+        Schema.infer(df)
+    schema = Schema([Column("age", "numerical", lower=0, upper=30), Column("x", "numerical", lower=0, upper=30)])
+    with pytest.raises(SchemaError, match="named 'age' more than once"):
+        schema.validate(df)
+    with pytest.raises(SchemaError, match="named 'age' more than once"):
+        sz.dp_schema(df, {"age": "numerical", "x": "numerical"}, epsilon=1.0, delta=1e-6)
+    (tmp_path / "d.csv").write_text("age,x,age\n" + "".join(f"{i},{i},{i}\n" for i in range(20)))
+    assert main(["fit", str(tmp_path / "d.csv"), "--epsilon", "none", "--out", str(tmp_path / "m.szm")]) == 2
+    assert "names column(s) ['age'] more than once in its header" in capsys.readouterr().err

@@ -57,8 +57,8 @@ from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussia
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound
-from .schema import (COLUMN_KEYS, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key, date_layout,
-                     numeric_values)
+from .schema import (COLUMN_KEYS, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
+                     check_unique_columns, date_layout, numeric_values)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -561,8 +561,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         raise SchemaError("dp_schema: the frame has no columns")
     if len(df) == 0:
         raise SchemaError("dp_schema: the frame is empty (0 rows)")
-    if len(set(df.columns)) != df.shape[1]:
-        raise SchemaError("dp_schema: the frame has duplicate column names")
+    check_unique_columns(df, "dp_schema: the table")
     specs: dict[str, dict] = {}
     for col, kind in dict(kinds or {}).items():
         if col not in df.columns:

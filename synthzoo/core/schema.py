@@ -491,8 +491,11 @@ class Schema:
             "differential privacy. Use a public schema (Schema.from_json) or measure them through the "
             "privacy ledger with synthzoo.dp_schema(df, kinds, epsilon=..., delta=...).",
             PrivateSchemaWarning, stacklevel=2)
+        if not isinstance(df, pd.DataFrame):
+            raise SchemaError(f"Schema.infer expects a pandas DataFrame, got {type(df).__name__}")
+        check_unique_columns(df)
         if len(df) == 0:
-            raise SchemaError("cannot infer a schema from an empty frame")
+            raise SchemaError("cannot infer a schema from an empty table")
         cols = []
         for name in df.columns:
             kind = infer_kind(df[name], max_categories)
@@ -564,15 +567,14 @@ class Schema:
             raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
         if out_of_bounds not in ("raise", "clip"):
             raise SchemaError("out_of_bounds must be 'raise' or 'clip'")
+        check_unique_columns(df)
         have, want = list(df.columns), self.names
         missing_cols = [c for c in want if c not in have]
         extra = [c for c in have if c not in want]
         if missing_cols:
-            raise SchemaError(f"frame lacks schema column(s) {missing_cols}")
+            raise SchemaError(f"the table lacks schema column(s) {missing_cols}")
         if extra:
-            raise SchemaError(f"frame has column(s) {extra} that the schema does not describe")
-        if len(set(have)) != len(have):
-            raise SchemaError("frame has duplicate column names")
+            raise SchemaError(f"the table has column(s) {extra} that the schema does not describe")
         if len(df) == 0:
             raise SchemaError("frame is empty (0 rows)")
         out = df
@@ -783,6 +785,16 @@ def per_column(schema: Schema, encoders: dict, what: str = "encoder") -> dict:
     if missing:
         raise ConfigError(f"no {what} for column(s) {missing}")
     return {c: encoders[c] for c in schema.names}
+
+
+def check_unique_columns(df: pd.DataFrame, role: str = "the table") -> None:
+    """SchemaError naming a column that appears more than once (pandas allows it; every step here
+    addresses columns by name)."""
+    names = pd.Index(df.columns)
+    if names.has_duplicates:
+        dup = list(dict.fromkeys(names[names.duplicated()]))
+        raise SchemaError(f"{role} has {'a column' if len(dup) == 1 else 'columns'} named "
+                          f"{', '.join(repr(str(c)) for c in dup[:5])} more than once; give each column its own name")
 
 
 #: Schema meta key that marks a schema read from the rows (:meth:`Schema.infer`): not covered by DP.  Delete

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, SchemaError
-from ..core.schema import Column, Schema, category_key, numeric_values
+from ..core.schema import Column, Schema, category_key, check_unique_columns, numeric_values
 
 
 class OutOfSchemaWarning(UserWarning):
@@ -44,8 +44,7 @@ def check_frame(df: pd.DataFrame, schema: Schema, role: str) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"{role} table: expected a pandas DataFrame, got {type(df).__name__}")
     have, want = list(df.columns), schema.names
-    if len(set(have)) != len(have):
-        raise SchemaError(f"{role} table has duplicate column names")
+    check_unique_columns(df, f"the {role} table")
     lacking = [c for c in want if c not in have]
     extra = [c for c in have if c not in want]
     if lacking or extra:
