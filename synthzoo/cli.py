@@ -25,6 +25,25 @@ def _names(s: str | None) -> list[str] | None:
     return None if s is None else [x for x in s.split(",") if x]
 
 
+def _module_params(items: list[str]) -> dict[str, dict]:
+    """``--set model.epochs=20`` -> ``{"model": {"epochs": 20}}`` (a value is JSON where it parses)."""
+    from .core.errors import ConfigError
+
+    out: dict[str, dict] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        role, dot, param = key.partition(".")
+        if not (eq and dot and param) or role not in ("model", "select"):
+            raise ConfigError(f"--set {item!r}: expected model.PARAM=VALUE or select.PARAM=VALUE, e.g. "
+                              "--set model.epochs=20")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        out.setdefault(role, {})[param] = parsed
+    return out
+
+
 def _epsilon(s: str):
     if s.lower() in ("none", "inf", "nonprivate", "non-private"):
         return None
@@ -184,7 +203,9 @@ def _schema(path):
 
 def cmd_fit(a) -> int:
     import synthzoo as sz
+    from synthzoo.core.errors import ConfigError
 
+    module_params = _module_params(a.params)  # a typo is said before any measurement
     schema_ledger = None
     if a.dp_schema is not None:
         df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
@@ -200,6 +221,10 @@ def cmd_fit(a) -> int:
         over["select"] = None if a.select == "none" else a.select
     if a.model is not None:
         over["model"] = a.model
+    for role, params in module_params.items():
+        if role in over and over[role] is None:
+            raise ConfigError(f"--set {role}.*: --{role} none has no parameters")
+        over[role] = {**({"name": over[role]} if isinstance(over.get(role), str) else {}), **params}
     if schema_ledger is not None:
         over["schema_ledger"] = schema_ledger
     synth = sz.make(a.synth, epsilon=a.epsilon, delta=a.delta, schema=schema, seed=a.seed,
@@ -618,6 +643,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--preprocess", help="override: comma-separated preprocessors, e.g. privtree,rare_merge")
     f.add_argument("--select", help="override: selector, e.g. mst ('none' for record models)")
     f.add_argument("--model", help="override: synthesis model, e.g. pgm")
+    f.add_argument("--set", dest="params", action="append", default=[], metavar="MODULE.PARAM=VALUE",
+                   help="a module's parameter, e.g. --set model.epochs=20 --set select.rounds=30 (repeatable; "
+                        "VALUE is read as JSON, else as text; `synthzoo list` names the modules)")
     f.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget (default 1; 'none' for a "
                                                                  "non-private run)")
     f.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5; keep it well below "

@@ -229,9 +229,30 @@ def preset_config(name: str) -> dict:
     return cfg
 
 
+#: What :func:`make` passes on to :class:`Synthesizer` besides the preset's modules.
+_SYNTH_ARGS = ("preprocess", "select", "model", "budget_split", "out_of_bounds", "schema_ledger", "noise_seed")
+
+
 def make(name: str, epsilon=1.0, delta=1e-5, schema=None, seed=0, **overrides) -> Synthesizer:
-    """A :class:`Synthesizer` for the preset ``name``; keyword arguments override its modules/split."""
+    """A :class:`Synthesizer` for the preset ``name``; keyword arguments override its modules/split.
+
+    ``model=`` / ``select=`` given as a dict without a ``"name"`` changes parameters of the preset's
+    own module (``make("ctgan", model={"epochs": 10})``); with a name, or as a name or an instance,
+    it replaces the module."""
     cfg = preset_config(name)
+    unknown = [k for k in overrides if k not in _SYNTH_ARGS]
+    if unknown:
+        model = cfg["model"] if isinstance(cfg["model"], str) else cfg["model"]["name"]
+        raise ConfigError(f"make({name!r}): unknown argument(s) {unknown}; a module's parameter goes in its module, "
+                          f"e.g. model={{{unknown[0]!r}: ...}} (changes the preset's {model!r} model) or select={{...}}")
+    for role in ("model", "select"):
+        given = overrides.get(role)
+        if isinstance(given, dict) and "name" not in given:
+            own = cfg.get(role)
+            if own is None:
+                raise ConfigError(f"make({name!r}): the preset has no {role} whose parameters {sorted(given)} could "
+                                  f"change; name one: {role}={{'name': ..., ...}}")
+            overrides[role] = {**({"name": own} if isinstance(own, str) else own), **given}
     cfg.update(overrides)
     return Synthesizer(epsilon=epsilon, delta=delta, schema=schema, seed=seed, name=name, **cfg)
 

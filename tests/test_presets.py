@@ -44,6 +44,38 @@ def demo():
     return make_demo(n=1200, seed=0)
 
 
+def test_make_changes_a_presets_module_parameters_and_names_a_misplaced_one():
+    # sz.make("ctgan", epochs=1) was a bare TypeError and model={"epochs": 1} "must be given by name"
+    from synthzoo.core.errors import ConfigError
+
+    synth = sz.make("ctgan", model={"epochs": 3})
+    assert synth.model.name == "ctgan" and synth.model.get_params()["epochs"] == 3
+    assert synth.model.get_params()["batch_size"] == PRESETS["ctgan"]["model"]["batch_size"]  # the preset's rest
+    assert sz.make("aim", select={"rounds": 7}).select.get_params()["rounds"] == 7
+    assert sz.make("aim", model="gum").model.name == "gum"  # a name still replaces the module
+    with pytest.raises(ConfigError, match=r"make\('ctgan'\): unknown argument\(s\) \['epochs'\].*model=\{'epochs'"):
+        sz.make("ctgan", epochs=1)
+    with pytest.raises(ConfigError, match="no select whose parameters"):
+        sz.make("ctgan", select={"rounds": 2})
+
+
+def test_cli_set_changes_a_module_parameter(tmp_path):
+    from synthzoo.cli import build_parser, cmd_fit, main
+
+    args = build_parser().parse_args(["fit", "d.csv", "--synth", "ctgan", "--set", "model.epochs=2", "--set",
+                                      "model.embedding_dim=8", "--out", "m.szm"])
+    assert args.params == ["model.epochs=2", "model.embedding_dim=8"] and args.func is cmd_fit
+    df, schema = make_demo(n=300, seed=0)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    schema.to_json(tmp_path / "s.json")
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--epsilon", "none",
+                 "--synth", "tvae", "--set", "model.epochs=1", "--set", "model.batch_size=100",
+                 "--out", str(tmp_path / "m.szm")]) == 0
+    model = sz.Synthesizer.load(tmp_path / "m.szm").model.get_params()
+    assert model["epochs"] == 1 and model["batch_size"] == 100
+    assert main(["fit", str(tmp_path / "d.csv"), "--set", "modle.epochs=1", "--out", str(tmp_path / "x.szm")]) == 2
+
+
 def test_every_preset_names_its_paper():
     for name, cfg in PRESETS.items():
         assert cfg.get("paper"), name
