@@ -243,8 +243,9 @@ def make(name: str, epsilon=1.0, delta=1e-5, schema=None, seed=0, **overrides) -
     unknown = [k for k in overrides if k not in _SYNTH_ARGS]
     if unknown:
         model = cfg["model"] if isinstance(cfg["model"], str) else cfg["model"]["name"]
-        raise ConfigError(f"make({name!r}): unknown argument(s) {unknown}; a module's parameter goes in its module, "
-                          f"e.g. model={{{unknown[0]!r}: ...}} (changes the preset's {model!r} model) or select={{...}}")
+        raise ConfigError(f"make({name!r}): unknown argument(s) {unknown}; a module's parameter goes in its "
+                          f"module, e.g. model={{{unknown[0]!r}: ...}} (changes the preset's {model!r} model) or "
+                          "select={...}")
     for role in ("model", "select"):
         given = overrides.get(role)
         if isinstance(given, dict) and "name" not in given:
