@@ -432,3 +432,25 @@ def test_a_column_named_twice_is_an_error_naming_it(tmp_path, capsys):
     (tmp_path / "d.csv").write_text("age,x,age\n" + "".join(f"{i},{i},{i}\n" for i in range(20)))
     assert main(["fit", str(tmp_path / "d.csv"), "--epsilon", "none", "--out", str(tmp_path / "m.szm")]) == 2
     assert "names column(s) ['age'] more than once in its header" in capsys.readouterr().err
+
+
+def test_iso_text_with_utc_offsets_keeps_an_offset_when_inferred():
+    # to_csv of a tz-aware column, read back without a schema: the inferred schema had no "tz", every fit warned
+    # (twice), and the release came back as naive UTC text, with no offset to say so
+    paris = pd.DataFrame({"t": pd.date_range("2023-03-01", periods=60, freq="17h", tz="Europe/Paris"),
+                          "x": np.arange(60.0)})
+    buf = io.StringIO()
+    paris.to_csv(buf, index=False)
+    buf.seek(0)
+    df = pd.read_csv(buf)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        schema = Schema.infer(df)
+        fake = sz.make("mst", epsilon=None, schema=schema, seed=0).fit(df).sample(20, seed=1)
+    assert schema["t"].tz == "UTC"  # summer and winter time: several offsets
+    assert not [w for w in seen if issubclass(w.category, sz.core.errors.TimeZoneWarning)]
+    assert fake["t"].str.endswith("+00:00").all()
+    one = pd.DataFrame({"t": ["2023-01-01 00:00:00+01:00", "2023-01-02 10:00:00+01:00"] * 5})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert Schema.infer(one)["t"].tz == "+01:00"

@@ -658,6 +658,14 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     if text:  # a non-ISO layout (31/12/2020), or ISO with a 'T' (the default writes a space), is kept
         vals = s.dropna().astype(str)
         fmt = next((f for pat, f in _T_LAYOUTS if vals.str.fullmatch(pat).all()), None) or date_layout(s)
+        # ISO text with UTC offsets (what to_csv writes for a tz-aware column): one offset is the column's
+        # zone, several (summer and winter time) make it UTC -- either way the output keeps an offset
+        offsets = vals.str.extract(_OFFSET, expand=False)
+        if fmt is None and offsets.notna().all() and len(vals):
+            zones = set(offsets.str.replace("Z", "+00:00").str.replace(r"^([+-]\d{2})(\d{2})$", r"\1:\2",
+                                                                          regex=True))
+            tz = zones.pop() if len(zones) == 1 else "UTC"
+            tz = "UTC" if tz in ("+00:00", "-00:00") else tz
     v = dtm.to_seconds(s, name, tz=tz, fmt=fmt)
     ok = v[~np.isnan(v)]
     if ok.size == 0:
@@ -668,6 +676,9 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
                   resolution=res, tz=tz, dtype=dtype, format=fmt)
 
+
+#: A UTC offset at the end of ISO text (``+01:00``, ``-0500``, ``Z``).
+_OFFSET = r"\d(Z|[+-]\d{2}:?\d{2})$"
 
 #: ISO layouts with a 'T' separator that Schema.infer keeps as the column's "format".
 _T_LAYOUTS = ((r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", "%Y-%m-%dT%H:%M:%S"),
