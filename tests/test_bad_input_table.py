@@ -12,7 +12,7 @@ import pytest
 
 import synthzoo as sz
 from synthzoo.core.errors import ConfigError, PrivacySettingsWarning, SchemaError
-from synthzoo.core.schema import Column, Schema, numeric_values
+from synthzoo.core.schema import Column, PrivateSchemaWarning, Schema, numeric_values
 from synthzoo.datasets import make_demo
 
 
@@ -454,3 +454,17 @@ def test_iso_text_with_utc_offsets_keeps_an_offset_when_inferred():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert Schema.infer(one)["t"].tz == "+01:00"
+
+
+def test_decimal_commas_read_as_text_are_named_when_inferred():
+    # without a schema, a column of '1234,5' became hundreds of categories with only the max_categories warning
+    df = pd.DataFrame({"income": [f"{1000 + 7 * i},{i % 10}" for i in range(80)], "n": np.arange(80.0)})
+    with pytest.warns(UserWarning, match=r"column 'income': its text reads as numbers with a decimal comma.*"
+                                         r"decimal=','.*--decimal ','"):
+        Schema.infer(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", PrivateSchemaWarning)
+        Schema.infer(pd.DataFrame({"c": ["a,b", "c", "1,5"] * 5}))  # mixed text: no such warning
+    with pytest.raises(SchemaError, match="'e': every value is missing.*drop it"):
+        Schema.infer(pd.DataFrame({"e": [np.nan, None] * 3, "x": np.arange(6.0)}).astype({"e": object}))

@@ -504,7 +504,13 @@ class Schema:
             if kind == "categorical":
                 cats = sorted({category_key(v) for v in s.dropna()})
                 if not cats:
-                    raise SchemaError(f"column {name!r}: every value is missing; cannot infer categories")
+                    raise SchemaError(f"column {name!r}: every value is missing, so nothing says what it holds; "
+                                      "drop it, or describe it in a schema (its type and public bounds or "
+                                      "categories)")
+                if len(cats) > 1 and all(_DECIMAL_COMMA.fullmatch(c) for c in cats):
+                    warnings.warn(f"column {name!r}: its text reads as numbers with a decimal comma (e.g. "
+                                  f"{cats[0]!r}), taken as {len(cats):,} categories; read the file with decimal=',' "
+                                  "(the command line's --decimal ',') to have numbers", UserWarning, stacklevel=2)
                 if len(cats) > max_categories:  # one category per person prints their values in the release
                     warnings.warn(f"column {name!r}: {len(cats):,} distinct values taken as categories (more than "
                                   f"max_categories={max_categories}); each is a value of your rows and a release can "
@@ -676,6 +682,9 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
                   resolution=res, tz=tz, dtype=dtype, format=fmt)
 
+
+#: A number written with a decimal comma (``3,14``, ``-1.234,5``): read as text unless read with decimal=','.
+_DECIMAL_COMMA = re.compile(r"-?\d{1,3}(\.\d{3})*,\d+|-?\d+,\d+")
 
 #: A UTC offset at the end of ISO text (``+01:00``, ``-0500``, ``Z``).
 _OFFSET = r"\d(Z|[+-]\d{2}:?\d{2})$"
