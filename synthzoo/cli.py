@@ -60,7 +60,22 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("measure them with synthzoo.core.dpschema.dp_schema, which charges the budget",
                "measure them with --dp-schema EPS, which charges the budget"),
               ("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair)",
-               "--privacy public needs --public FILE (a public or proxy table)"))
+               "--privacy public needs --public FILE (a public or proxy table)"),
+              ("(or None for a non-private run)", "(or 'none' for a non-private run)"),
+              ("; use select=None", "; pass --select none"),
+              ("epsilon=None: this is a NON-PRIVATE run", "--epsilon none: this is a NON-PRIVATE run"),
+              ("Use a public schema (Schema.from_json) or measure them through the privacy ledger with "
+               "synthzoo.dp_schema(df, kinds, epsilon=..., delta=...).",
+               "Give a public schema (--schema FILE) or measure it under DP with --dp-schema EPS."),
+              ("declare it in kinds ({'type': 'numerical', 'integer': True}) or integers=[...] for integral "
+               "synthetic values", "give it \"integer\": true in the --schema file for integral synthetic values"))
+
+
+def _cli_words(msg: str) -> str:
+    """A library message in the command line's words (its options, not Python arguments)."""
+    for api, cli in _CLI_WORDS:
+        msg = msg.replace(api, cli)
+    return msg
 
 
 def _check_output(path, role: str = "--out") -> None:
@@ -174,7 +189,7 @@ def plain_warnings():
 
     def show(message, category, filename, lineno, file=None, line=None):
         kind = "" if issubclass(category, UserWarning) else f" ({category.__name__})"
-        print(f"synthzoo: warning{kind}: {message}", file=file or sys.stderr, flush=True)
+        print(f"synthzoo: warning{kind}: {_cli_words(str(message))}", file=file or sys.stderr, flush=True)
 
     warnings.showwarning = show
     try:
@@ -814,9 +829,7 @@ def main(argv=None) -> int:
             _check_encoding(getattr(args, "encoding", None))
             return args.func(args)
         except (SynthzooError, FileNotFoundError) as e:
-            msg = str(e)
-            for api, cli in _CLI_WORDS:  # say it in the command line's words
-                msg = msg.replace(api, cli)
+            msg = _cli_words(str(e))  # say it in the command line's words
             if (isinstance(e, SchemaError) and "non-numeric" in msg and getattr(args, "decimal", ",") != ","
                     and re.search(r"'-?\d+,\d+'", msg)):
                 msg += "; if the file writes decimals with a comma, pass --decimal ','"

@@ -354,3 +354,17 @@ def test_dp_schema_needs_a_type_for_every_column_and_suggests_one(tmp_path, caps
                  "--epsilon", "2", "--synth", "mst", "--out", str(tmp_path / "m.szm")]) == 0
     assert main(["sample", str(tmp_path / "m.szm"), "-n", "50", "--out", str(tmp_path / "o.csv")]) == 0
     assert pd.read_csv(tmp_path / "o.csv")["dob"].dropna().str.fullmatch(r"\d{4}-\d{2}-\d{2}").all()
+
+
+def test_messages_and_warnings_use_the_command_lines_words(demo_files, tmp_path, capsys):
+    # errors and warnings said epsilon=None, select=None and synthzoo.dp_schema(df, kinds, ...) on the command line
+    d, df, schema = demo_files
+    out = str(tmp_path / "m.szm")
+    assert main(["fit", str(d / "data.csv"), "--epsilon", "0", "--out", out]) == 2
+    assert "(or 'none' for a non-private run)" in capsys.readouterr().err
+    assert main(["fit", str(d / "data.csv"), "--synth", "tvae", "--select", "mst", "--out", out]) == 2
+    assert "pass --select none" in capsys.readouterr().err
+    assert main(["fit", str(d / "data.csv"), "--epsilon", "none", "--synth", "mst", "--out", out]) == 0
+    err = capsys.readouterr().err
+    assert "--epsilon none: this is a NON-PRIVATE run" in err and "--schema FILE" in err
+    assert "epsilon=None: this" not in err and "dp_schema(df" not in err
