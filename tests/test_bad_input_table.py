@@ -4,6 +4,7 @@ settings that make no sense.  (Hostile model files, item 4: tests/test_model_fil
 Every test name says the input; its body checks the behaviour."""
 
 import io
+import re
 import warnings
 
 import numpy as np
@@ -468,3 +469,14 @@ def test_decimal_commas_read_as_text_are_named_when_inferred():
         Schema.infer(pd.DataFrame({"c": ["a,b", "c", "1,5"] * 5}))  # mixed text: no such warning
     with pytest.raises(SchemaError, match="'e': every value is missing.*drop it"):
         Schema.infer(pd.DataFrame({"e": [np.nan, None] * 3, "x": np.arange(6.0)}).astype({"e": object}))
+
+
+@pytest.mark.parametrize("epsilon", [100.0, 1e300])
+def test_a_huge_epsilon_is_warned_about(epsilon):
+    # epsilon=1e300 fitted without a word (rho 9e299 in the report)
+    shown = re.escape(f"{epsilon:g}")
+    with pytest.warns(PrivacySettingsWarning, match=rf"epsilon={shown} is very large.*epsilon=None"):
+        sz.make("mst", epsilon=epsilon)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacySettingsWarning)
+        sz.make("mst", epsilon=20.0)  # large but deployed

@@ -110,6 +110,9 @@ class Charge:
 DELTA_MEANINGLESS = 0.1
 #: delta above this is warned about: not small against a table of a thousand rows or more.
 DELTA_DUBIOUS = 1e-3
+#: epsilon above this is warned about: e^30 bounds nothing a person would call protection (the US 2020
+#: census release, among the largest deployed, spent about 20 in all).
+EPSILON_DUBIOUS = 30.0
 
 
 def _number(x) -> bool:
@@ -160,9 +163,15 @@ def epsilon_floor(delta: float) -> float:
 
 def privacy_warnings(epsilon: float | None, delta: float, stacklevel: int = 3) -> None:
     """Warn (:class:`PrivacySettingsWarning`) about a request that is allowed but dubious, from the
-    request alone (nothing about the table is read): delta above :data:`DELTA_DUBIOUS`.  The checks
+    request alone (nothing about the table is read): delta above :data:`DELTA_DUBIOUS`, epsilon above
+    :data:`EPSILON_DUBIOUS`.  The checks
     that need the table's size run after the fit on the DP estimate of the row count
     (:func:`release_warnings`)."""
+    if epsilon is not None and epsilon > EPSILON_DUBIOUS:
+        warnings.warn(f"epsilon={epsilon:g} is very large: it bounds how much one person's record can change the "
+                      f"odds of any outcome by a factor of e^{epsilon:g}, which protects no one, and the noise is "
+                      "close to none. Deployed releases use epsilon of at most about 10-20; for no privacy say so "
+                      "(epsilon=None)", PrivacySettingsWarning, stacklevel=stacklevel)
     if epsilon is not None and delta > DELTA_DUBIOUS:
         warnings.warn(f"delta={delta:g} is not small: with it a mechanism may publish any one person's record "
                       f"with probability {delta:g}, i.e. whole records of any table of more than {1 / delta:,.0f} "
