@@ -500,6 +500,19 @@ def cmd_eval(a) -> int:
         schema = Schema.infer(real)  # warns: fine for evaluation, not a differentially private schema
     metrics = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
     names = _resolve_metrics(metrics, test is not None, False, _task_of(schema))
+    if metrics is None:  # say what the default run leaves out, and why, before the minutes it takes
+        from synthzoo.metrics.evaluate import _NEEDS_TEST
+
+        every = _resolve_metrics(None, True, False, _task_of(schema) or "binary classification")
+        skipped = [m for m in every if m not in names]
+        no_test = [m for m in skipped if test is None and m in _NEEDS_TEST]
+        no_target = [m for m in skipped if m not in no_test]
+        if no_test:
+            print(f"eval: without --test, skipped {', '.join(no_test)} (they need real held-out rows; "
+                  "`synthzoo split` makes them)", file=sys.stderr)
+        if no_target:
+            print(f"eval: the schema names no \"target\", so nothing to predict: skipped {', '.join(no_target)}",
+                  file=sys.stderr)
     steps = _eval_steps(names)
     step_of = {m: i for i, step in enumerate(steps) for m in step}
     live = sys.stderr.isatty()

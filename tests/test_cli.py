@@ -368,3 +368,22 @@ def test_messages_and_warnings_use_the_command_lines_words(demo_files, tmp_path,
     err = capsys.readouterr().err
     assert "--epsilon none: this is a NON-PRIVATE run" in err and "--schema FILE" in err
     assert "epsilon=None: this" not in err and "dp_schema(df" not in err
+
+
+def test_eval_says_what_it_skips_and_why(demo_files, tmp_path, capsys):
+    # without --test the ML metrics and attacks were left out silently (the HTML alone said so), and without a
+    # target in the schema the ML metrics vanished with no note anywhere
+    d, df, schema = demo_files
+    df.iloc[:200].to_csv(tmp_path / "fake.csv", index=False)
+    doc = json.loads((d / "schema.json").read_text())
+    doc.pop("target", None)
+    doc.pop("task", None)
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    test = str(d / "data.csv")
+    assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(tmp_path / "s.json"),
+                 "--test", test, "--out", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    assert 'the schema names no "target", so nothing to predict: skipped ml_f1' in err and "without --test" not in err
+    assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(d / "schema.json"),
+                 "--metrics", "fidelity", "--out", str(tmp_path / "r.html")]) == 0
+    assert "skipped" not in capsys.readouterr().err  # metrics named: nothing left out by default

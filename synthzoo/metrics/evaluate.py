@@ -64,7 +64,8 @@ METRICS = {
     "singling_out_risk": ("privacy", "lower", "Anonymeter singling out (multivariate, one-sided tail predicates): "
                           "R = (tau_train - tau_control)/(1 - tau_control)"),
     "linkability_risk": ("privacy", "lower", "Anonymeter linkability attack, normalised risk R"),
-    "inference_risk": ("privacy", "lower", "attribute-inference attack on the target column, normalised risk R"),
+    "inference_risk": ("privacy", "lower", "attribute-inference attack on the target column (the last column "
+                       "where the schema names no target), normalised risk R"),
     "mia_max_auc": ("privacy", "lower", "DP-TLDM's no-box membership attacks (closest distance Hamming/L2, KDE, "
                     "DOMIAS KDE and 1-NN): the largest ROC AUC (0.5 = none)"),
     "mia_tpr_1pct": ("privacy", "lower", "the same attacks: the largest true-positive rate at 1 % false positives "
