@@ -113,6 +113,16 @@ def _count(s: str) -> int:
     return int(v)
 
 
+def _trials(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of trials is a whole number >= 1, got {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"a number of trials is a whole number >= 1, got {s!r}")
+    return v
+
+
 def _sep(s: str) -> str:
     return {"tab": "\t", "\\t": "\t", "semicolon": ";", "comma": ",", "pipe": "|"}.get(s.lower(), s)
 
@@ -791,7 +801,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "--public), accounted (the tuning itself is charged); default non-private")
     t.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget of the release (default 1)")
     t.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
-    t.add_argument("--trials", type=int, default=20, help="trials (accounted: their mean; default 20)")
+    t.add_argument("--trials", type=_trials, default=20, help="trials (accounted: their mean; default 20)")
     t.add_argument("--storage", help="Optuna storage URL or SQLite file holding the study (default "
                                      "sqlite:///synthzoo-tune.db in the current folder)")
     t.add_argument("--study-name", help="study name; workers sharing a storage use the same one")

@@ -349,7 +349,7 @@ def test_dp_schema_needs_a_type_for_every_column_and_suggests_one(tmp_path, caps
     assert '{"columns": {"dob": {"type": "datetime", "resolution": "day"}, "x": {"type": "numerical"}}}' in err
     assert not (tmp_path / "m.szm").exists()
     (tmp_path / "s.json").write_text('{"columns": {"dob": {"type": "datetime", "resolution": "day"}, '
-                                     '"x": {"type": "numerical"}}}')
+                                     '"x": {"type": "numerical", "lower": -6, "upper": 6}}}')
     assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--dp-schema", "0.5",
                  "--epsilon", "2", "--synth", "mst", "--out", str(tmp_path / "m.szm")]) == 0
     assert main(["sample", str(tmp_path / "m.szm"), "-n", "50", "--out", str(tmp_path / "o.csv")]) == 0

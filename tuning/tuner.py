@@ -305,7 +305,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0) if prune and not multi_objective
               else optuna.pruners.NopPruner())
     kw = {"directions": ["minimize"] * 3} if multi_objective else {"direction": "minimize"}
-    study = optuna.create_study(storage=rdb, study_name=study_name, pruner=pruner, load_if_exists=True, **kw)
+    with _quiet_optuna(accounted or verbose):  # verbose: our own one line a trial says it, Optuna's would repeat it
+        study = optuna.create_study(storage=rdb, study_name=study_name, pruner=pruner, load_if_exists=True, **kw)
     # secret randomness of this process: random search, score noise (and the stopping coins, below)
     tuner_noise = NoiseSource() if noise_seed is None else NoiseSource(derived_seed(noise_seed, TUNER))
     if accounted:  # random search from the fixed prior: every run an independent draw
@@ -450,7 +451,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     if verbose and accounted:
         print("  accounted tuning: random search with random stopping; per-trial values are not shown", flush=True)
     try:
-        quiet = _quiet_optuna(accounted)
+        quiet = _quiet_optuna(accounted or verbose)
         quiet.__enter__()
         while True:
             if accounted:
@@ -476,7 +477,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
             study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False)
             if verbose and not accounted:
                 last = study.trials[-1]
-                print(f"  trial {last.number}: {last.state.name} value={last.values}"
+                shown = f" value={last.values}" if last.state == optuna.trial.TrialState.COMPLETE else ""
+                print(f"  trial {last.number}: {last.state.name}{shown}"
                       + (f" ({last.user_attrs['pruned_reason']})" if "pruned_reason" in last.user_attrs else ""),
                       flush=True)
     finally:
