@@ -150,7 +150,7 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
     try:
         df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal)
     except UnicodeDecodeError as e:
-        raise ConfigError(f"{role}: {str(p)!r} is not {encoding or 'utf-8'} text (byte {e.start}: {e.reason}); "
+        raise ConfigError(f"{role}: {str(p)!r} is not {encoding or 'utf-8'} text ({_undecodable(p, encoding, e)}); "
                           "pass its encoding, e.g. --encoding latin-1") from None
     except pd.errors.EmptyDataError:
         raise ConfigError(f"{role}: {str(p)!r} holds no columns (only blank lines?); a CSV file needs a header "
@@ -172,6 +172,18 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
         if hint:
             raise ConfigError(f"{role}: {str(p)!r} reads as a single column named {head[:60]!r}: {hint}")
     return df
+
+
+def _undecodable(p: Path, encoding, err: UnicodeDecodeError) -> str:
+    """Where the file stops being text in ``encoding``: its line and column (the decoder's own byte offset
+    counts from whichever chunk the reader was decoding)."""
+    with open(p, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                raw.decode(encoding or "utf-8")
+            except UnicodeDecodeError as e:
+                return f"line {number}, column {e.start + 1}: byte {raw[e.start:e.start + 1]!r}, {e.reason}"
+    return err.reason
 
 
 def _header_line(p: Path, encoding) -> str:
@@ -319,7 +331,8 @@ def cmd_sample(a) -> int:
     # grow with n (the rows are those synth.sample(n, seed) returns, whatever the chunk size)
     rows = synth.sample_to_csv(a.out, a.n, chunk=a.chunk, seed=a.seed, progress=None, sep=a.sep,
                                encoding=a.encoding, decimal=a.decimal)
-    print(f"sampled {rows:,} rows in {time.perf_counter() - t0:.1f}s -> {a.out}", file=sys.stderr)
+    print(f"sampled {rows:,} row{'s' if rows != 1 else ''} in {time.perf_counter() - t0:.1f}s -> {a.out}",
+          file=sys.stderr)
     print(synth.privacy_report())
     return 0
 

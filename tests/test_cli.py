@@ -387,3 +387,12 @@ def test_eval_says_what_it_skips_and_why(demo_files, tmp_path, capsys):
     assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(d / "schema.json"),
                  "--metrics", "fidelity", "--out", str(tmp_path / "r.html")]) == 0
     assert "skipped" not in capsys.readouterr().err  # metrics named: nothing left out by default
+
+
+def test_a_file_in_another_encoding_is_placed_by_line_and_column(tmp_path, capsys):
+    # the decoder's byte offset counted from the reader's chunk: "byte 8" or "byte 5" for one file by --sep
+    (tmp_path / "l.csv").write_bytes(b"a,b\n1,x\n2,caf\xe9\n")
+    for sep in (",", ";"):
+        assert main(["fit", str(tmp_path / "l.csv"), "--sep", sep, "--out", str(tmp_path / "m.szm")]) == 2
+        err = capsys.readouterr().err
+        assert "is not utf-8 text (line 3, column 6: byte b'\\xe9'" in err and "--encoding latin-1" in err

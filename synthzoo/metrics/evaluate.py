@@ -117,7 +117,7 @@ _ZERO_FOR_IDENTICAL = {"wasserstein", "tvd_1way", "tvd_2way", "association_diff"
 
 def metric_names() -> str:
     """The metric names and sets ``metrics=`` accepts, for help texts."""
-    return (f"sets: {', '.join(list(PRESETS) + list(GROUPS))}; metrics: {', '.join(METRICS)}")
+    return (f"sets: {', '.join(dict.fromkeys(list(PRESETS) + list(GROUPS)))}; metrics: {', '.join(METRICS)}")
 
 
 def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | None) -> list[str]:
