@@ -313,7 +313,11 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     # the sign of the data the core shows: the walk, a margin and the tail rings stay on it, and the other
     # sign is looked at in the second histogram (_OTHER_Z), where a thin mass a few buckets past 0 -- a -1
     # sentinel, zeros of a float column -- is not lost behind the empty buckets between
-    pos, neg = log_scale and a > zero, log_scale and b < zero
+    # 0 is read as a floor more readily than as a ceiling: counts, amounts and durations are never
+    # negative, and a margin or a weakly evidenced ring past 0 invented negative counts (every one of 200
+    # draws of the COMPAS-like table's three count columns had a lower bound of -4 to -131072), while a
+    # core at or below 0 with a positive tail (days between two dates) keeps the permissive walk upwards
+    pos, neg = log_scale and a >= zero, log_scale and b < zero
     a0, b0 = a, b
 
     def walk(a, b, cross):  # outwards through buckets with evidence of data (noisy count above one sigma)
@@ -324,9 +328,9 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         return a, b
 
     a, b = walk(a0, b0, cross=False)
-    if pos and a == zero or neg and b == zero:  # the data reaches 0: the other sign is the next bucket
-        pos = neg = False
-        a, b = walk(a, b, cross=True)
+    if neg and b == zero:  # negative data reaching 0: the positives are the next bucket
+        neg = False
+        a, b = walk(a, b, cross=False)
     inside = noisy[a:b + 1]
     n_hat = float(inside.sum())
     n_low = max(n_hat - 2.0 * sigma * math.sqrt(inside.size), 1.0)
