@@ -310,27 +310,25 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     a, b = span_idx
     core = (float(edges[a, 0]), float(edges[b, 1]))
     zero = (K - 1) // 2 if log_scale else -1  # the {0} bucket of the log grid
-    # the sign of the data the core shows: the walk, a margin and the tail rings stay on it, and the other
-    # sign is looked at in the second histogram (_OTHER_Z), where a thin mass a few buckets past 0 -- a -1
-    # sentinel, zeros of a float column -- is not lost behind the empty buckets between
-    # 0 is read as a floor more readily than as a ceiling: counts, amounts and durations are never
-    # negative, and a margin or a weakly evidenced ring past 0 invented negative counts (every one of 200
-    # draws of the COMPAS-like table's three count columns had a lower bound of -4 to -131072), while a
-    # core at or below 0 with a positive tail (days between two dates) keeps the permissive walk upwards
+    # The sign the core shows: walk, margin and tail rings stay on it, and the other sign is looked for in
+    # the second histogram, where a thin mass a few empty buckets past 0 (a -1 sentinel, the zeros of a
+    # float column) is not lost.  0 is a floor more readily than a ceiling: counts and amounts are never
+    # negative, and a margin or a weakly evidenced ring past 0 invented negative counts (a lower bound of
+    # -4 to -131072 for the COMPAS-like table's three count columns in every one of 200 draws), while
+    # negative data that reaches 0 (days between two dates) walks on into the positives.
     pos, neg = log_scale and a >= zero, log_scale and b < zero
-    a0, b0 = a, b
 
-    def walk(a, b, cross):  # outwards through buckets with evidence of data (noisy count above one sigma)
-        while a > 0 and noisy[a - 1] > sigma and (cross or not pos or a > zero):
+    def walk(a, b):  # outwards through buckets with evidence of data (noisy count above one sigma)
+        while a > 0 and noisy[a - 1] > sigma and (not pos or a > zero):
             a -= 1
-        while b < K - 1 and noisy[b + 1] > sigma and (cross or not neg or b < zero):
+        while b < K - 1 and noisy[b + 1] > sigma and (not neg or b < zero):
             b += 1
         return a, b
 
-    a, b = walk(a0, b0, cross=False)
-    if neg and b == zero:  # negative data reaching 0: the positives are the next bucket
+    a, b = walk(a, b)
+    if neg and b == zero:
         neg = False
-        a, b = walk(a, b, cross=False)
+        a, b = walk(a, b)
     inside = noisy[a:b + 1]
     n_hat = float(inside.sum())
     n_low = max(n_hat - 2.0 * sigma * math.sqrt(inside.size), 1.0)
@@ -340,17 +338,12 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         # on a log scale a tail a bucket hides halves from bucket to bucket; a linear block holds it
         need = math.log2(hidden / (clip_share * n_low)) if log_scale else _LINEAR_MARGIN
         margin = int(min(max_margin, max(1, math.ceil(need))))
-    else:  # no margin, no rings: the histogram sees every bucket, across 0 too
-        a, b = walk(a, b, cross=True)
-        inside = noisy[a:b + 1]
-        n_hat = float(inside.sum())
-        pos = neg = False
+    # without a margin there are no rings either (the histogram sees every bucket), but the other sign is
+    # still looked for in the second histogram, not walked to (an empty bucket passes one sigma 16 % of the time)
     walked = (float(edges[a, 0]), float(edges[b, 1]))
-    if log_scale:  # a margin never takes one-signed data to the other sign (or past 0)
-        a = a if (pos and a == zero) else max(a - margin, zero + 1) if a > zero else max(a - margin, 0)
-        b = b if (neg and b == zero) else min(b + margin, zero - 1) if b < zero else min(b + margin, K - 1)
-    else:
-        a, b = max(a - margin, 0), min(b + margin, K - 1)
+    # a margin never takes one-signed data to the other sign, nor non-negative data below 0
+    a = (max(a - margin, zero + 1) if a > zero else a) if pos else max(a - margin, 0)
+    b = min(b + margin, zero - 1) if neg else min(b + margin, K - 1)
     lo, hi = float(edges[a, 0]), float(edges[b, 1])
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
@@ -362,28 +355,30 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     # the budget cannot see a thin tail bucket by bucket -- a few wide rings beyond the margin on each
     # side (2, 6, then 8 buckets), where a spread-out tail adds up to something the noise does not hide.
     # One-signed data: past the same-sign rings, a cell for 0 (and the small buckets the rings left), then
-    # rings of the other sign: magnitudes up to 1, then 6 and 8 buckets further (_OTHER_Z).
+    # rings of the other sign scaled to the data (_other_sign, _OTHER_Z), with or without a margin.
     left, right = [], []  # (first bucket, last bucket, evidence in sigmas), innermost first
     if margin:
         widths = _RING_WIDTHS[0 if log_scale else 1]
         i, j = a, b
         for w, z in zip(widths, _RING_Z):
             x, y = max(i - w, zero + 1 if pos else 0), i - 1
-            if x <= y and not (pos and a == zero):
+            if x <= y:
                 left.append((x, y, z))
                 i = x
             x, y = j + 1, min(j + w, zero - 1 if neg else K - 1)
-            if x <= y and not (neg and b == zero):
+            if x <= y:
                 right.append((x, y, z))
                 j = y
-        if pos:
-            if i > zero:
-                left.append((zero, i - 1, _ZERO_Z))
-            left += _other_sign(zero, i, glo2, -1, K)
-        if neg:
-            if j < zero:
-                right.append((j + 1, zero, _ZERO_Z))
-            right += _other_sign(zero, j, glo2, +1, K)
+    else:
+        i, j = a, b
+    if pos:
+        if i > zero:
+            left.append((zero, i - 1, _ZERO_Z))
+        left += _other_sign(zero, i, glo2, -1, K)
+    if neg:
+        if j < zero:
+            right.append((j + 1, zero, _ZERO_Z))
+        right += _other_sign(zero, j, glo2, +1, K)
     k = int(n_refine)
     while k > 4 and n_hat / k < 4 * _threshold(sigma2, k, 0.01):
         k //= 2
