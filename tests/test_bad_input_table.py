@@ -480,3 +480,25 @@ def test_a_huge_epsilon_is_warned_about(epsilon):
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacySettingsWarning)
         sz.make("mst", epsilon=20.0)  # large but deployed
+
+
+def test_amounts_come_back_at_their_decimal_places():
+    # a column of amounts with 2 decimals came back as floats of 15-17 digits (5.987654321098765)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"amount": np.round(rng.lognormal(3, 1, 400), 2), "ratio": rng.normal(size=400)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["amount"].decimals == 2 and schema["ratio"].decimals is None
+    schema = Schema.from_dict(schema.to_dict())
+    fake, _ = _sample(schema, df)
+    assert np.allclose(fake["amount"], fake["amount"].round(2), rtol=0, atol=1e-9)
+    assert not np.allclose(fake["ratio"], fake["ratio"].round(2))
+    # a declared precision travels through dp_schema; bounds with more decimals still hold the rounded values
+    col = Column("x", "numerical", lower=0.005, upper=1.0049, decimals=2)
+    assert col.typed([0.004, 1.0049, 0.5]).between(0.005, 1.0049).all()
+    kinds = {"amount": {"type": "numerical", "decimals": 2}, "ratio": "numerical"}
+    measured, _ = sz.dp_schema(df, kinds, epsilon=2.0, delta=1e-6)
+    assert measured["amount"].decimals == 2
+    with pytest.raises(SchemaError, match="'n': 'decimals' applies to numerical columns that are not integers"):
+        Column("n", "numerical", lower=0, upper=9, integer=True, decimals=1)

@@ -817,7 +817,7 @@ def _column(name: str, spec: dict) -> Column:
     return Column(name, spec["type"], lower=spec.get("lower"), upper=spec.get("upper"),
                   integer=spec.get("integer", False), categories=spec.get("categories"),
                   missing=spec.get("missing", False), dtype=spec.get("dtype"), resolution=spec.get("resolution"),
-                  format=spec.get("format"), tz=spec.get("tz"))
+                  format=spec.get("format"), tz=spec.get("tz"), decimals=spec.get("decimals"))
 
 
 def _dt_seconds(s: pd.Series, col: Column) -> np.ndarray:
@@ -1009,14 +1009,15 @@ def _record_uniforms(rows: pd.DataFrame, column: str, seed: int) -> np.ndarray:
 
 def public_kinds(schema: Schema, categories: bool = True) -> dict:
     """The ``kinds`` of :func:`dp_schema` that a data dictionary of ``schema``'s table publishes
-    without its rows: types, integer-ness, date resolution and text form, and (``categories``) the
-    category lists; bounds are left to be measured."""
+    without its rows: types, integer-ness, decimal places, date resolution and text form, and
+    (``categories``) the category lists; bounds are left to be measured."""
     out = {}
     for c in schema:
         if c.kind == "categorical":
             out[c.name] = {"type": "categorical", "categories": list(c.categories)} if categories else "categorical"
         elif c.kind == "numerical":
-            out[c.name] = {"type": "numerical", "integer": c.integer}
+            out[c.name] = {"type": "numerical", "integer": c.integer,
+                           **({"decimals": c.decimals} if c.decimals is not None else {})}
         else:
             out[c.name] = {"type": "datetime", "resolution": c.resolution, **({"dtype": c.dtype} if c.dtype else {})}
     return out

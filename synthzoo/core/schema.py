@@ -43,7 +43,7 @@ CATEGORICAL_DTYPES = ("str", "int", "bool", "category", "category[int]")
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
 #: Keys a column description may have (anything else is a typo, and an error).
 COLUMN_KEYS = ("type", "kind", "lower", "upper", "integer", "categories", "missing", "dtype", "resolution",
-               "format", "tz", "description")
+               "format", "tz", "decimals", "description")
 
 
 class PrivateSchemaWarning(UserWarning):
@@ -94,6 +94,10 @@ class Column:
         ``dtype="string"`` output; default ISO 8601.
     tz : str, optional
         Datetime columns: the IANA time zone values are read and returned in; default naive (UTC).
+    decimals : int, optional
+        Numerical columns that are not integers: synthetic values are rounded to this many decimal
+        places (the precision the values are recorded at, e.g. 2 for amounts of money), rather than
+        written with a float's 15-17 digits.
 
     Examples
     --------
@@ -114,6 +118,7 @@ class Column:
     resolution: str | None = None  # datetime only
     format: str | None = None  # datetime only
     tz: str | None = None  # datetime only
+    decimals: int | None = None  # numerical, not integer, only
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -132,6 +137,14 @@ class Column:
                                   f"{allowed or '(none: numerical columns are typed by integer)'}; got {self.dtype!r}")
         if not isinstance(self.integer, (bool, np.bool_)) or not isinstance(self.missing, (bool, np.bool_)):
             raise SchemaError(f"column {self.name!r}: 'integer' and 'missing' must be true or false")
+        if self.decimals is not None:
+            if self.kind != "numerical" or self.integer:
+                raise SchemaError(f"column {self.name!r}: 'decimals' applies to numerical columns that are not "
+                                  "integers")
+            if type(self.decimals) not in (int, np.int64) or not 0 <= self.decimals <= 15:
+                raise SchemaError(f"column {self.name!r}: 'decimals' must be a whole number from 0 to 15, got "
+                                  f"{str(self.decimals)[:40]!r}")
+            self.decimals = int(self.decimals)
         if self.kind == "categorical":
             if not self.categories or not isinstance(self.categories, (list, tuple)):
                 raise SchemaError(f"column {self.name!r}: a categorical column needs a non-empty 'categories' list")
@@ -278,6 +291,8 @@ class Column:
             return ts.astype(dtype)
         if self.kind == "numerical":
             v = pd.Series(x, index=v.index)
+            if self.decimals is not None:  # within the bounds still, where a bound has more decimals
+                v = v.round(self.decimals).clip(self.lower, self.upper)
             return (v.round() if self.integer else v).astype(dtype)
         if isinstance(dtype, pd.CategoricalDtype):
             if self.dtype == "category[int]":  # schema strings -> the integer categories, by position
@@ -353,6 +368,8 @@ class Column:
         else:
             d["lower"], d["upper"] = _plain(self.lower, self.integer), _plain(self.upper, self.integer)
             d["integer"] = self.integer
+            if self.decimals is not None:
+                d["decimals"] = self.decimals
         d["missing"] = self.missing
         if self.dtype is not None:
             d["dtype"] = self.dtype
@@ -459,7 +476,8 @@ class Schema:
             cols.append(Column(name=name, kind=kind, lower=spec.get("lower"), upper=spec.get("upper"),
                                integer=spec.get("integer", False), categories=spec.get("categories"),
                                missing=spec.get("missing", False), dtype=spec.get("dtype"),
-                               resolution=spec.get("resolution"), format=spec.get("format"), tz=spec.get("tz")))
+                               resolution=spec.get("resolution"), format=spec.get("format"), tz=spec.get("tz"),
+                               decimals=spec.get("decimals")))
         meta = {k: v for k, v in d.items() if k != "columns"}
         _check_meta(meta, {c.name: c for c in cols})
         return cls(cols, meta)
@@ -529,7 +547,7 @@ class Schema:
                 v = s.astype(float)
                 integer = bool(np.all(np.mod(v.dropna(), 1) == 0))
                 cols.append(Column(name, kind, lower=float(v.min()), upper=float(v.max()),
-                                   integer=integer, missing=missing))
+                                   integer=integer, missing=missing, decimals=None if integer else _decimals(v)))
         # the mark travels with the schema (JSON, model files): a release fitted on it reports that its
         # (epsilon, delta) does not cover the schema
         return cls(cols, {READ_FROM_ROWS: "Schema.infer: every column's kind, bounds, categories and missing values"})
@@ -685,6 +703,16 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
 
 #: A number written with a decimal comma (``3,14``, ``-1.234,5``): read as text unless read with decimal=','.
 _DECIMAL_COMMA = re.compile(r"-?\d{1,3}(\.\d{3})*,\d+|-?\d+,\d+")
+
+def _decimals(v: pd.Series, most: int = 6) -> int | None:
+    """The fewest decimal places (up to ``most``) that every value is written with, or None."""
+    x = v.dropna().to_numpy(dtype=float)
+    x = x[np.isfinite(x)]
+    for d in range(1, most + 1):
+        if np.allclose(np.round(x, d), x, rtol=0, atol=0.5 * 10.0 ** -(d + 3)):
+            return d
+    return None
+
 
 #: A UTC offset at the end of ISO text (``+01:00``, ``-0500``, ``Z``).
 _OFFSET = r"\d(Z|[+-]\d{2}:?\d{2})$"
