@@ -67,6 +67,8 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("Use a public schema (Schema.from_json) or measure them through the privacy ledger with "
                "synthzoo.dp_schema(df, kinds, epsilon=..., delta=...).",
                "Give a public schema (--schema FILE) or measure it under DP with --dp-schema EPS."),
+              ("Use a public schema (Schema.from_json) or measure it with sz.dp_schema.",
+               "Give a public schema (--schema FILE) or measure it under DP with --dp-schema EPS."),
               ("declare it in kinds ({'type': 'numerical', 'integer': True}) or integers=[...] for integral "
                "synthetic values", "give it \"integer\": true in the --schema file for integral synthetic values"))
 
@@ -271,7 +273,7 @@ def cmd_fit(a) -> int:
     synth.fit(df, progress=True)
     synth.save(a.out)
     print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)
-    print(synth.privacy_report())
+    print(_cli_words(synth.privacy_report()))
     return 0
 
 
@@ -333,7 +335,7 @@ def cmd_sample(a) -> int:
                                encoding=a.encoding, decimal=a.decimal)
     print(f"sampled {rows:,} row{'s' if rows != 1 else ''} in {time.perf_counter() - t0:.1f}s -> {a.out}",
           file=sys.stderr)
-    print(synth.privacy_report())
+    print(_cli_words(synth.privacy_report()))
     return 0
 
 

@@ -8,6 +8,7 @@ saved, and overridden piece by piece: ``sz.make("privsyn", model="gum", select={
 from __future__ import annotations
 
 import copy
+import inspect
 
 from .core.base import REGISTRY
 from .core.errors import ConfigError
@@ -229,8 +230,8 @@ def preset_config(name: str) -> dict:
     return cfg
 
 
-#: What :func:`make` passes on to :class:`Synthesizer` besides the preset's modules.
-_SYNTH_ARGS = ("preprocess", "select", "model", "budget_split", "out_of_bounds", "schema_ledger", "noise_seed")
+#: What :func:`make` passes on to :class:`Synthesizer` besides its own arguments.
+_SYNTH_ARGS = tuple(inspect.signature(Synthesizer).parameters.keys() - {"epsilon", "delta", "schema", "seed", "name"})
 
 
 def make(name: str, epsilon=1.0, delta=1e-5, schema=None, seed=0, **overrides) -> Synthesizer:

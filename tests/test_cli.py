@@ -396,3 +396,10 @@ def test_a_file_in_another_encoding_is_placed_by_line_and_column(tmp_path, capsy
         assert main(["fit", str(tmp_path / "l.csv"), "--sep", sep, "--out", str(tmp_path / "m.szm")]) == 2
         err = capsys.readouterr().err
         assert "is not utf-8 text (line 3, column 6: byte b'\\xe9'" in err and "--encoding latin-1" in err
+
+
+def test_fit_without_a_schema_says_its_epsilon_does_not_cover_the_schema(demo_files, tmp_path, capsys):
+    d, df, schema = demo_files
+    assert main(["fit", str(d / "data.csv"), "--synth", "mst", "--out", str(tmp_path / "m.szm")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("NOT COVERED BY DP: the schema") and "--schema FILE" in out and "sz.dp_schema" not in out

@@ -141,7 +141,8 @@ class Column:
             if self.kind != "numerical" or self.integer:
                 raise SchemaError(f"column {self.name!r}: 'decimals' applies to numerical columns that are not "
                                   "integers")
-            if type(self.decimals) not in (int, np.int64) or not 0 <= self.decimals <= 15:
+            if (isinstance(self.decimals, (bool, np.bool_)) or not isinstance(self.decimals, (int, np.integer))
+                    or not 0 <= self.decimals <= 15):
                 raise SchemaError(f"column {self.name!r}: 'decimals' must be a whole number from 0 to 15, got "
                                   f"{str(self.decimals)[:40]!r}")
             self.decimals = int(self.decimals)
