@@ -12,6 +12,7 @@ from synthzoo.datasets import make_demo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_attacks  # noqa: E402
+import bench_dp_bounds  # noqa: E402
 import bench_dp_schema  # noqa: E402
 import bench_risk  # noqa: E402
 
@@ -50,6 +51,15 @@ def _small(synth):
     for k, v in dict(embedding_dim=8, compress_dims=(16,), decompress_dims=(16,), batch_size=50, lr=1e-2).items():
         setattr(synth.model, k, v)
     return synth
+
+
+def test_bench_dp_bounds_scores_every_case(capsys):
+    out = bench_dp_bounds.main(["--draws", "4"])
+    assert out["draws"] == 4 and len(out["cases"]) == 7 and out["code"].endswith("synthzoo")
+    for case in out["cases"].values():
+        assert case["draws_over_2pct"] + case["draws_without_a_range"] <= 4
+        assert case["lower_range"][0] <= case["lower_median"] <= case["lower_range"][1]
+    assert out["cases"]["0-99 score, 12 % -1 sentinel"]["lower_range"][1] <= -1  # the sentinel kept
 
 
 def test_bench_dp_schema_counts_what_each_draw_clips(capsys):
