@@ -27,7 +27,7 @@ from .core.domain import EncodedData
 from .core.encoding import CategoricalEncoder, TableEncoder
 from .core.features import FeatureData, FeatureTable
 from .core.tokens import TokenData, TokenTable
-from .core.errors import ConfigError, NotFittedError, SchemaError, TimeZoneWarning
+from .core.errors import ConfigError, NotFittedError, PrivacySettingsWarning, SchemaError, TimeZoneWarning
 from .core.measurements import estimate_total
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
                                   check_privacy_params, gaussian_sigma, privacy_warnings, release_warnings, rho_for,
@@ -196,6 +196,11 @@ class Synthesizer:
                               "preprocessing none")
         if out[main] <= 0:
             raise ConfigError(f"budget_split gives the {main} stage no budget")
+        if not spenders and out["preprocess"] > 0:  # a warning: a saved model's split must still load
+            warnings.warn(f"budget_split gives preprocessing {out['preprocess']:g} of the budget, but no "
+                          f"preprocessor here spends any ({[p.name for p in self.preprocess]}): that share goes "
+                          f"unspent, and the release spends less epsilon than requested; give it to the {main} "
+                          "stage", PrivacySettingsWarning, stacklevel=3)
         return out
 
     # -- fit ------------------------------------------------------------------------------

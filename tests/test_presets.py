@@ -147,3 +147,19 @@ def test_adult_mst_targets(adult):
     assert tvd_2way(train, fake, schema, bins=10) <= 0.045
     assert took < 3 * 60
     assert np.isfinite(s.privacy_spent()[0])
+
+
+def test_swapping_a_presets_preprocessors_does_not_strand_its_budget_share():
+    # make("privsyn", preprocess=["uniform"]) kept the preset's 0.1 for preprocessing, which uniform never spends:
+    # the ablation's uniform arm released at epsilon 0.94 of the 1 requested, without a word
+    from synthzoo.core.errors import PrivacySettingsWarning
+
+    df, schema = make_demo(n=800, seed=0)
+    synth = sz.make("privsyn", epsilon=1.0, schema=schema, preprocess=["uniform"]).fit(df)
+    assert synth.budget_split == {"preprocess": 0.0, "select": 1.0}
+    assert synth.privacy_spent().epsilon == pytest.approx(1.0, rel=1e-6)
+    assert sz.make("privsyn", preprocess=["privtree"]).budget_split == {"preprocess": 0.1, "select": 0.9}
+    with pytest.warns(PrivacySettingsWarning, match=r"preprocessing 0.3 of the budget, but no preprocessor.*"
+                                                    r"\['uniform'\].*unspent"):
+        sz.Synthesizer(preprocess=["uniform"], select="indif", model="gum", budget_split={"preprocess": 0.3,
+                                                                                       "select": 0.7})
