@@ -132,6 +132,15 @@ def test_modules_from_the_entry_point_group_are_loaded_and_failures_named(monkey
     monkeypatch.setattr(base, "_plugins_loaded", False)
     with pytest.raises(ConfigError, match="plugin 'broken'.*failed to load"):
         sz.available()
+    # a broken plugin raised once, and then every plugin, the good ones after it too, was silently missing
+    loaded.clear()
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [EP("broken", True), EP("good", False),
+                                                                           EP("worse", True)])
+    monkeypatch.setattr(base, "_plugins_loaded", False)
+    for _ in range(2):
+        with pytest.raises(ConfigError, match=r"plugin 'broken'.*failed to load.*and 1 more: \['worse'\]"):
+            sz.available()
+    assert loaded == ["good", "good"]  # loaded on each try, whatever failed before it
 
 
 def test_register_refuses_a_class_of_the_wrong_role_and_a_bad_space():

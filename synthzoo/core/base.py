@@ -438,16 +438,23 @@ def load_plugins() -> None:
     """Import the modules third-party packages declare in the ``synthzoo.modules`` entry-point group
     (once).  An entry point that fails to import raises, naming it: nothing is skipped silently."""
     global _plugins_loaded
-    if _plugins_loaded:
+    if _plugins_loaded is not False:  # loaded, or loading (a plugin that imports synthzoo calls back here)
         return
-    _plugins_loaded = True
+    _plugins_loaded = None
     from importlib.metadata import entry_points
 
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    failed = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):  # every plugin, so a broken one hides no other
         try:
             ep.load()
         except Exception as e:  # noqa: BLE001 - re-raised with the entry point's name
-            raise ConfigError(f"synthzoo plugin {ep.name!r} ({ep.value}) failed to load: {e}") from e
+            failed.append((ep, e))
+    if failed:
+        _plugins_loaded = False  # raise again on the next call, until the plugin is fixed or removed
+        ep, e = failed[0]
+        more = f" (and {len(failed) - 1} more: {[f.name for f, _ in failed[1:]]})" if len(failed) > 1 else ""
+        raise ConfigError(f"synthzoo plugin {ep.name!r} ({ep.value}) failed to load: {e}{more}") from e
+    _plugins_loaded = True
 
 
 def create(role: str, spec) -> Module:
