@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections import Counter
 from typing import Callable
 
@@ -128,6 +129,8 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
     else:
         if isinstance(metrics, str):
             metrics = [metrics]
+        if not len(metrics):
+            raise ConfigError(f"metrics: an empty list names no metric; choose from {metric_names()}")
         names = []
         for m in metrics:
             if m in PRESETS:
@@ -143,7 +146,15 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
     drop = {"ml_f1", "ml_auc"} | _NEEDS_CLASSIFICATION if reg else {"ml_rmse", "ml_r2"}
     if task is None and (metrics is None or not explicit):  # no target in the schema: nothing to predict
         drop |= {m for m in METRICS if m.startswith("ml_")} | _NEEDS_CLASSIFICATION
+    named = [m for m in (metrics or []) if m in METRICS and m in drop]  # asked for by name, not via a group
+    why = (f"the schema's task is {task!r}" if task is not None else "the schema names no \"target\"")
     names = [m for m in dict.fromkeys(names) if m not in drop]
+    if named:
+        msg = (f"metrics {named} do not apply here: {why} (ml_f1, ml_auc: classification; ml_rmse, ml_r2: "
+               "regression)")
+        if not names:
+            raise ConfigError(msg)
+        warnings.warn(msg + "; they are left out", UserWarning, stacklevel=3)
     if not has_test:
         needs = [m for m in names if m in _NEEDS_TEST]
         if explicit and needs:

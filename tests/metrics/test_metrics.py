@@ -461,3 +461,17 @@ def test_html_privacy_table_explains_rows_without_an_interval():
     text = "".join(_table(sub))
     assert "&mdash;" in text and "have none" in text and "[0.05, 0.15]" in text
     assert "have none" not in "".join(_table(sub.iloc[1:]))  # every row has one: nothing to explain
+
+
+def test_a_metric_named_that_does_not_apply_is_said_not_dropped_silently():
+    # metrics=["ml_rmse"] on a classification target returned an empty frame; ["tvd_2way", "ml_r2"] just tvd_2way
+    from synthzoo.metrics.evaluate import _resolve_metrics
+
+    with pytest.raises(ConfigError, match=r"metrics \['ml_rmse'\] do not apply here: the schema's task is "
+                                          r"'binary classification'"):
+        _resolve_metrics(["ml_rmse"], True, False, "binary classification")
+    with pytest.warns(UserWarning, match=r"\['ml_r2'\] do not apply here.*left out"):
+        assert _resolve_metrics(["tvd_2way", "ml_r2"], True, False, "binary classification") == ["tvd_2way"]
+    with pytest.raises(ConfigError, match="empty list names no metric"):
+        _resolve_metrics([], True, False, None)
+    assert "ml_rmse" not in _resolve_metrics(["utility"], True, False, "binary classification")  # a group: quiet
