@@ -136,6 +136,8 @@ class Synthesizer:
         self.model = create("model", model)
         self.select = None if select is None else create("select", select)  # each checks its parameters
         self._check_combination()
+        if schema is not None:
+            self._check_schema(schema)
         self.budget_split = self._split(budget_split)
         if self.epsilon is None:
             warnings.warn(f"epsilon={given_epsilon}: this is a NON-PRIVATE run; the synthetic data carries no "
@@ -168,6 +170,12 @@ class Synthesizer:
         if s is not None and s.get_tags()["adaptive"] and not m["answers_marginals"]:
             raise ConfigError(f"selector {s.name!r} is adaptive and needs a model that estimates marginals; "
                               f"{self.model.name!r} cannot")
+
+    def _check_schema(self, schema: Schema) -> None:
+        """Each module's checks of its parameters against the schema, before any budget is spent."""
+        for m in [*self.preprocess, self.select, self.model]:
+            if m is not None:
+                m.check_schema(schema, self.epsilon is not None)
 
     @property
     def _main_stage(self) -> str:
@@ -225,6 +233,8 @@ class Synthesizer:
         # a model of codes: categorical columns are matched to the schema once, here, and encoded from the codes
         df = schema.validate(df, out_of_bounds=self.out_of_bounds,
                              categories=self.model.get_tags()["input"] == "codes")
+        if self.schema is None:
+            self._check_schema(schema)
         self.schema_ = schema
         self.columns_ = list(df.columns)  # the order only: dtypes come from the schema
         self.ledger_ = self.account_ = self._new_ledger()
@@ -608,7 +618,7 @@ class Synthesizer:
 
 
 #: Which preprocessors make a model's input, for the error that names them.
-_MAKERS = {"features": "features or mode_features", "tokens": "tokens"}
+_MAKERS = {"features": "features, mode_features or quantile_features", "tokens": "tokens"}
 
 
 def schema_cost(schema: Schema, epsilon) -> tuple[PrivacyLedger | None, bool]:

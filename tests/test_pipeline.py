@@ -235,3 +235,17 @@ def test_bad_module_parameters_fail_at_construction(kwargs, match):
 
 
 # every preset's budget and seed checks: tests/test_presets.py
+
+
+def test_a_parameter_the_schema_rules_out_is_refused_before_any_budget(demo):
+    # AIM with rounds=3 on an 11-column schema was built, and refused at fit after PrivTree had charged the ledger
+    df, schema = demo
+    with pytest.raises(ConfigError, match=r"rounds=3: must be at least the number of attributes \(11\)"):
+        sz.Synthesizer(preprocess=["privtree"], select={"name": "aim", "rounds": 3}, model="pgm", schema=schema)
+    synth = sz.Synthesizer(preprocess=["privtree"], select={"name": "aim", "rounds": 3}, model="pgm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ConfigError, match="rounds=3"):
+            synth.fit(df)  # a schema inferred at fit: checked before the ledger exists
+    assert getattr(synth, "ledger_", None) is None
+    sz.Synthesizer(select={"name": "aim", "rounds": 3}, model="pgm", schema=schema, epsilon=None)  # non-private: fine

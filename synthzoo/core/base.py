@@ -100,6 +100,10 @@ class Module(abc.ABC):
     def _bad(self, param: str, why: str):
         raise ConfigError(f"{self._label()}: parameter {param}={getattr(self, param)!r} {why}")
 
+    def check_schema(self, schema, private: bool) -> None:
+        """Checks of the parameters against the public schema (its columns), made when the synthesizer
+        is built with a schema, or at fit before anything is charged; raise ConfigError.  None by default."""
+
     def _label(self) -> str:
         return self.name or type(self).__name__
 

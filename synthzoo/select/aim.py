@@ -104,6 +104,14 @@ class AIM(Selector):
         return {"max_model_size": ("log", 1.0, 200.0)}
 
     # ------------------------------------------------------------------------- run
+    def _too_few_rounds(self, d: int):
+        raise ConfigError(f"AIM parameter rounds={self.rounds}: must be at least the number of attributes ({d}); "
+                          "the first round measures every one-way marginal")
+
+    def check_schema(self, schema, private: bool) -> None:
+        if private and self.rounds is not None and int(self.rounds) < len(schema):
+            self._too_few_rounds(len(schema))
+
     def run(self, data: EncodedData, budget: Budget, rng: np.random.Generator,
             model: Model | None = None) -> list[Measurement]:
         """Measure all one-way marginals, then select and measure marginals round by round until the
@@ -115,8 +123,7 @@ class AIM(Selector):
         private = budget.private
         rho = budget.remaining
         if private and T < d:
-            raise ConfigError(f"AIM parameter rounds={self.rounds}: must be at least the number of attributes "
-                              f"({d}); the first round measures every one-way marginal")
+            self._too_few_rounds(d)
         rho_sel = 0.1 * rho / T if private else math.inf
         rho_meas = 0.9 * rho / T if private else math.inf
 
