@@ -101,6 +101,49 @@ def test_toy_modules_run_in_the_grid_with_no_edit_elsewhere(toys, tmp_path):
     assert (cells["eps_spent"] <= 1.0 + 1e-9).all()
 
 
+class PaidButExact(ToyPairs):
+    """Broken on purpose: pays for each noisy marginal, then hands on the exact counts."""
+
+    def run(self, data, budget, rng, model=None):
+        return [Measurement(m.clique, data.project(m.clique).astype(float), m.sigma)
+                for m in super().run(data, budget, rng, model)]
+
+
+class FreeQuantileBins(base.Preprocessor):
+    """Broken on purpose: bins at the private column's 10-90 % quantiles, declared free."""
+
+    _tags = {"kinds": ("numerical", "datetime")}
+    _parameter_constraints = {}
+
+    def fit(self, df, columns, budget, rng):
+        from synthzoo.core.encoding import BinEncoder
+        from synthzoo.core.schema import numeric_values
+
+        self.check_columns(df, columns)
+        inner = {c.name: np.nanquantile(numeric_values(df[c.name], c), [0.1, 0.5, 0.9]) for c in columns}
+        return {c.name: BinEncoder(c, np.unique(np.r_[c.lower, inner[c.name], c.upper])) for c in columns}
+
+
+@pytest.mark.parametrize("role, name, cls, check", [
+    ("select", "toy_paid_but_exact", PaidButExact, "same_seed_same_output"),
+    ("preprocess", "toy_free_quantiles", FreeQuantileBins, "free_preprocessing_reads_no_private_value")])
+def test_the_kit_catches_a_module_that_reads_private_data_for_free(role, name, cls, check):
+    # both passed every check of the kit (an ablation helper wrote them as plugins)
+    from synthzoo.testing import ConformanceError
+
+    register(role, name)(cls)
+    try:
+        with pytest.raises(ConformanceError, match=f"fails check '{check}'"):
+            check_module(cls)
+    finally:
+        unregister(role, name)
+
+
+def test_the_kit_names_an_unknown_check():
+    with pytest.raises(ConfigError, match=r"unknown check\(s\) \['budget_never_exeeded'\]"):
+        check_module(ToyPairs, checks=["budget_never_exeeded"])
+
+
 def test_a_bad_parameter_fails_at_construction_naming_it(toys):
     with pytest.raises(ConfigError, match="pairs"):
         ToyPairs(pairs=-2)

@@ -3,8 +3,9 @@
 As scikit-learn's ``check_estimator``, :func:`check_module` runs a module class through the
 contract of its role -- parameters stored unchanged and validated at construction, ``clone``, a
 tuner search space inside the declared constraints, declared tags, ``project`` shapes, a fit/sample
-round trip on the built-in demo table, same seed same output, the budget never exceeded, no
-private record in the saved state, and bad input refused before any budget is spent::
+round trip on the built-in demo table, same seed same output (and other DP noise another release),
+encoders of a preprocessor that spends nothing unmoved by one more record, the budget never
+exceeded, no private record in the saved state, and bad input refused before any budget is spent::
 
     from synthzoo.core.base import MeasurementModel, register
     from synthzoo.testing import check_module
@@ -198,6 +199,27 @@ def check_same_seed_same_output(cls) -> None:
     c = _synth(cls, schema, epsilon=1.0, seed=4, noise_seed=11).fit(df).sample(200)
     pd.testing.assert_frame_equal(a, b)
     assert not a.equals(c), "another seed gave the same records"
+    # and other DP noise, the same seed, gives another release: the noise reaches what is released (a
+    # selector that charged for noisy marginals but passed on the exact ones passed every check before)
+    d = _synth(cls, schema, epsilon=1.0, seed=3, noise_seed=12).fit(df).sample(200)
+    assert not a.equals(d), "other DP noise gave the same records: the noise does not reach the release"
+
+
+def check_free_preprocessing_reads_no_private_value(cls) -> None:
+    """A preprocessor that spends no budget encodes from the schema alone: one more record, at the
+    columns' extremes, leaves its encoders exactly as they were (bin edges at the data's quantiles
+    passed every other check)."""
+    if cls.role != "preprocess" or cls.get_tags()["spends_budget"]:
+        return
+    df, schema = _demo()
+    planted = df.iloc[:1].copy()
+    for k, v in CANARY.items():
+        planted[k] = v
+    more = pd.concat([df, planted], ignore_index=True)
+    a = _synth(cls, schema, epsilon=1.0, seed=0, noise_seed=3).fit(df).to_json()["encoder"]
+    b = _synth(cls, schema, epsilon=1.0, seed=0, noise_seed=3).fit(more).to_json()["encoder"]
+    changed = sorted(c for c in a if a[c] != b.get(c))
+    assert not changed, f"one more record changed the encoders of {changed}, though the module spends no budget"
 
 
 def check_budget_never_exceeded(cls) -> None:
@@ -279,8 +301,9 @@ def check_non_private_run(cls) -> None:
 CHECKS: dict[str, Callable] = {f.__name__.removeprefix("check_"): f for f in (
     check_role_and_registry, check_tags, check_params_stored_unchanged, check_clone,
     check_constraints_validated_at_construction, check_hyperparameter_space, check_round_trip,
-    check_same_seed_same_output, check_budget_never_exceeded, check_project_shapes,
-    check_saved_state_holds_no_record, check_bad_input_refused_before_budget, check_non_private_run)}
+    check_same_seed_same_output, check_free_preprocessing_reads_no_private_value, check_budget_never_exceeded,
+    check_project_shapes, check_saved_state_holds_no_record, check_bad_input_refused_before_budget,
+    check_non_private_run)}
 
 
 def check_module(cls: type, checks=None) -> list[str]:
@@ -297,6 +320,9 @@ def check_module(cls: type, checks=None) -> list[str]:
     if not (isinstance(cls, type) and issubclass(cls, Module)):
         raise TypeError(f"check_module needs a synthzoo module class, got {cls!r}")
     names = list(CHECKS) if checks is None else list(checks)
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ConfigError(f"check_module: unknown check(s) {unknown}; the checks are {list(CHECKS)}")
     for name in names:
         try:
             CHECKS[name](cls)
