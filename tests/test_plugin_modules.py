@@ -203,3 +203,10 @@ def test_register_refuses_a_class_of_the_wrong_role_and_a_bad_space():
 def test_count_is_the_one_marginal_counter():
     codes = np.array([[0, 1], [1, 1], [0, 1]])
     assert count(codes, (2, 2)).tolist() == [[0, 2], [0, 1]]
+
+
+def test_a_misspelt_module_parameter_lists_the_parameters_there_are():
+    # the bare "GUM.__init__() got an unexpected keyword argument 'iteration'"
+    with pytest.raises(ConfigError, match=r"model module 'gum': unknown parameter\(s\) \['iteration'\]; its "
+                                          r"parameters are \[.*'iterations'"):
+        sz.Synthesizer(select="indif", model={"name": "gum", "iteration": 5})

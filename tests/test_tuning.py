@@ -228,7 +228,8 @@ def test_module_choice_is_part_of_the_space():
     ({"privacy": "public"}, "needs public="),
     ({"n_trials": 0}, "n_trials"),
     ({"weights": (1, -1, 0)}, "weights"),
-    ({"choices": {"select_model": ["aim+gum"]}}, "choices"),
+    ({"choices": {"select_model": ["aim+gum"]}}, r"choices: 'select_model' takes a non-empty list from \["),
+    ({"choices": {"model": ["gum"]}}, r"choices: unknown key 'model'; the tuner chooses \['preprocess.numeric', "),
     ({"schema": None}, "schema"),
     ({"privacy": "accounted", "epsilon": None}, "finite epsilon"),
 ])

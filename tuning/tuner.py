@@ -249,9 +249,11 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         raise ConfigError(f"noise_seed must be None or a non-negative integer, got {noise_seed!r}")
     score_rows = _positive_int(score_rows, "score_rows")
     for key, vals in (choices or {}).items():
-        if key not in MODULE_CHOICES or not vals or not set(vals) <= set(MODULE_CHOICES[key]):
-            raise ConfigError(f"choices: {key!r} must be one of {sorted(MODULE_CHOICES)} with options from "
-                              f"{MODULE_CHOICES.get(key)}, got {vals!r}")
+        if key not in MODULE_CHOICES:
+            raise ConfigError(f"choices: unknown key {key!r}; the tuner chooses {sorted(MODULE_CHOICES)} "
+                              f"(e.g. choices={{'select_model': ['indif+gum', 'aim+pgm']}})")
+        if not vals or not set(vals) <= set(MODULE_CHOICES[key]):
+            raise ConfigError(f"choices: {key!r} takes a non-empty list from {MODULE_CHOICES[key]}, got {vals!r}")
     epsilon, delta = check_privacy_params(epsilon, delta)
     weights = _weights(weights, privacy)
     if weights[1] > 0 and schema.meta.get("target") is None:

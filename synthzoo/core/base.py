@@ -478,6 +478,12 @@ def create(role: str, spec) -> Module:
         raise ConfigError(f"{role} module must be given by name or instance, got {spec!r}")
     if spec not in table:
         raise ConfigError(f"unknown {role} module {spec!r}; available: {sorted(table)}")
+    sig = inspect.signature(table[spec]).parameters
+    known = {k for k, p in sig.items() if p.kind is not p.VAR_KEYWORD}
+    unknown = [] if len(known) < len(sig) else sorted(map(str, set(params) - known))
+    if unknown:  # said with the parameters there are (the bare TypeError named neither)
+        raise ConfigError(f"{role} module {spec!r}: unknown parameter(s) {unknown}; its parameters are "
+                          f"{sorted(known)}")
     try:
         return table[spec](**params)
     except TypeError as e:
