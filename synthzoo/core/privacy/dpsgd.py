@@ -30,7 +30,6 @@ How it meets the ledger:
 
 from __future__ import annotations
 
-import logging
 import math
 import warnings
 from typing import Iterator
@@ -57,16 +56,8 @@ def calibrate_noise_multiplier(budget: Budget, q: float, steps: int, rho: float 
     ledger = budget.ledger
     target = ledger.epsilon_if([dpa.ZCDpEvent(rho)])
 
-    def eps(sigma):
-        # dp_accounting logs a warning for each fractional order its series does not converge at; the
-        # order is then excluded from the bound (safe), so the search keeps the log quiet
-        absl = logging.getLogger("absl")
-        level = absl.level
-        absl.setLevel(logging.ERROR)
-        try:
-            return ledger.epsilon_if([dpsgd_event(q, sigma, steps)])
-        finally:
-            absl.setLevel(level)
+    def eps(sigma):  # quiet: the ledger's accountant calls are
+        return ledger.epsilon_if([dpsgd_event(q, sigma, steps)])
 
     hi = 1.0
     while eps(hi) > target:

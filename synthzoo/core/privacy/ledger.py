@@ -24,6 +24,7 @@ zCDP guarantee converts (through the same accountant) to the requested (epsilon,
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import logging
@@ -71,14 +72,29 @@ def _accountant() -> rdp.RdpAccountant:
     return rdp.RdpAccountant(orders=list(_ORDERS))
 
 
+@contextlib.contextmanager
+def quiet_accountant():
+    """dp_accounting logs a warning for each fractional RDP order whose series does not converge for a
+    subsampled event (the order is then excluded from the bound: safe); a DP-SGD calibration or the
+    replay of its event would fill the log with them."""
+    absl = logging.getLogger("absl")
+    level = absl.level
+    absl.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        absl.setLevel(level)
+
+
 def epsilon_of(events: list, delta: float) -> float:
     """Epsilon at ``delta`` of the composition of ``events`` (RDP accountant)."""
     if not events:
         return 0.0
     acc = _accountant()
-    for e in events:
-        acc.compose(e)
-    return float(acc.get_epsilon(delta))
+    with quiet_accountant():
+        for e in events:
+            acc.compose(e)
+        return float(acc.get_epsilon(delta))
 
 
 @functools.lru_cache(maxsize=256)
@@ -300,8 +316,9 @@ class PrivacyLedger:
                 f"{module}: {mechanism} would bring the additive delta to {extra:.6g}, which uses up the "
                 f"requested delta={self.delta:g}; charge refused")
         trial = copy.deepcopy(self._acc)
-        trial.compose(event)
-        eps = float(trial.get_epsilon(self.delta - extra))
+        with quiet_accountant():
+            trial.compose(event)
+            eps = float(trial.get_epsilon(self.delta - extra))
         if eps > self.epsilon * (1 + _TOL) + _TOL:
             raise BudgetExceededError(
                 f"{module}: {mechanism} would bring the total to epsilon={eps:.6g} at delta={self.delta:g} "
@@ -316,9 +333,10 @@ class PrivacyLedger:
         if not self.private:
             return math.inf
         trial = copy.deepcopy(self._acc)
-        for e in events:
-            trial.compose(e)
-        return float(trial.get_epsilon(self.delta - self.extra_delta - extra_delta))
+        with quiet_accountant():
+            for e in events:
+                trial.compose(e)
+            return float(trial.get_epsilon(self.delta - self.extra_delta - extra_delta))
 
     def absorb(self, other: "PrivacyLedger", prefix: str = "") -> None:
         """Charge ``other``'s charges here (e.g. a DP schema's), keeping its replayable-noise flag."""
@@ -332,7 +350,8 @@ class PrivacyLedger:
             return PrivacySpent(math.inf, 0.0) if self.charges else PrivacySpent(0.0, 0.0)
         if not self.charges:
             return PrivacySpent(0.0, 0.0)
-        return PrivacySpent(float(self._acc.get_epsilon(self.delta - self.extra_delta)), self.delta)
+        with quiet_accountant():
+            return PrivacySpent(float(self._acc.get_epsilon(self.delta - self.extra_delta)), self.delta)
 
     def breakdown(self) -> list[dict]:
         """Per-module totals: rho, share of the budget, mechanisms used, and epsilon alone."""
@@ -636,41 +655,33 @@ class SavedAccount:
             ledger = PrivacyLedger(eps, delta, reserved_delta=rd if eps is not None else 0.0)
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
-        # dp_accounting logs a warning for each fractional RDP order whose series does not converge (the
-        # order is then excluded: safe); replaying a DP-SGD event would fill the log with them
-        absl = logging.getLogger("absl")
-        level = absl.level
-        absl.setLevel(logging.ERROR)
-        try:
-            for i, c in enumerate(charges):
-                w = f"{where}.charges[{i}]"
-                if not isinstance(c, dict) or set(c) != {"module", "mechanism", "event", "rho", "note", "extra_delta"}:
-                    raise ConfigError(f"{w}: must be an object with module, mechanism, event, rho, note, extra_delta")
-                if not all(isinstance(c[k], str) for k in ("module", "mechanism", "note")):
-                    raise ConfigError(f"{w}: module, mechanism and note must be strings")
-                event = event_from_json(c["event"], f"{w}.event")
-                rho, extra = c["rho"], c["extra_delta"]
-                if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
-                    raise ConfigError(f"{w}.rho: must be a positive number (Infinity for a non-private access), got {rho!r}")
-                if isinstance(extra, bool) or not isinstance(extra, (int, float)) or not 0 <= extra < 1:
-                    raise ConfigError(f"{w}.extra_delta: must be a number in [0, 1), got {extra!r}")
-                stated = rho_of_event(event)
-                if (stated is not None and not _close(float(rho), stated)) or (stated is None and math.isinf(rho)):
-                    raise ConfigError(f"{w}: the charge's rho={rho!r} does not match its {c['event']['type']} event "
-                                      "(the account was edited)")
-                if eps is None and not isinstance(event, dpa.NonPrivateDpEvent):
-                    raise ConfigError(f"{w}: a non-private account holds a private event (the account was edited)")
-                try:
-                    ledger.charge(c["module"], c["mechanism"], event, float(rho), c["note"], extra_delta=float(extra))
-                except BudgetExceededError as e:
-                    raise ConfigError(f"{w}: replaying the recorded charges fails: {e} (the account was edited)") from None
-            claim = doc["spent"]
-            if not (isinstance(claim, list) and len(claim) == 2
-                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in claim)):
-                raise ConfigError(f"{where}.spent: must be [epsilon, delta]")
-            got = ledger.spent()
-        finally:
-            absl.setLevel(level)
+        for i, c in enumerate(charges):
+            w = f"{where}.charges[{i}]"
+            if not isinstance(c, dict) or set(c) != {"module", "mechanism", "event", "rho", "note", "extra_delta"}:
+                raise ConfigError(f"{w}: must be an object with module, mechanism, event, rho, note, extra_delta")
+            if not all(isinstance(c[k], str) for k in ("module", "mechanism", "note")):
+                raise ConfigError(f"{w}: module, mechanism and note must be strings")
+            event = event_from_json(c["event"], f"{w}.event")
+            rho, extra = c["rho"], c["extra_delta"]
+            if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
+                raise ConfigError(f"{w}.rho: must be a positive number (Infinity for a non-private access), got {rho!r}")
+            if isinstance(extra, bool) or not isinstance(extra, (int, float)) or not 0 <= extra < 1:
+                raise ConfigError(f"{w}.extra_delta: must be a number in [0, 1), got {extra!r}")
+            stated = rho_of_event(event)
+            if (stated is not None and not _close(float(rho), stated)) or (stated is None and math.isinf(rho)):
+                raise ConfigError(f"{w}: the charge's rho={rho!r} does not match its {c['event']['type']} event "
+                                  "(the account was edited)")
+            if eps is None and not isinstance(event, dpa.NonPrivateDpEvent):
+                raise ConfigError(f"{w}: a non-private account holds a private event (the account was edited)")
+            try:
+                ledger.charge(c["module"], c["mechanism"], event, float(rho), c["note"], extra_delta=float(extra))
+            except BudgetExceededError as e:
+                raise ConfigError(f"{w}: replaying the recorded charges fails: {e} (the account was edited)") from None
+        claim = doc["spent"]
+        if not (isinstance(claim, list) and len(claim) == 2
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in claim)):
+            raise ConfigError(f"{where}.spent: must be [epsilon, delta]")
+        got = ledger.spent()
         if not (_close(float(claim[0]), got.epsilon) and _close(float(claim[1]), got.delta)):
             raise ConfigError(f"{where}.spent: the file claims (epsilon={claim[0]!r}, delta={claim[1]!r}) but its "
                               f"recorded events give {got} -- the privacy claim was edited, or the events were")
