@@ -50,9 +50,11 @@ class Synthesizer:
     Parameters
     ----------
     preprocess : list of str, dict or Preprocessor, optional
-        Modules by registry name, ``{"name": ..., **params}`` or instance; each handles the column
-        kinds it declares.  Numeric columns no preprocessor claims get ``"uniform"`` binning on
-        public bounds; categorical ones keep their schema categories.
+        Modules by registry name, ``{"name": ..., **params}`` or instance (cloned, as scikit-learn
+        clones estimators: the fitted modules are this synthesizer's ``preprocess``, ``select`` and
+        ``model``); each handles the column kinds it declares.  Numeric columns no preprocessor
+        claims get ``"uniform"`` binning on public bounds; categorical ones keep their schema
+        categories.
     select : str, dict, Selector or None, default None
         The selector; None for a model that fits records directly.
     model : str, dict or Model, default "gum"
