@@ -167,6 +167,14 @@ def _demo():
     return df.copy(), schema
 
 
+def _with_canary(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` and one more record holding the :data:`CANARY` values (the columns' extremes)."""
+    planted = df.iloc[:1].copy()
+    for k, v in CANARY.items():
+        planted[k] = v
+    return pd.concat([df, planted], ignore_index=True)
+
+
 def _fitted(cls, epsilon) -> Synthesizer:
     """One fit per (module, epsilon) shared by the checks that only read it (keyed by the class object,
     so a re-registered class is fitted anew)."""
@@ -212,10 +220,7 @@ def check_free_preprocessing_reads_no_private_value(cls) -> None:
     if cls.role != "preprocess" or cls.get_tags()["spends_budget"]:
         return
     df, schema = _demo()
-    planted = df.iloc[:1].copy()
-    for k, v in CANARY.items():
-        planted[k] = v
-    more = pd.concat([df, planted], ignore_index=True)
+    more = _with_canary(df)
     a = _synth(cls, schema, epsilon=1.0, seed=0, noise_seed=3).fit(df).to_json()["encoder"]
     b = _synth(cls, schema, epsilon=1.0, seed=0, noise_seed=3).fit(more).to_json()["encoder"]
     changed = sorted(c for c in a if a[c] != b.get(c))
@@ -257,10 +262,7 @@ def check_saved_state_holds_no_record(cls) -> None:
     """The saved model (JSON) holds none of a planted record's values, loads back, and the loaded model
     samples exactly as the fitted one."""
     df, schema = _demo()
-    planted = df.iloc[:1].copy()
-    for k, v in CANARY.items():
-        planted[k] = v
-    df = pd.concat([df, planted], ignore_index=True)
+    df = _with_canary(df)
     s = _synth(cls, schema, epsilon=1.0, seed=1).fit(df)
     doc = s.to_json()
     text = json.dumps(doc)
