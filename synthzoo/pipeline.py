@@ -249,7 +249,11 @@ class Synthesizer:
             warnings.simplefilter("ignore", TimeZoneWarning)  # validate() said it; the encoders read the column again
             self.encoder_ = self._fit_preprocess(df, schema, pre_rng)
             if isinstance(self.encoder_, FeatureTable):
-                data = FeatureData(self.encoder_.transform(df, pre_rng), self.encoder_)
+                # the encoding's draws for each record (a mode from its posterior, a point within an integer's
+                # level) are handed out by row: from a public seed a neighbouring table would shift them for
+                # every later record, so a private fit draws them from the secret noise
+                draws = self.ledger_.noise.generator() if self.ledger_.private else pre_rng
+                data = FeatureData(self.encoder_.transform(df, draws), self.encoder_)
                 shape = f"{data.x.shape[1]} features"
             elif isinstance(self.encoder_, TokenTable):
                 data = TokenData(self.encoder_.transform(df), self.encoder_)

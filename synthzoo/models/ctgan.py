@@ -204,6 +204,7 @@ class CTGAN(Model):
         if private:
             wrapped = sgd.wrap(D)
             d_params = list(D.parameters())
+            gen_t, rng = sgd.private_draws(torch, gen_t, rng)  # real rows' conditions, dropout, the fakes
         else:
             rows_of = self._rows_by_category(data.x, cond)
         for t, idx in enumerate(progress_bar(sgd.batches(data.n, rng), total=steps, desc="ctgan",

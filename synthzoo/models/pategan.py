@@ -355,12 +355,12 @@ class PATEGAN(Model):
             self.sigma_ = 0.0
             budget.charge("pate_votes", None, math.inf, note="pategan: exact votes (non-private)")
             part = rng.integers(k, size=data.n)
-        self.parts_ = [np.flatnonzero(part == j) for j in range(k)]
+        parts = [np.flatnonzero(part == j) for j in range(k)]  # secret noise on exact rows: never kept
         # the teachers' random features: data-independent, from the user's seed
         scale = float(self.length_scale) * math.sqrt(len(table.schema.columns))
         omega = (torch.randn(table.dim, int(self.n_features), generator=gen_t) / scale).to(dev)
         beta = (torch.rand(int(self.n_features), generator=gen_t) * 2 * math.pi).to(dev)
-        teachers = _Teachers(torch, self.parts_, torch.as_tensor(data.x, device=dev), omega, beta)
+        teachers = _Teachers(torch, parts, torch.as_tensor(data.x, device=dev), omega, beta)
         G = self._generator(table, cond.dim).to(dev)
         if self.student == "mlp":
             student = _mlp(torch, [table.dim, *self.hidden], 1).to(dev)

@@ -451,7 +451,8 @@ class TabDDPM(OneNetwork, Model):
     # ------------------------------------------------------------------ layout
     def _target(self, table: FeatureTable) -> str | None:
         t = table.schema.meta.get("target") if self.conditional else None
-        if t in table.schema.names and table.schema[t].kind == "categorical":
+        # a target that is the only column leaves nothing to diffuse beside it: it diffuses itself
+        if t in table.schema.names and table.schema[t].kind == "categorical" and len(table.schema.names) > 1:
             return t
         return None
 
@@ -490,6 +491,7 @@ class TabDDPM(OneNetwork, Model):
         wrapped = sgd.wrap(net)
         params = list(net.parameters())
         opt = torch.optim.AdamW(params, lr=float(self.lr), weight_decay=float(self.weight_decay))
+        gen, rng = sgd.private_draws(torch, gen, rng)
         K = int(self.multiplicity)
         net.train()
         for step, idx in enumerate(progress_bar(sgd.batches(data.n, rng), total=n_steps, desc="tabddpm",

@@ -226,6 +226,7 @@ class TableDiffusion(OneNetwork, Model):
         wrapped = sgd.wrap(net)
         params = list(net.parameters())
         opt = torch.optim.Adam(params, lr=float(self.lr), betas=(0.5, 0.999))
+        gen, rng = sgd.private_draws(torch, gen, rng)
         for idx in progress_bar(sgd.batches(data.n, rng), total=n_steps, desc="tablediffusion",
                                 enabled=self.progress):
             loss = None

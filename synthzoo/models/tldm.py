@@ -226,6 +226,9 @@ def _vae(torch, tok: Tokens, d: int, n_layers: int, n_heads: int, factor: int):
             self.categories = nn.Embedding(n_codes, d)
             for e in (self.num_weight, self.num_bias, self.categories):
                 _init(e.weight, d)
+            # without numbers the scalar biases are placeholders that get no gradient: not trained
+            # (Opacus' clipping needs a per-record gradient of every trained parameter)
+            self.num_bias.requires_grad_(n_num > 0)
             self.mu, self.logvar = transformer(), transformer()
             self._idx = {}
 
@@ -251,6 +254,7 @@ def _vae(torch, tok: Tokens, d: int, n_layers: int, n_heads: int, factor: int):
             self.transformer = transformer()
             self.num_out = nn.Embedding(max(n_num, 1), d)      # <h_j, r_j> per scalar
             nn.init.xavier_uniform_(self.num_out.weight, gain=1 / math.sqrt(2))
+            self.num_out.requires_grad_(n_num > 0)              # a placeholder without numbers
             self.cat_out = nn.Linear(d, n_codes)              # each token reads its own block of it
             nn.init.xavier_uniform_(self.cat_out.weight, gain=1 / math.sqrt(2))
             idx = np.zeros((max(n_cat, 1), tok.width), dtype=np.int64)
@@ -580,8 +584,9 @@ class TLDM(OneNetwork, Model):
         steps = dpsgd_steps(self.vae_epochs, n_hat, bs)
         sgd = DPSGD(budget, n_hat, bs, steps, float(self.vae_max_grad_norm), note=f"{self.name}: VAE")
         wrapped = sgd.wrap(vae)
-        params = list(vae.parameters())
+        params = [p for p in vae.parameters() if p.requires_grad]
         opt = torch.optim.Adam(params, lr=float(self.vae_lr))
+        gen, rng = sgd.private_draws(torch, gen, rng)
         d, n_tok = int(self.d_token), codes.shape[1] + x_num.shape[1] + 1
         adaptive = vae.track = self.beta_schedule == "auto" and not budget.private
         bmax, bmin, decay = float(self.beta_max), float(self.beta_min), float(self.beta_decay)
@@ -690,6 +695,7 @@ class TLDM(OneNetwork, Model):
         wrapped = sgd.wrap(edm)
         params = list(edm.parameters())
         opt = torch.optim.Adam(params, lr=float(self.diffusion_lr))
+        gen, rng = sgd.private_draws(torch, gen, rng)
         for idx in progress_bar(sgd.batches(n, rng), total=steps, desc=f"{self.name} diffusion",
                                 enabled=self.progress):
             loss = None

@@ -268,8 +268,9 @@ class OneNetwork:
 
     def _start(self, data, rng: np.random.Generator):
         """The opening of a fit: the input checked, the device, a torch generator for the training's
-        own randomness and the network initialised, both from the user's seed (data-independent; the
-        DP noise and batches come from the ledger), and the layout's head.
+        own randomness and the network initialised, both from the user's seed (the DP noise and batches
+        come from the ledger, and a private loop's draws for its records from
+        :meth:`~synthzoo.core.privacy.dpsgd.DPSGD.private_draws`), and the layout's head.
         Returns ``(torch, device, generator, net, head)``."""
         from ..core.features import FeatureData
 

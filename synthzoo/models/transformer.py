@@ -20,8 +20,9 @@ transposed) after the model is built, leaving Linear, LayerNorm and Embedding on
 (``tests/models/test_transformer.py`` compares the clipped norms with a per-record loop); the input
 and output embeddings are untied (a shared matrix would get the sum of two layers' squared norms,
 not the squared norm of the sum); the position ids are passed per row (batch-shaped) so the position
-embedding sees each record's own gradient.  Dropout, when on, is data-independent randomness inside
-each record's own loss, so clipping still bounds each record's influence.  Private runs take a fixed
+embedding sees each record's own gradient.  Dropout, when on, is randomness inside each
+record's own loss, so clipping still bounds each record's influence; a private fit draws its masks from
+the secret noise (a public seed would hand them out by a record's rank in its batch).  Private runs take a fixed
 number of steps; REaLTabFormer's DCR-based early stopping, which reads held-out rows after each
 round, is not implemented.
 
@@ -241,12 +242,13 @@ class Transformer(OneNetwork, Model):
                               f"got {type(data).__name__}")
         torch = torch_module()
         dev = resolve_device(self.device, self.name)
-        torch.manual_seed(int(rng.integers(2 ** 62)))   # weights and dropout: the user's seed, data-independent
+        torch.manual_seed(int(rng.integers(2 ** 62)))   # the weights (and a non-private fit's dropout): the user's seed
         table = data.table
         net = self._build(table).to(dev)
         n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "transformer")
         wrapped = sgd.wrap(net)
         params = [p for p in net.parameters() if p.requires_grad]
+        _, rng = sgd.private_draws(torch, None, rng)  # dropout masks (torch's global generator)
         opt = torch.optim.AdamW(params, lr=float(self.lr), weight_decay=float(self.weight_decay))
         warm = max(1, int(0.05 * n_steps))
         sched = torch.optim.lr_scheduler.LambdaLR(

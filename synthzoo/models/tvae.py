@@ -56,6 +56,9 @@ def _network(torch, dim: int, n_scalars: int, emb: int, enc: list, dec: list):
             self.log_sigma = torch.nn.Linear(1, max(n_scalars, 1))  # the scales: a bias fed a constant
             torch.nn.init.zeros_(self.log_sigma.weight)
             torch.nn.init.constant_(self.log_sigma.bias, math.log(0.1))
+            # a table without numbers has no scales: the placeholder gets no gradient, so no training
+            # (Opacus' clipping needs a per-record gradient of every trained parameter)
+            self.log_sigma.requires_grad_(n_scalars > 0)
 
         def decode(self, z):
             return self.out(self.dec(z))
@@ -159,8 +162,9 @@ class TVAE(OneNetwork, Model):
         torch, dev, gen, net, head = self._start(data, rng)
         n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tvae")
         wrapped = sgd.wrap(net)
-        params = list(net.parameters())
+        params = [p for p in net.parameters() if p.requires_grad]
         opt = torch.optim.Adam(params, lr=float(self.lr), weight_decay=float(self.l2scale))
+        gen, rng = sgd.private_draws(torch, gen, rng)
         x_all = torch.as_tensor(data.x, device=dev)
         emb = int(self.embedding_dim)
         factor = float(self.loss_factor)

@@ -174,8 +174,8 @@ class QuantileFeatures(_HistogramFeatures):
     randomised probability integral transform (Brockwell 2007), the uniform dequantization of
     Theis et al. (ICLR 2016) -- so the levels of any column are uniform and the model learns a smooth
     density; :meth:`QuantileNumber.inverse` maps every level of the range back to the value, so the
-    encoding still round-trips exactly.  The draw is the pipeline's ``rng`` (training randomness, per
-    record: not a mechanism, and nothing a guarantee rests on).
+    encoding still round-trips exactly.  The draw is per record, so a private fit takes it from the secret
+    noise (a public seed hands draws out by row, and a neighbouring table would shift every later row's).
 
     Parameters
     ----------

@@ -286,6 +286,20 @@ def test_tabddpm_unconditional_uses_one_record_count(demo):
     assert s.model._layout(s.model.domain_, "cpu").n_labels == 0
 
 
+@pytest.mark.parametrize("epsilon", [None, 1.0])
+@pytest.mark.filterwarnings("ignore:epsilon=None")
+def test_tabddpm_on_a_table_of_its_target_alone_diffuses_the_target(epsilon):
+    # conditioning took the only column out of the diffused state: "element 0 of tensors does not
+    # require grad" after the private run's charges
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"y": rng.choice(["hi", "lo"], 400, p=[0.3, 0.7])})
+    schema = sz.Schema.from_dict({"target": "y", "task": "binary classification",
+                                  "columns": {"y": {"type": "categorical", "categories": ["hi", "lo"]}}})
+    s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tabddpm", **TabDDPM._test_params},
+                       epsilon=epsilon, schema=schema, seed=0).fit(df)
+    assert s.model.label_probs_ is None and set(s.sample(200, seed=1)["y"]) <= {"hi", "lo"}
+
+
 def test_tabddpm_training_brings_the_marginals_closer():
     """Non-private TabDDPM on quantile features: a trained denoiser's samples match the one-way
     marginals far better than one trained for a single epoch."""

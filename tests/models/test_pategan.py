@@ -22,20 +22,31 @@ def demo():
     return make_demo(n=800, seed=0)
 
 
-def test_teachers_see_disjoint_parts_and_every_step_runs(demo):
+def test_teachers_see_disjoint_parts_and_every_step_runs(demo, monkeypatch):
     """Violations "the first partition fed to every teacher" and "training stops early"."""
+    import synthzoo.models.pategan as pg
+
+    seen = []
+
+    class Spy(pg._Teachers):
+        def __init__(self, torch, parts, *args):
+            seen.append(parts)
+            super().__init__(torch, parts, *args)
+
+    monkeypatch.setattr(pg, "_Teachers", Spy)
     df, schema = demo
     data = schema_features(df, schema)
     led = PrivacyLedger(2.0, 1e-5)
     m = PATEGAN(**QUICK).fit_records(data, led.stage("m", 1.0), np.random.default_rng(0))
-    parts = np.concatenate(m.parts_)
+    parts = np.concatenate(seen[0])
     assert sorted(parts.tolist()) == list(range(data.n))  # disjoint and complete
+    assert not any(k.startswith("part") for k in vars(m))  # the secret partition (sizes sum to n) is not kept
     assert m.steps_run_ == m.iterations
     votes = [c for c in led.charges if c.mechanism == "pate_votes"][0]
     assert votes.rho == pytest.approx(m.queries / m.sigma_ ** 2)  # 1/sigma^2 per label, data-independent
     # the parts come from the secret source: the user's generator does not decide them
-    m2 = PATEGAN(**QUICK).fit_records(data, PrivacyLedger(2.0, 1e-5).stage("m", 1.0), np.random.default_rng(0))
-    assert any(not np.array_equal(a, b) for a, b in zip(m.parts_, m2.parts_))
+    PATEGAN(**QUICK).fit_records(data, PrivacyLedger(2.0, 1e-5).stage("m", 1.0), np.random.default_rng(0))
+    assert any(not np.array_equal(a, b) for a, b in zip(seen[0], seen[1]))
 
 
 def test_noisy_labels_follow_the_votes_when_the_noise_is_small():

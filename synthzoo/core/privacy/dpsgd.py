@@ -15,8 +15,9 @@ How it meets the ledger:
   can overrun the ledger.
 * ``q = B / n_hat`` where ``B`` is the public expected batch size and ``n_hat`` a DP record count the
   model charged first; the clipped sum is divided by ``B`` (public), never by the private batch size.
-* Batches and noise come from the ledger's secret :class:`~synthzoo.core.privacy.noise.NoiseSource`;
-  the user's seed initialises weights and drives the data-independent parts only.
+* Batches and noise come from the ledger's secret :class:`~synthzoo.core.privacy.noise.NoiseSource`,
+  and so do the loop's draws for the batch's records (:meth:`DPSGD.private_draws`); the user's seed
+  initialises the weights.
 * Per-sample clipping runs through Opacus (``GradSampleModuleFastGradientClipping``): ghost
   clipping computes the per-sample gradient norms from activations and output gradients without
   materialising per-sample gradients (about the cost of a non-private step, where Opacus' per-sample
@@ -124,6 +125,20 @@ class DPSGD:
         else:
             self.q, self.sigma = float("nan"), 0.0
             budget.charge("dp_sgd", None, math.inf, note=f"{note}: {self.steps} steps, non-private")
+
+    def private_draws(self, torch, gen, rng):
+        """``(torch generator, numpy generator)`` for a training loop's draws made for the batch's records
+        (reparameterisation and diffusion noise, timesteps, dropout masks, a real row's condition).
+
+        Non-private: ``gen`` and ``rng`` as given (from the user's seed, so the fit reproduces).  Private:
+        fresh generators seeded from the ledger's secret noise, and torch's global generator (dropout)
+        reseeded from it too.  Draws from a public seed are handed out by a record's rank in its batch, so
+        in a neighbouring table every later record of the batch would get another draw: the clipped sums
+        would differ in many records' terms, not one, and the step's sensitivity would not hold."""
+        if not self.private:
+            return gen, rng
+        torch.manual_seed(int(self.noise.seed_material() % 2 ** 63))
+        return torch.Generator().manual_seed(int(self.noise.seed_material() % 2 ** 63)), self.noise.generator()
 
     # ------------------------------------------------------------------ batches
     def batches(self, n: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
