@@ -585,7 +585,7 @@ def cmd_eval(a) -> int:
                       risk=risk)
     with pd.option_context("display.width", 160):
         print(table.drop(columns="description").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-    print(f"# wrote {a.out}")
+    print(f"# wrote {a.out} (computed from the real rows, not covered by DP: not for publication)")
     return 0
 
 

@@ -30,7 +30,7 @@ CHANNELS = ["web", "mobile", "store", "phone"]
 SIGNUP_START, SIGNUP_END = pd.Timestamp("2016-01-01"), pd.Timestamp("2024-12-31")
 
 
-def demo_schema(n: int | None = None) -> Schema:
+def demo_schema() -> Schema:
     """The public schema of :func:`make_demo`: bounds and categories fixed by the generator's design."""
     cols = [
         Column("age", "numerical", lower=18, upper=90, integer=True),
@@ -49,9 +49,7 @@ def demo_schema(n: int | None = None) -> Schema:
             "source": "synthzoo.datasets.make_demo: generated from a fixed model; no real people. "
                       "income is missing for some (more often high earners), avg_order_value is missing "
                       "exactly when purchases == 0, satisfaction when the survey went unanswered."}
-    if n is not None:
-        meta["rows"] = int(n)
-    return Schema(cols, meta)
+    return Schema(cols, meta)  # no row count: a schema describes the domain, not one table of it
 
 
 def _pick(rng: np.random.Generator, weights: np.ndarray) -> np.ndarray:
@@ -166,7 +164,7 @@ def make_demo(n: int = 5000, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
         "satisfaction": satisfaction,
         "churn": churn.astype(object),
     })
-    return df, demo_schema(n)
+    return df, demo_schema()
 
 
 # -------------------------------------------------------------------------------------------------

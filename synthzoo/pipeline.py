@@ -237,6 +237,13 @@ class Synthesizer:
                              categories=self.model.get_tags()["input"] == "codes")
         if self.schema is None:
             self._check_schema(schema)
+        if self.epsilon is not None and "rows" in schema.meta:
+            # a row count describes the table, not its domain: no module needs it, and saved with a release it
+            # would state what the release's DP count hides (a shipped dataset's schema carries the exact one)
+            warnings.warn(f"the schema's 'rows' ({schema.meta['rows']!r}) is not saved with a private release: no "
+                          "DP covers a row count given there; the release carries its own DP estimate",
+                          PrivacySettingsWarning, stacklevel=2)
+            schema = Schema(list(schema.columns), {k: v for k, v in schema.meta.items() if k != "rows"})
         self.schema_ = schema
         self.columns_ = list(df.columns)  # the order only: dtypes come from the schema
         self.ledger_ = self.account_ = self._new_ledger()

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import synthzoo as sz
+from synthzoo.core.errors import PrivacySettingsWarning
 from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.datasets import make_demo
 from synthzoo.cli import main as cli
@@ -166,3 +167,14 @@ def test_default_sample_size_is_a_dp_estimate_not_the_row_count(tmp_path):
     # nothing in the file is the exact count
     doc = json.loads((tmp_path / "m.szm").read_text())
     assert doc["n_estimate"] == s.n_estimate_
+
+
+def test_a_private_release_does_not_carry_a_row_count_given_in_the_schema(tmp_path):
+    # the shipped datasets' schemas state their exact row count; a private model file copied it next to its DP count
+    df, schema = make_demo(n=300, seed=0)
+    given = sz.Schema(list(schema.columns), {**schema.meta, "rows": len(df)})
+    with pytest.warns(PrivacySettingsWarning, match="'rows' \\(300\\) is not saved with a private release"):
+        s = sz.make("mst", epsilon=1.0, schema=given).fit(df)
+    s.save(tmp_path / "m.szm")
+    assert "rows" not in s.schema_.meta and '"rows"' not in (tmp_path / "m.szm").read_text()
+    assert "rows" in sz.make("mst", epsilon=None, schema=given).fit(df).schema_.meta  # non-private: as given

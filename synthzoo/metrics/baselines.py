@@ -1,8 +1,11 @@
 """Calibration baselines: every metric is read against what three trivial releases score.
 
 * ``HALF`` — two disjoint random halves of the real training rows: the first plays the real
-  table, the second the release.  The floor a perfect generator can hope for (sampling noise
-  only) on fidelity and utility, and a non-member release (risk ~ 0) for privacy.
+  table, the second the release.  Sampling noise only, between two real samples of half the size:
+  a reference, not a floor -- a release as large as the training table, scored against all of it,
+  carries less sampling noise, and fresh rows of the true distribution score below HALF (on the
+  demo table's 1,000 rows, 2-way TVD .12 against HALF's .17).  For privacy, a non-member release
+  (risk ~ 0).
 * ``INDEPENDENT`` — each column resampled on its own (from the second half): right 1-way
   marginals, no correlations.  Any useful generator should beat it on 2-way metrics.
 * ``SELF`` — the training rows released as they are: perfect fidelity and maximal risk.

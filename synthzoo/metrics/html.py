@@ -334,9 +334,13 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
              "400px}.note{background:#f6f6f0;border-left:3px solid #bb9;padding:6px 10px;font-size:13px;"
              "max-width:1100px}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>",
+             "<p class='note'><b>Not for publication.</b> This page is computed from the real rows -- their count, "
+             "histograms, quantiles and the attacks' results on them -- and no differential privacy covers it. "
+             "Release the synthetic data, not this report.</p>",
              f"<p class='muted'>train rows: {len(train):,} &middot; synthetic rows: {len(synthetic):,} &middot; "
-             f"columns: {len(schema)}. Baselines: HALF = two halves of the real rows (the floor sampling noise "
-             "allows), INDEPENDENT = each column resampled alone (no correlations), SELF = the training rows "
+             f"columns: {len(schema)}. Baselines: HALF = one half of the real rows scored against the other "
+             "(sampling noise at half the size: a reference, not a floor; a full-size release can score below it), "
+             "INDEPENDENT = each column resampled alone (no correlations), SELF = the training rows "
              "released as they are (perfect fidelity, maximal risk).</p>",
              "<p class='muted'>Sections: " + " &middot; ".join(
                  f"<a href='#{k}'>{v}</a>" for k, v in _sections(table, details, risk)) + "</p>"]

@@ -361,6 +361,8 @@ def test_html_report_and_files(toy_eval, tmp_path):
     text = out.read_text()
     assert text.count("data:image/png;base64,") == len(schema) + 1
     assert "INDEPENDENT" in text and "wasserstein" in text
+    # it shows the real rows' count, histograms and attack results: it says it is not covered by DP
+    assert text.index("Not for publication") < text.index("wasserstein") and "no differential privacy" in text
     train.to_csv(tmp_path / "real.csv", index=False)
     fake.to_csv(tmp_path / "fake.csv", index=False)
     test.to_csv(tmp_path / "test.csv", index=False)
