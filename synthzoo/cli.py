@@ -63,6 +63,8 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
                "--privacy public needs --public FILE (a public or proxy table)"),
               ("(or None for a non-private run)", "(or 'none' for a non-private run)"),
               ("; use select=None", "; pass --select none"),
+              ("number of records; pass n", "number of records; pass -n ROWS"),
+              ("count); pass n", "count); pass -n ROWS"),
               ("epsilon=None: this is a NON-PRIVATE run", "--epsilon none: this is a NON-PRIVATE run"),
               ("Use a public schema (Schema.from_json) or measure them through the privacy ledger with "
                "synthzoo.dp_schema(df, kinds, epsilon=..., delta=...).",

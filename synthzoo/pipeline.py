@@ -28,7 +28,7 @@ from .core.encoding import CategoricalEncoder, TableEncoder
 from .core.features import FeatureData, FeatureTable
 from .core.tokens import TokenData, TokenTable
 from .core.errors import ConfigError, NotFittedError, PrivacySettingsWarning, SchemaError, TimeZoneWarning
-from .core.measurements import estimate_total
+from .core.measurements import estimate_total, total_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
                                   check_privacy_params, gaussian_sigma, privacy_warnings, release_warnings, rho_for,
                                   rho_of_event)
@@ -285,6 +285,7 @@ class Synthesizer:
             with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
                 self.model.fit(self.encoder_.domain, measurements, np.random.default_rng(seeds[2]))
             self.n_estimate_ = estimate_total(measurements, floor=0.0)
+            n_sigma = total_sigma(measurements)
             masses = [m.sigma * math.sqrt(2 / math.pi) * np.size(m.noisy) for m in measurements]
             noise_mass = float(np.median(masses)) if masses else None
         else:
@@ -292,6 +293,7 @@ class Synthesizer:
             with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
                 self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
             self.n_estimate_ = float(getattr(self.model, "total_", float("nan")))
+            n_sigma = getattr(self.model, "total_sigma_", None)
             noise_mass = None
         timings["model"] = time.perf_counter() - t0
         say(f"model ({self.model.name}): {timings['model']:.1f}s; {self.ledger_.spent()}")
@@ -303,7 +305,8 @@ class Synthesizer:
         self.timings_ = timings
         # judged on the DP estimate of the row count (post-processing), never on len(df)
         self.warnings_ = release_warnings(self.epsilon, self.delta, self.n_estimate_, noise_mass,
-                                          "DP estimate" if self.ledger_.private else "exact count, non-private run")
+                                          "DP estimate" if self.ledger_.private else "exact count, non-private run",
+                                          n_sigma=n_sigma)
         self._fitted = True
         self._sample_calls = 0
         return self
@@ -420,7 +423,10 @@ class Synthesizer:
             est = getattr(self, "n_estimate_", float("nan"))
             if not (isinstance(est, float) and math.isfinite(est)):
                 raise ConfigError("this model has no DP estimate of the number of records; pass n")
-            n = max(1, int(round(est)))
+            if round(est) < 1:  # the noise swamped a tiny table's count: one row would be a silent guess
+                raise ConfigError(f"this model's DP estimate of the number of records is {est:.3g} (the noise of a "
+                                  "tiny table's count); pass n")
+            n = int(round(est))
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ConfigError(f"n must be a positive integer, got {n!r}")
         return int(n)

@@ -26,6 +26,15 @@ def estimate_total(measurements, floor: float = 1.0) -> float:
     return max(floor, est)
 
 
+def total_sigma(measurements) -> float | None:
+    """The standard deviation of :func:`estimate_total`'s estimate (before its floor): 0 when a
+    measurement is exact, None without measurements."""
+    var = np.array([np.size(m.noisy) * float(m.sigma) ** 2 for m in measurements])
+    if var.size == 0:
+        return None
+    return 0.0 if (var == 0).any() else float(np.sum(1.0 / var) ** -0.5)
+
+
 def check_measurements(who: str, domain: Domain, measurements) -> list[Measurement]:
     """Validate a model's ``fit`` input; the :class:`ConfigError` names the model and the clique."""
     if not isinstance(domain, Domain):

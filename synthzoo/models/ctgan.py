@@ -186,6 +186,7 @@ class CTGAN(Model):
         table, private = data.table, budget.private
         head = Head(table, dev)
         n_hat, cond = Conditions.from_data(data, head, budget, float(self.count_share), "ctgan")
+        self.total_sigma_ = cond.n_sigma
         G, D = (m.to(dev) for m in self._build(table, cond.dim, private))
         opt_g = torch.optim.Adam(G.parameters(), lr=float(self.generator_lr), betas=(0.5, 0.9),
                                  weight_decay=float(self.weight_decay))

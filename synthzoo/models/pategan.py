@@ -342,6 +342,7 @@ class PATEGAN(Model):
         rho_stats = float(self.count_share) * budget.remaining if budget.private else math.inf
         n_hat, cond = Conditions.from_data(data, head, budget, float(self.count_share) * (1 + n_blocks)
                                            / (1 + n_blocks + n_alpha), "pategan", bool(self.condition_numbers))
+        self.total_sigma_ = cond.n_sigma
         moments = _ModeMoments(table, cond, data, n_hat, budget,
                                rho_stats * n_alpha / (1 + n_blocks + n_alpha), "pategan")
         # every label is a discrete Gaussian vote histogram of L2 sensitivity sqrt(2): 1/sigma^2 zCDP each

@@ -465,15 +465,14 @@ class TabDDPM(OneNetwork, Model):
                         float(self.dropout))
 
     # ------------------------------------------------------------------ fit
-    def _label_counts(self, y: np.ndarray, k: int, budget: Budget) -> np.ndarray:
-        """The labels' counts: discrete Gaussian (L2 sensitivity 1, ``count_share`` of the budget)
-        when private, exact (recorded as non-private) otherwise."""
+    def _label_counts(self, y: np.ndarray, k: int, budget: Budget) -> tuple[np.ndarray, float]:
+        """The labels' counts and their noise's standard deviation: discrete Gaussian (L2 sensitivity 1,
+        ``count_share`` of the budget) when private, exact (recorded as non-private) otherwise."""
         from ..core.privacy.mechanisms import discrete_gaussian
 
         counts = np.bincount(y, minlength=k).astype(float)
         rho = float(self.count_share) * budget.remaining if budget.private else math.inf
-        noisy, _ = discrete_gaussian(budget, counts, 1.0, rho, mechanism="label_counts", note="tabddpm: labels")
-        return noisy
+        return discrete_gaussian(budget, counts, 1.0, rho, mechanism="label_counts", note="tabddpm: labels")
 
     def fit_records(self, data: FeatureData, budget: Budget, rng: np.random.Generator) -> "TabDDPM":
         """Train the denoiser on the feature rows, by DP-SGD charged to ``budget`` when private."""
@@ -484,8 +483,9 @@ class TabDDPM(OneNetwork, Model):
         n_hat = None
         self.label_probs_ = None
         if lay.n_labels:
-            noisy = self._label_counts(y_all.cpu().numpy(), lay.n_labels, budget)
+            noisy, sigma = self._label_counts(y_all.cpu().numpy(), lay.n_labels, budget)
             n_hat = float(np.clip(noisy, 0, None).sum())
+            self.total_sigma_ = float(sigma) * math.sqrt(lay.n_labels)
             self.label_probs_ = _probs(noisy)
         n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tabddpm", n_hat=n_hat)
         wrapped = sgd.wrap(net)

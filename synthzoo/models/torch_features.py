@@ -230,15 +230,20 @@ def load_json_state(module, saved: dict, who: str) -> None:
 
 def record_count(model, data, budget, who: str) -> float:
     """The record count that sets a DP-SGD run's sampling rate: a discrete Gaussian count of
-    ``model.count_share`` of the budget when private, the exact count (recorded as a non-private
-    access) otherwise."""
+    ``model.count_share`` of the budget when private (clipped at 0; its noise's standard deviation in
+    ``model.total_sigma_``, which the release's warnings read), the exact count (recorded as a
+    non-private access) otherwise."""
     import math
 
-    from ..core.privacy.mechanisms import noisy_count
+    from ..core.privacy.mechanisms import discrete_gaussian
 
     if budget.private:
-        return noisy_count(budget, data.n, float(model.count_share) * budget.remaining, note=f"{who}: record count")
+        noisy, sigma = discrete_gaussian(budget, float(data.n), 1.0, float(model.count_share) * budget.remaining,
+                                         mechanism="discrete_gaussian", note=f"{who}: record count")
+        model.total_sigma_ = float(sigma)
+        return max(0.0, float(noisy))
     budget.charge("record_count", None, math.inf, note=f"{who}: record count (non-private)")
+    model.total_sigma_ = 0.0
     return float(data.n)
 
 
@@ -331,24 +336,30 @@ class Conditions:
                   every_block: bool = False) -> tuple[float, "Conditions"]:
         """The record count and the blocks' one-way marginals: discrete Gaussian counts sharing
         ``share`` of what is left of ``budget`` equally (each of L2 sensitivity 1) when private, exact
-        counts (recorded as non-private) otherwise.  Returns ``(n_hat, conditions)``."""
+        counts (recorded as non-private) otherwise.  Returns ``(n_hat, conditions)``; the count's noise
+        standard deviation is ``conditions.n_sigma``."""
         import math
 
-        from ..core.privacy.mechanisms import discrete_gaussian, noisy_count
+        from ..core.privacy.mechanisms import discrete_gaussian
 
         blocks = cls.blocks_of(data.table, head, every_block)
         if not budget.private:
             budget.charge("record_count", None, math.inf, note=f"{who}: counts (non-private)")
-            return float(data.n), cls(data.table, head, [data.x[:, s:s + w].sum(axis=0) for _, s, w in blocks],
-                                      every_block)
+            cond = cls(data.table, head, [data.x[:, s:s + w].sum(axis=0) for _, s, w in blocks], every_block)
+            cond.n_sigma = 0.0
+            return float(data.n), cond
         rho_each = float(share) * budget.remaining / (1 + len(blocks))
-        n_hat = noisy_count(budget, data.n, rho_each, note=f"{who}: record count")
+        n_hat, n_sigma = discrete_gaussian(budget, float(data.n), 1.0, rho_each, mechanism="discrete_gaussian",
+                                           note=f"{who}: record count")
+        n_hat = max(0.0, float(n_hat))
         counts = []
         for col, s, w in blocks:
             noisy, _ = discrete_gaussian(budget, data.x[:, s:s + w].sum(axis=0).round(), 1.0, rho_each,
                                          note=f"{who}: one-way marginal of {col}")
             counts.append(noisy)
-        return n_hat, cls(data.table, head, counts, every_block)
+        cond = cls(data.table, head, counts, every_block)
+        cond.n_sigma = float(n_sigma)
+        return n_hat, cond
 
     @classmethod
     def from_state(cls, table: FeatureTable, frequencies: list, who: str, every_block: bool = False) -> "Conditions":

@@ -196,11 +196,12 @@ def privacy_warnings(epsilon: float | None, delta: float, stacklevel: int = 3) -
 
 
 def release_warnings(epsilon: float | None, delta: float, n_hat: float, noise_mass: float | None = None,
-                     what: str = "the DP estimate", stacklevel: int = 3) -> list[str]:
+                     what: str = "the DP estimate", stacklevel: int = 3, n_sigma: float | None = None) -> list[str]:
     """After a fit: warn where the request does not suit the table, judged from the DP estimate of the
-    row count ``n_hat`` (post-processing of the release; the exact count is never read) and, when
-    given, ``noise_mass``, the expected total absolute noise of a typical released marginal (sigma *
-    sqrt(2/pi) * cells, public once sigma is).  Returns the messages (also warned)."""
+    row count ``n_hat`` (post-processing of the release; the exact count is never read), its noise's
+    standard deviation ``n_sigma`` when known, and, when given, ``noise_mass``, the expected total
+    absolute noise of a typical released marginal (sigma * sqrt(2/pi) * cells, public once sigma is).
+    Returns the messages (also warned)."""
     msgs = []
     if not (isinstance(n_hat, float) and math.isfinite(n_hat)):
         return msgs
@@ -208,6 +209,11 @@ def release_warnings(epsilon: float | None, delta: float, n_hat: float, noise_ma
     if n_hat < 50:
         msgs.append(f"{about}: far too few rows for a synthesizer to learn anything; the synthetic data reflects "
                     "the noise and the schema, not the table")
+    elif n_sigma and n_hat < min(50 + 2 * n_sigma, 200):
+        # a noisy count can land well above a tiny table's rows (a record model's count takes a small share:
+        # sigma about 40 at epsilon 1); capped so that a very noisy count does not flag ordinary tables
+        msgs.append(f"{about}, give or take {n_sigma:,.0f}: the table may have fewer than 50 rows, far too few for a "
+                    "synthesizer to learn anything; if so, the synthetic data reflects the noise and the schema")
     elif epsilon is not None and noise_mass is not None and noise_mass > n_hat:
         msgs.append(f"epsilon={epsilon:g} is below what this table carries: the noise in a typical measured marginal "
                     f"(about {noise_mass:,.0f} counts in all) exceeds the table's {about}, so the synthetic data "
