@@ -20,7 +20,8 @@ Privacy, with a data-independent bound and the ledger's accountant only:
   mechanism and charged with the record count before training
   (:class:`~synthzoo.models.torch_features.Conditions`, shared with DP-CTGAN); the within-mode
   means and spreads of those numbers by the Gaussian mechanism on their sums (L2 sensitivity
-  sqrt(2), the values being clipped to [-1, 1] by the encoding), all within ``count_share``;
+  sqrt(2), the values being clipped to [-1, 1] by the encoding), and each flag's (a column's missing
+  values) count by the discrete Gaussian mechanism, all within ``count_share``;
 * teachers, student and generator may train on anything else freely: only the noisy votes and the
   noisy statistics reach the student and the generator, and everything they do with them is
   post-processing (the student's soft labels and its fit, the generator's losses).
@@ -48,7 +49,7 @@ generated rows -- has nothing to pass on; one run on adult gave 2-way TVD .83 ev
   cross-entropy on that block; the batches the teachers and the student see therefore cover every
   category, which is what keeps the generator from collapsing onto one mode (the student can only
   rank rows it sees); besides the student's score the generator is pulled towards the released
-  one-way marginals and within-mode moments (``marginal_weight``), a warm start of
+  one-way marginals, within-mode moments and flag rates (``marginal_weight``), a warm start of
   ``warmup_steps`` on those alone;
 * generated rows are exact categorical draws (hard Gumbel-softmax, straight-through for the
   generator's gradient), so teachers compare one-hot rows with one-hot rows.
@@ -181,6 +182,33 @@ class _ModeMoments:
             kl = torch.log(t[1]) - 0.5 * torch.log(v) + (v + (m - t[0]) ** 2) / (2 * t[1] ** 2) - 0.5
             loss = loss + (t[2] * kl).sum()
         return loss
+
+
+class _FlagRates:
+    """The flags' rates (a column's missing values): for each flag a discrete Gaussian count of the
+    records that raise it (L2 sensitivity 1), over the DP record count; the generator's mean flag
+    probability is pulled to it by a binary KL.  Without it only the student's score spoke for the
+    flags, which it hardly separates: hmeq's numbers came out missing at 6-7 % each without privacy
+    and from 40 to 98 % at epsilon 1 (real 1-22 %)."""
+
+    def __init__(self, head, data, n_hat: float, budget, rho: float, who: str):
+        from ..core.privacy.mechanisms import discrete_gaussian
+
+        self.idx = head.sigm
+        cols = self.idx.cpu().numpy()
+        self.rates = []
+        for j in cols:
+            noisy, _ = discrete_gaussian(budget, float(data.x[:, j].sum()), 1.0, rho / max(len(cols), 1),
+                                         note=f"{who}: flag count of feature {int(j)}")
+            self.rates.append(float(np.clip(float(noisy) / max(n_hat, 1.0), 1e-4, 1 - 1e-4)))
+
+    def loss(self, probs):
+        torch = torch_module()
+        if not self.rates:
+            return probs.new_zeros(())
+        t = torch.as_tensor(self.rates, dtype=probs.dtype, device=probs.device)
+        q = probs[:, self.idx].mean(0).clamp(1e-6, 1 - 1e-6)
+        return (t * torch.log(t / q) + (1 - t) * torch.log((1 - t) / (1 - q))).sum()
 
 
 class _Student:
@@ -339,12 +367,14 @@ class PATEGAN(Model):
         head = Head(table, dev)
         n_alpha = sum(getattr(e, "kind", "") == "modes" for e in table.encoders.values()) if self.condition_numbers else 0
         n_blocks = len(Conditions.blocks_of(table, head, bool(self.condition_numbers)))
+        n_flags = int(head.sigm.numel())
+        parts = 1 + n_blocks + n_alpha + n_flags
         rho_stats = float(self.count_share) * budget.remaining if budget.private else math.inf
-        n_hat, cond = Conditions.from_data(data, head, budget, float(self.count_share) * (1 + n_blocks)
-                                           / (1 + n_blocks + n_alpha), "pategan", bool(self.condition_numbers))
+        n_hat, cond = Conditions.from_data(data, head, budget, float(self.count_share) * (1 + n_blocks) / parts,
+                                           "pategan", bool(self.condition_numbers))
         self.total_sigma_ = cond.n_sigma
-        moments = _ModeMoments(table, cond, data, n_hat, budget,
-                               rho_stats * n_alpha / (1 + n_blocks + n_alpha), "pategan")
+        moments = _ModeMoments(table, cond, data, n_hat, budget, rho_stats * n_alpha / parts, "pategan")
+        flags = _FlagRates(head, data, n_hat, budget, rho_stats * n_flags / parts, "pategan")
         # every label is a discrete Gaussian vote histogram of L2 sensitivity sqrt(2): 1/sigma^2 zCDP each
         if budget.private:
             rho = budget.remaining * (1 - 1e-9)
@@ -388,7 +418,7 @@ class PATEGAN(Model):
             loss = -student(fake).mean() if adversarial else fake.new_zeros(())
             mw = float(self.marginal_weight) if adversarial else 1.0
             if mw > 0:
-                loss = loss + mw * moments.loss(fake)
+                loss = loss + mw * (moments.loss(fake) + flags.loss(head.activate(out)))
             if cond.dim:
                 loss = loss + cond.loss(out, blk, cat)
                 if mw > 0:
@@ -397,7 +427,7 @@ class PATEGAN(Model):
             loss.backward()
             opt_g.step()
 
-        for _ in range(int(self.warmup_steps) if cond.dim else 0):
+        for _ in range(int(self.warmup_steps) if cond.dim or n_flags else 0):
             generator_step(adversarial=False)
         self.steps_run_ = 0
         buf_x, buf_y = [], []

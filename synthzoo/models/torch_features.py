@@ -63,13 +63,18 @@ class Head:
 
     def activate(self, logits, tau: float | None = None, generator=None, hard: bool = False):
         """Outputs on the layout: tanh scalars, sigmoid flags, softmax blocks (Gumbel-softmax with
-        temperature ``tau`` when given, as CTGAN's generator; ``hard`` straight-through one-hot)."""
+        temperature ``tau`` when given, as CTGAN's generator; ``hard`` straight-through one-hot, and
+        flags drawn 0/1 with the probability's gradient)."""
         torch = torch_module()
         out = torch.zeros_like(logits)
         if self.tanh.numel():
             out[:, self.tanh] = torch.tanh(logits[:, self.tanh])
         if self.sigm.numel():
-            out[:, self.sigm] = torch.sigmoid(logits[:, self.sigm])
+            p = torch.sigmoid(logits[:, self.sigm])
+            if hard:
+                u = torch.rand(p.shape, generator=generator).to(p.device)
+                p = (u < p).to(p.dtype) - p.detach() + p
+            out[:, self.sigm] = p
         if self.n_soft:
             z = self._gather_soft(logits)
             if tau is not None:
