@@ -123,13 +123,14 @@ def test_a_tiny_budget_still_runs_every_step_with_finite_weights(demo):
     assert np.isfinite(m.sample(50, np.random.default_rng(0))).all()
 
 
-@pytest.mark.filterwarnings("ignore:epsilon=None")
+@pytest.mark.filterwarnings("ignore:epsilon=None", "ignore:noise_seed")
 @pytest.mark.parametrize("epsilon", [None, 1.0])
 def test_a_numbers_missing_rate_is_learnt(epsilon):
     # the flags had no target but the student's score, and were fed to the teachers as probabilities while
     # real rows hold 0/1: this column, 90 % missing, came out 78 % missing without privacy and 65 % at
     # epsilon 1 (hmeq's numbers all at 6-7 % without privacy, real 2-22 %); now each flag's rate is a DP count
-    # and the flags are drawn 0/1: 0.89-0.90 and 0.86-0.91 over three fits each
+    # and the flags are drawn 0/1: 0.92 without privacy, 0.93-0.98 over three secret-noise fits at epsilon 1
+    # (the test replays noise seed 0, test-only, so that it does not depend on the draw)
     rng = np.random.default_rng(0)
     n = 2000
     x = rng.normal(50, 10, n).clip(0, 100)
@@ -139,6 +140,6 @@ def test_a_numbers_missing_rate_is_learnt(epsilon):
         "x": {"type": "numerical", "lower": 0, "upper": 100},
         "m": {"type": "numerical", "lower": 0, "upper": 100, "missing": True},
         "c": {"type": "categorical", "categories": ["a", "b"]}}})
-    s = sz.make("pate-gan", epsilon=epsilon, schema=schema, seed=0,
+    s = sz.make("pate-gan", epsilon=epsilon, schema=schema, seed=0, noise_seed=0 if epsilon else None,
                 model={"iterations": 50, "n_teachers": 20, "batch_size": 32}).fit(df)
     assert abs(s.sample(2000, seed=1)["m"].isna().mean() - 0.9) < 0.1
