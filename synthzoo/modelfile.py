@@ -132,5 +132,5 @@ def check_document(doc) -> None:
     if lacking:
         raise ConfigError(f"model file: encoder: no encoder for column(s) {lacking}")
     est = doc["n_estimate"]
-    if est is not None and not (math.isfinite(est) and 0 <= est <= MAX_ROWS):
+    if est is not None and not (0 <= est <= MAX_ROWS and math.isfinite(est)):  # an int past float's range compares
         raise ConfigError(f"model file: n_estimate: must be a number of rows in [0, {MAX_ROWS:g}], got {est!r}")

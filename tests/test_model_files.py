@@ -245,9 +245,10 @@ def test_absurd_network_widths_are_refused_before_allocating(docs):
 
 def test_default_sample_size_is_bounded(docs):
     d = copy.deepcopy(docs["mst"])
-    d["n_estimate"] = 1e15
-    with pytest.raises(ConfigError, match="n_estimate"):
-        _load(d)
+    for value in (1e15, 10 ** 400):  # an integer beyond float's range was an OverflowError (a fuzz found it)
+        d["n_estimate"] = value
+        with pytest.raises(ConfigError, match="n_estimate"):
+            _load(d)
 
 
 def test_a_valid_file_still_loads_and_samples_as_fitted(docs):
