@@ -401,21 +401,25 @@ class Synthesizer:
         returns for the same ``n`` and ``seed``; memory does not grow with ``n``).  ``to_csv``
         keywords go to :meth:`pandas.DataFrame.to_csv` (``sep``, ``encoding``, ...).  The rows go
         to ``<path>.part``, renamed to ``path`` once complete (an interrupted run leaves no file
-        that looks finished).  Returns the number of rows written."""
+        that looks finished); a ``path`` that exists and is not a regular file (``/dev/null``, a pipe)
+        is written directly, never replaced.  Returns the number of rows written."""
         to_csv.setdefault("index", False)
         encoding = to_csv.pop("encoding", None)
         rows = 0
         chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
         path = Path(path)
-        part_path = path.with_name(path.name + ".part")
+        special = path.exists() and not path.is_file() and not path.is_dir()
+        part_path = path if special else path.with_name(path.name + ".part")
         try:
             with open(part_path, "w", newline="", encoding=encoding or "utf-8") as fh:
                 for part in chunks:
                     part.to_csv(fh, header=rows == 0, **to_csv)
                     rows += len(part)
-            part_path.replace(path)
+            if not special:
+                part_path.replace(path)
         finally:
-            part_path.unlink(missing_ok=True)
+            if not special:
+                part_path.unlink(missing_ok=True)
         return rows
 
     def _sample_size(self, n) -> int:

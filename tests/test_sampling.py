@@ -173,3 +173,14 @@ def test_interrupted_csv_leaves_no_finished_looking_file(fitted, small_blocks, t
     with pytest.raises(KeyboardInterrupt):
         s.sample_to_csv(tmp_path / "f.csv", 1500, chunk=500, seed=0)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sample_to_a_device_writes_into_it_and_never_replaces_it():
+    # sample --out /dev/null renamed its .part file onto /dev/null, as root replacing the device with a file
+    import os
+    import stat
+
+    df, schema = make_demo(n=300, seed=0)
+    s = sz.make("mst", epsilon=1.0, schema=schema).fit(df)
+    assert s.sample_to_csv(os.devnull, n=50) == 50
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode) and not os.path.exists(os.devnull + ".part")

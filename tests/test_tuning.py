@@ -34,6 +34,7 @@ def misbehave_in_fit():
     * ``hang``: fit number ``SYNTHZOO_TEST_FIT_CALL`` of the process blocks as a long native call
       does (signals held off, never returns) after writing its pid to ``<SYNTHZOO_TEST_SYNC>/hanging``;
     * ``crash``: that fit kills its own process (as a segfault or the OOM killer would);
+    * ``raise``: that fit raises MemoryError (as numpy does when an allocation fails);
     * ``record``: every fit appends a hash of the frame it reads to ``<SYNTHZOO_TEST_SYNC>/fits``.
     """
     import pandas as pd
@@ -52,6 +53,8 @@ def misbehave_in_fit():
             time.sleep(600)
         elif calls[0] == at and mode == "crash":
             os.kill(os.getpid(), signal.SIGKILL)
+        elif calls[0] == at and mode == "raise":
+            raise MemoryError("planted")
         return fit(self, df, progress)
 
     sz.Synthesizer.fit = patched

@@ -349,6 +349,27 @@ def test_a_run_that_fails_stops_accounted_tuning_and_nothing_is_released(data, t
         # resuming the study (any worker) releases nothing either
         with pytest.raises(TuningAborted, match="run 1"):
             tune("privsyn", train, val, storage=str(tmp_path / "f.db"), **args)
+        # nor does a fit that raises (it was a failed trial, and a resume released the best of the others)
+        misbehave("raise", call=2)
+        with pytest.raises(TuningAborted, match="releases nothing: run 1: MemoryError: planted"):
+            tune("privsyn", train, val, storage=str(tmp_path / "r.db"), **args)
+        with pytest.raises(TuningAborted, match="run 1"):
+            tune("privsyn", train, val, storage=str(tmp_path / "r.db"), **args)
+
+
+def test_an_accounted_study_resumes_only_with_the_same_settings(data, tmp_path):
+    # resumed with another epsilon, it selected among runs at the first budget and reported the second
+    df, schema = data
+    train, val = train_test_split(df.iloc[:600], test_size=0.3, seed=0)
+    args = dict(schema=schema, n_trials=3, privacy="accounted", score_rows=100, noise_seed=0, **FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tune("privsyn", train, val, epsilon=20.0, storage=str(tmp_path / "t.db"), **args)
+        with pytest.raises(ConfigError, match=r"other epsilon \(epsilon=20.0\)"):
+            tune("privsyn", train, val, epsilon=0.3, storage=str(tmp_path / "t.db"), **args)
+        with pytest.raises(ConfigError, match="other score_rows, weights"):
+            tune("privsyn", train, val, epsilon=20.0, storage=str(tmp_path / "t.db"),
+                 **{**args, "score_rows": 50}, weights=(1, 0, 0))
 
 
 @pytest.fixture

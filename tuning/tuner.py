@@ -332,6 +332,17 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                                            or prior.get("stopping") != stopping):
             raise ConfigError(f"study {study_name!r} was started with n_trials={prior.get('mean_runs')} and "
                               f"stopping={prior.get('stopping')!r}; resume it with the same values")
+        # the guarantee is for one fixed procedure: a resume with another budget, objective or space would
+        # select among runs of two procedures and report the second one's epsilon
+        mechanism = json.loads(json.dumps({"epsilon": epsilon, "delta": delta, "weights": list(weights),
+                                           "score_rows": score_rows, "choose_modules": bool(choose_modules),
+                                           "space": space, "choices": choices}, default=str))
+        if prior is not None and "mechanism" in prior and prior["mechanism"] != mechanism:
+            before = prior["mechanism"]
+            changed = sorted(k for k in mechanism if before.get(k) != mechanism[k])
+            was = ", ".join(f"{k}={before.get(k)!r}" for k in changed)
+            raise ConfigError(f"study {study_name!r} was started with other {', '.join(changed)} ({was}); an "
+                              "accounted study resumes with the same settings, or give another study_name")
         prior = tuple(c.event for c in schema_ledger.charges) if schema_ledger is not None else ()
         prior_delta = schema_ledger.extra_delta if schema_ledger is not None else 0.0
         trial_rho = per_trial_rho(epsilon, delta, float(n_trials), shape, prior, prior_delta)
@@ -349,6 +360,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         meta["replayable_noise"] = REPLAYABLE_TUNING
     if accounted:
         meta.update({"search": "random search from a fixed prior (secret randomness)", "mean_runs": int(n_trials),
+                     "mechanism": mechanism,
                      "stopping": stopping, "per_trial_rho": trial_rho, "score_rho": rho_score,
                      "score_rows": score_rows,
                      "validation": ("given: scored on a sample of score_rows of its records" if split_share is None
@@ -407,7 +419,14 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
             def should_prune(step, value):
                 trial.report(value, step)
                 return trial.should_prune()
-        out = runner.run(overrides, should_prune, extra_for(trial.number))
+        try:
+            out = runner.run(overrides, should_prune, extra_for(trial.number))
+        except (KeyboardInterrupt, TuningAborted):
+            raise
+        except Exception as e:  # noqa: BLE001 - an error in the fit is a run without output too
+            if not accounted:
+                raise
+            out = ("error", f"{type(e).__name__}: {e}")
         if out[0] != "done" and accounted:
             # a run without output (its process died: out of memory, say) may have failed because of the
             # private rows, and selecting among the others would release that: the study releases nothing
