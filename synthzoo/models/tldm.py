@@ -226,7 +226,7 @@ def _vae(torch, tok: Tokens, d: int, n_layers: int, n_heads: int, factor: int):
             self.categories = nn.Embedding(n_codes, d)
             for e in (self.num_weight, self.num_bias, self.categories):
                 _init(e.weight, d)
-            # without numbers the scalar biases are placeholders that get no gradient: not trained
+            # without numbers the scalar biases are unused and get no gradient: not trained
             # (Opacus' clipping needs a per-record gradient of every trained parameter)
             self.num_bias.requires_grad_(n_num > 0)
             self.mu, self.logvar = transformer(), transformer()
@@ -254,7 +254,7 @@ def _vae(torch, tok: Tokens, d: int, n_layers: int, n_heads: int, factor: int):
             self.transformer = transformer()
             self.num_out = nn.Embedding(max(n_num, 1), d)      # <h_j, r_j> per scalar
             nn.init.xavier_uniform_(self.num_out.weight, gain=1 / math.sqrt(2))
-            self.num_out.requires_grad_(n_num > 0)              # a placeholder without numbers
+            self.num_out.requires_grad_(n_num > 0)              # unused without numbers
             self.cat_out = nn.Linear(d, n_codes)              # each token reads its own block of it
             nn.init.xavier_uniform_(self.cat_out.weight, gain=1 / math.sqrt(2))
             idx = np.zeros((max(n_cat, 1), tok.width), dtype=np.int64)

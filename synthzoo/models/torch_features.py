@@ -240,13 +240,12 @@ def record_count(model, data, budget, who: str) -> float:
     non-private access) otherwise."""
     import math
 
-    from ..core.privacy.mechanisms import discrete_gaussian
+    from ..core.privacy.mechanisms import noisy_count
 
     if budget.private:
-        noisy, sigma = discrete_gaussian(budget, float(data.n), 1.0, float(model.count_share) * budget.remaining,
-                                         mechanism="discrete_gaussian", note=f"{who}: record count")
-        model.total_sigma_ = float(sigma)
-        return max(0.0, float(noisy))
+        n_hat, model.total_sigma_ = noisy_count(budget, data.n, float(model.count_share) * budget.remaining,
+                                                note=f"{who}: record count", with_sigma=True)
+        return n_hat
     budget.charge("record_count", None, math.inf, note=f"{who}: record count (non-private)")
     model.total_sigma_ = 0.0
     return float(data.n)
@@ -345,7 +344,7 @@ class Conditions:
         standard deviation is ``conditions.n_sigma``."""
         import math
 
-        from ..core.privacy.mechanisms import discrete_gaussian
+        from ..core.privacy.mechanisms import discrete_gaussian, noisy_count
 
         blocks = cls.blocks_of(data.table, head, every_block)
         if not budget.private:
@@ -354,16 +353,14 @@ class Conditions:
             cond.n_sigma = 0.0
             return float(data.n), cond
         rho_each = float(share) * budget.remaining / (1 + len(blocks))
-        n_hat, n_sigma = discrete_gaussian(budget, float(data.n), 1.0, rho_each, mechanism="discrete_gaussian",
-                                           note=f"{who}: record count")
-        n_hat = max(0.0, float(n_hat))
+        n_hat, n_sigma = noisy_count(budget, data.n, rho_each, note=f"{who}: record count", with_sigma=True)
         counts = []
         for col, s, w in blocks:
             noisy, _ = discrete_gaussian(budget, data.x[:, s:s + w].sum(axis=0).round(), 1.0, rho_each,
                                          note=f"{who}: one-way marginal of {col}")
             counts.append(noisy)
         cond = cls(data.table, head, counts, every_block)
-        cond.n_sigma = float(n_sigma)
+        cond.n_sigma = n_sigma
         return n_hat, cond
 
     @classmethod

@@ -56,7 +56,7 @@ def _network(torch, dim: int, n_scalars: int, emb: int, enc: list, dec: list):
             self.log_sigma = torch.nn.Linear(1, max(n_scalars, 1))  # the scales: a bias fed a constant
             torch.nn.init.zeros_(self.log_sigma.weight)
             torch.nn.init.constant_(self.log_sigma.bias, math.log(0.1))
-            # a table without numbers has no scales: the placeholder gets no gradient, so no training
+            # a table without numbers has no scales: the layer is unused, gets no gradient, so no training
             # (Opacus' clipping needs a per-record gradient of every trained parameter)
             self.log_sigma.requires_grad_(n_scalars > 0)
 

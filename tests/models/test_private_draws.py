@@ -37,7 +37,7 @@ def _categorical_only(n=300):
 @pytest.mark.parametrize("preset", list(DPSGD_PRESETS))
 def test_every_dpsgd_run_draws_for_its_records_from_the_secret_noise(preset, table, monkeypatch):
     # every DP-SGD loop asks for its records' draws, private or not; a table without numbers trains too
-    # (DP-TVAE and DP-TLDM failed there inside Opacus, after charging: a placeholder layer got no gradient)
+    # (DP-TVAE and DP-TLDM failed there inside Opacus, after charging: an unused layer got no gradient)
     cls, runs = DPSGD_PRESETS[preset]
     calls = []
     real = DPSGD.private_draws

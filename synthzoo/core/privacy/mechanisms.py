@@ -122,10 +122,11 @@ def charge_pure_dp(budget: Budget, epsilon: float, mechanism: str, note: str = "
     budget.charge(mechanism, dpa.ZCDpEvent(rho), rho, note)
 
 
-def noisy_count(budget: Budget, n: int, rho: float, note: str = "record count") -> float:
-    """A record count by the discrete Gaussian mechanism (sensitivity 1), clipped at 0."""
-    noisy, _ = discrete_gaussian(budget, float(n), 1.0, rho, mechanism="discrete_gaussian", note=note)
-    return max(0.0, float(noisy))
+def noisy_count(budget: Budget, n: int, rho: float, note: str = "record count", with_sigma: bool = False):
+    """A record count by the discrete Gaussian mechanism (sensitivity 1), clipped at 0; with
+    ``with_sigma`` the pair ``(count, sigma)``, the noise's standard deviation for what reads the count."""
+    noisy, sigma = discrete_gaussian(budget, float(n), 1.0, rho, mechanism="discrete_gaussian", note=note)
+    return (max(0.0, float(noisy)), float(sigma)) if with_sigma else max(0.0, float(noisy))
 
 
 def measure_marginal(data, clique, budget: Budget, rho: float):
