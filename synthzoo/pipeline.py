@@ -327,9 +327,9 @@ class Synthesizer:
         avail = getattr(self, "_stage_rho", None) if self.schema_ledger is not None else None
         return Budget(self.ledger_, name, share * (self.ledger_.total_rho if avail is None else avail))
 
-    def _fit_preprocess(self, df, schema, rng) -> TableEncoder | FeatureTable:
-        encoders: dict = {}
-        spenders = self._spenders()
+    def _assignments(self, schema: Schema) -> list[tuple[Preprocessor, list]]:
+        """Each preprocessor that runs, with the schema columns it encodes (the configured ones, and
+        the default for a model's input or for numbers none of them claims)."""
         mods: list[Preprocessor] = list(self.preprocess)
         wants = self.model.get_tags()["input"]
         features, tokens = wants == "features", wants == "tokens"
@@ -338,11 +338,16 @@ class Synthesizer:
             mods.append(create("preprocess", dict(default)))
         elif not any(set(p.kinds) & {"numerical", "datetime"} for p in mods) and any(c.is_numeric for c in schema):
             mods.append(create("preprocess", dict(default)))
+        out = [(p, [c for c in schema.columns if c.kind in p.kinds]) for p in mods]
+        return [(p, cols) for p, cols in out if cols]
+
+    def _fit_preprocess(self, df, schema, rng) -> TableEncoder | FeatureTable:
+        encoders: dict = {}
+        spenders = self._spenders()
+        wants = self.model.get_tags()["input"]
+        features, tokens = wants == "features", wants == "tokens"
         empty = PrivacyLedger(None).stage("none", 0.0)
-        for p in mods:
-            cols = [c for c in schema.columns if c.kind in p.kinds]
-            if not cols:
-                continue
+        for p, cols in self._assignments(schema):
             if p in spenders:
                 budget = self._stage(p.name, self.budget_split["preprocess"] / len(spenders))
             else:
@@ -632,6 +637,9 @@ class Synthesizer:
             raise ConfigError(f"{path}: not a synthzoo model file ({e})") from None
         except RecursionError:
             raise ConfigError(f"{path}: not a synthzoo model file (nested too deeply)") from None
+        except ValueError as e:  # an integer past Python's digit limit
+            raise ConfigError(f"{path}: not a synthzoo model file (an integer too long to read: "
+                              f"{str(e).split(':')[-1].split(';')[0].strip()})") from None
         except MemoryError:
             raise ConfigError(f"{path}: not enough memory to parse the file's {len(data):,} bytes") from None
         del data
@@ -708,6 +716,8 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
         if lacking:
             raise ConfigError(f"model file: schema: column(s) {lacking} are said to be measured under DP, but the "
                               "privacy account holds no charge for them (the schema or the account was edited)")
+    if saved.private and not tuned:
+        _check_modules_charged(saved, synth)
     measurements = getattr(synth.model, "measurements_", None)
     if measurements is not None and saved.private:
         exact = [list(m.clique) for m in measurements if not float(m.sigma) > 0]
@@ -724,6 +734,43 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
         if low:
             raise ConfigError(f"model file: the measurement over {low[0]} carries less noise than the tuned run's "
                               f"whole budget allows (sigma < {floor:.4g}; the model or the account was edited)")
+
+
+def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
+    """A private account holds the charges of every module that read the private rows, and only
+    theirs: each budget-spending preprocessor's for each column it measures (its
+    :meth:`~synthzoo.core.base.Preprocessor.measured_columns`, public), the selector's, and a
+    record model's own.  An account with a module's charges deleted (a cheaper claim for the same
+    model) or taken from another configuration's fit fails here."""
+    notes: dict[str, set] = {}
+    for c in saved.ledger.charges:
+        if not c.module.startswith("schema:"):
+            notes.setdefault(c.module, set()).add(c.note)
+    def own(name):  # a module charges under its name, or its stages' (``mst/tree``, ``tldm/vae``)
+        return {m for m in notes if m == name or m.startswith(name + "/")}
+
+    ran = set()
+    for p, cols in synth._assignments(synth.schema_):
+        ran |= own(p.name)
+        noted = set().union(*(notes[m] for m in own(p.name)))
+        lacking = [c for c in p.measured_columns(cols) if c not in noted]
+        if lacking:
+            raise ConfigError(f"model file: privacy: preprocessor {p.name!r} measures column(s) {lacking} in a "
+                              "private fit, but the account holds no charge of its for them (the account was edited)")
+    model = synth.model
+    ran |= own(model.name)
+    if synth.select is not None:
+        if not own(synth.select.name):
+            raise ConfigError(f"model file: privacy: selector {synth.select.name!r} measured the private rows, but "
+                              "the account holds no charge of its (the account was edited)")
+        ran |= own(synth.select.name)
+    if model.get_tags()["spends_budget"] and not own(model.name):
+        raise ConfigError(f"model file: privacy: model {model.name!r} trains on the private rows, but the account "
+                          "holds no charge of its (the account was edited)")
+    foreign = sorted(set(notes) - ran)
+    if foreign:
+        raise ConfigError(f"model file: privacy: the account holds charges of {foreign}, which are not modules of "
+                          "this configuration (an account from another fit?)")
 
 
 def _finite_or_none(x):

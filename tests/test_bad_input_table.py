@@ -317,6 +317,31 @@ def test_a_schema_file_that_is_not_json_names_the_file_and_line(tmp_path):
         Schema.from_json(p)
 
 
+@pytest.mark.parametrize("make, match", [
+    (lambda d: d, "is a directory, not a JSON file"),
+    (lambda d: (d / "deep.json").write_text("[" * 200_000 + "]" * 200_000) and d / "deep.json",
+     "nested too deeply to be a schema"),
+    (lambda d: (d / "big.json").write_text('{"columns": ' + "9" * 5000 + "}") and d / "big.json",
+     r"holds an integer too long to read \(value has 5000 digits\)"),
+    (lambda d: "/dev/zero", "holds more than 67,108,864 bytes; not a schema"),
+])
+def test_a_schema_path_that_is_no_schema_file_is_named_not_a_traceback(tmp_path, make, match):
+    with pytest.raises(SchemaError, match=match):
+        Schema.from_json(make(tmp_path))
+
+
+def test_a_model_file_with_an_integer_too_long_to_read_is_a_config_error(tmp_path):
+    df, schema = make_demo(n=200, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = sz.make("mst", epsilon=None, schema=schema).fit(df)
+    path = tmp_path / "m.json"
+    s.save(path)
+    path.write_text(path.read_text().replace('"seed": 0', '"seed": ' + "9" * 5000, 1))
+    with pytest.raises(ConfigError, match=r"not a synthzoo model file \(an integer too long to read"):
+        sz.Synthesizer.load(path)
+
+
 def test_out_of_bounds_warning_of_an_evaluation_shows_dates_not_epoch_seconds():
     schema = Schema([Column("d", "datetime", lower="1980-01-01", upper="2000-12-31")])
     real = pd.DataFrame({"d": pd.to_datetime(["1990-01-01", "1995-06-01"] * 50)})

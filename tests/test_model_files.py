@@ -540,3 +540,53 @@ def test_every_shipped_model_declares_the_form_of_its_state():
     assert len(models) >= 10
     lacking = sorted(name for name, cls in models.items() if cls._state_spec is None)
     assert not lacking, f"models without a declared state form: {lacking}"
+
+
+def _recharged(doc, charges):
+    """``doc`` holding ``charges`` with the claim recomputed from them (so only the binding of the account
+    to the modules that ran can tell)."""
+    d = copy.deepcopy(doc)
+    eps, delta = d["privacy"]["requested"]
+    ledger = PrivacyLedger(eps, delta)
+    for c in charges:
+        ledger.charge(c["module"], c["mechanism"], event_from_json(c["event"]), c["rho"], c["note"])
+    d["privacy"].update(charges=copy.deepcopy(charges), spent=list(ledger.spent()))
+    return d
+
+
+@pytest.mark.parametrize("kind, module, match", [
+    ("tvae", "tvae", "model 'tvae' trains on the private rows, but the account holds no charge of its"),
+    ("privsyn", "privtree", r"preprocessor 'privtree' measures column\(s\) \['age', 'income', 'signup_date'\]"),
+    # DP-SGD's noise was calibrated on top of the encoder's charges: without them its rho no longer covers it
+    ("tvae", "mode_features", r"rho=.* is less than its self_composed event costs \(the account was edited\)"),
+    ("privsyn", "indif/", "selector 'indif' measured the private rows"),
+    ("gn", "rap++", "selector 'rap\\+\\+' measured the private rows"),
+    ("privsyn", "rare_merge:education", r"preprocessor 'rare_merge' measures column\(s\) \['education'\]"),
+])
+def test_a_modules_charges_cannot_be_deleted(docs, kind, module, match):
+    # the claim is recomputed from the charges left: only the modules that ran say what is missing
+    def keep(c):
+        name, _, note = module.partition(":")
+        if name.endswith("/"):
+            return not c["module"].startswith(name)
+        return not (c["module"] == name and (not note or c["note"] == note))
+    charges = [c for c in docs[kind]["privacy"]["charges"] if keep(c)]
+    assert 0 < len(charges) < len(docs[kind]["privacy"]["charges"])
+    with pytest.raises(ConfigError, match=match):
+        _load(_recharged(docs[kind], charges))
+
+
+def test_an_account_with_another_configurations_module_is_refused(docs):
+    charges = copy.deepcopy(docs["tvae"]["privacy"]["charges"])
+    next(c for c in charges if c["note"].endswith("record count"))["module"] = "aim"
+    with pytest.raises(ConfigError, match=r"charges of \['aim'\], which are not modules of this configuration"):
+        _load(_recharged(docs["tvae"], charges))
+
+
+def test_a_dp_sgd_charge_cannot_state_less_than_its_event_costs(docs):
+    d = copy.deepcopy(docs["tvae"])
+    c = next(c for c in d["privacy"]["charges"] if c["mechanism"] == "dp_sgd")
+    assert c["event"]["type"] == "self_composed"
+    c["rho"] = 1e-9  # the event, and so the recomputed claim, unchanged: only the per-module rho shrinks
+    with pytest.raises(ConfigError, match="rho=1e-09 is less than its self_composed event costs"):
+        _load(d)

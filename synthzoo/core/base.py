@@ -152,6 +152,12 @@ class Preprocessor(Module):
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
         """Return ``{column name: encoder}`` for ``columns`` (all of a kind in ``self.kinds``)."""
 
+    def measured_columns(self, columns: list[Column]) -> list[str]:
+        """The columns among ``columns`` whose fit reads the private rows: a private fit charges at
+        least one mechanism with the column's name as its note for each.  Public knowledge (the
+        schema and the parameters), so a model file's account can be checked against it."""
+        return [c.name for c in columns] if self.get_tags()["spends_budget"] else []
+
 
 class Selector(Module):
     """Chooses which marginals to measure and measures them with calibrated noise.

@@ -798,17 +798,37 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?")
 
 
-def read_json_file(path: str | Path, what: str):
-    """A JSON document from ``path``; a file that is not valid JSON is a SchemaError naming the file, line
-    and column, not a parser traceback."""
+#: Most bytes a schema file may hold (a schema of thousands of columns is a few MB): a device such as
+#: /dev/zero, or a file that is not a schema, is not read without end.
+MAX_SCHEMA_BYTES = 64 * 2 ** 20
+
+
+def read_json_file(path: str | Path, what: str, max_bytes: int = MAX_SCHEMA_BYTES):
+    """A JSON document from ``path``; a file that is not valid JSON (or a directory, an endless device,
+    nesting past the parser's depth, an integer of thousands of digits) is a SchemaError naming the file
+    and the problem, not a parser traceback.  A missing file stays a FileNotFoundError."""
+    name = str(path)
+    if Path(path).is_dir():
+        raise SchemaError(f"{what} file {name!r} is a directory, not a JSON file")
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        with open(path, "rb") as f:  # at most max_bytes + 1, whatever the size says (a device, a pipe)
+            data = f.read(max_bytes + 1)
+    except (IsADirectoryError, PermissionError) as e:
+        raise SchemaError(f"{what} file {name!r} cannot be read: {e.strerror}") from None
+    if len(data) > max_bytes:
+        raise SchemaError(f"{what} file {name!r} holds more than {max_bytes:,} bytes; not a schema")
+    try:
+        return json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as e:
-        raise SchemaError(f"{what} file {str(path)!r} is not valid JSON: {e.msg} at line {e.lineno}, "
+        raise SchemaError(f"{what} file {name!r} is not valid JSON: {e.msg} at line {e.lineno}, "
                           f"column {e.colno}") from None
     except UnicodeDecodeError as e:
-        raise SchemaError(f"{what} file {str(path)!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise SchemaError(f"{what} file {name!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except RecursionError:
+        raise SchemaError(f"{what} file {name!r} is nested too deeply to be a schema") from None
+    except ValueError as e:  # an integer past Python's digit limit
+        raise SchemaError(f"{what} file {name!r} holds an integer too long to read "
+                          f"({str(e).split(':')[-1].split(';')[0].strip()})") from None
 
 
 def _iso_text(s: pd.Series) -> bool:

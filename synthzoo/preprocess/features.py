@@ -58,6 +58,9 @@ class _HistogramFeatures(Preprocessor):
     encoder with ``_from_values(column, values, rng)`` (non-private) and ``_from_histogram(column,
     edges, noisy_counts, rng)`` (private)."""
 
+    def measured_columns(self, columns: list[Column]) -> list[str]:
+        return [c.name for c in columns if c.is_numeric]  # categories are one-hot from the schema
+
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
         """``{name: encoder}``: an encoder fitted to a noisy PrivTree histogram per numeric column,
         one-hot categories."""

@@ -84,6 +84,9 @@ class RareMerge(Preprocessor):
     def hyperparameter_space(cls) -> dict:
         return {"theta": ("log", 1e-4, 5e-2)}
 
+    def measured_columns(self, columns: list[Column]) -> list[str]:
+        return [c.name for c in columns if len(c.categories) >= self.min_categories]
+
     def fit(self, df: pd.DataFrame, columns: list[Column], budget: Budget, rng: np.random.Generator) -> dict:
         """Return ``{name: CategoricalEncoder}`` with rare categories merged, charging ``budget``."""
         self.check_columns(df, columns)
@@ -92,7 +95,8 @@ class RareMerge(Preprocessor):
         self.n_hat_: dict[str, float] = {}
         self.merged_: dict[str, list[str]] = {}
         out = {}
-        measured = [c for c in columns if len(c.categories) >= self.min_categories]
+        names = set(self.measured_columns(columns))
+        measured = [c for c in columns if c.name in names]
         if measured and budget.private and not budget.remaining > 0:
             raise BudgetExceededError(f"rare_merge: budget {budget.name!r} has no rho left for "
                                       f"{len(measured)} column(s); give preprocessing a share of the budget")

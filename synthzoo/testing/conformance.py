@@ -227,6 +227,25 @@ def check_free_preprocessing_reads_no_private_value(cls) -> None:
     assert not changed, f"one more record changed the encoders of {changed}, though the module spends no budget"
 
 
+def check_charges_name_their_module(cls) -> None:
+    """A private fit charges under the module's name (or its stages', ``name/...``), and a budget-spending
+    preprocessor charges at least one mechanism noted with each column its
+    :meth:`~synthzoo.core.base.Preprocessor.measured_columns` names: a model file's account is checked
+    against exactly that, so a module that charges otherwise cannot load its own files."""
+    s = _fitted(cls, 1.0)
+    notes: dict = {}
+    for c in s.ledger_.charges:
+        notes.setdefault(c.module.split("/")[0], set()).add(c.note)
+    if cls.role == "preprocess":
+        p = next(p for p in s.preprocess if type(p) is cls)
+        cols = [c for c in s.schema_.columns if c.kind in p.kinds]
+        lacking = [c for c in p.measured_columns(cols) if c not in notes.get(cls.name, ())]
+        assert not lacking, (f"measured_columns() names {lacking}, but the private fit charged no mechanism of "
+                             f"{cls.name!r} with those notes (charges: {sorted(notes.get(cls.name, ()))})")
+    elif cls.get_tags()["spends_budget"]:
+        assert cls.name in notes, f"a private fit made no charge under {cls.name!r} (charges: {sorted(notes)})"
+
+
 def check_budget_never_exceeded(cls) -> None:
     """At a tiny and an ordinary epsilon, what is spent stays within the request."""
     for eps in (0.05, 1.0):
@@ -303,7 +322,8 @@ def check_non_private_run(cls) -> None:
 CHECKS: dict[str, Callable] = {f.__name__.removeprefix("check_"): f for f in (
     check_role_and_registry, check_tags, check_params_stored_unchanged, check_clone,
     check_constraints_validated_at_construction, check_hyperparameter_space, check_round_trip,
-    check_same_seed_same_output, check_free_preprocessing_reads_no_private_value, check_budget_never_exceeded,
+    check_same_seed_same_output, check_free_preprocessing_reads_no_private_value, check_charges_name_their_module,
+    check_budget_never_exceeded,
     check_project_shapes, check_saved_state_holds_no_record, check_bad_input_refused_before_budget,
     check_non_private_run)}
 

@@ -569,6 +569,13 @@ def rho_of_event(event) -> float | None:
     return None
 
 
+def _covers(ledger: "PrivacyLedger", event, rho: float) -> bool:
+    """Whether charging ``event`` onto ``ledger`` costs no more epsilon than charging ``rho`` zCDP."""
+    if not (rho > 0 and math.isfinite(rho)):
+        return False
+    return ledger.epsilon_if([event]) <= ledger.epsilon_if([dpa.ZCDpEvent(rho)]) * (1 + 1e-6) + 1e-9
+
+
 def _close(a: float, b: float, rel: float = 1e-6) -> bool:
     if math.isinf(a) or math.isinf(b):
         return a == b
@@ -617,7 +624,8 @@ class SavedAccount:
                  "recomputed from the file's {n} recorded mechanism events with the RDP accountant and matches the "
                  "claim; each charge's cost matches its event and all stay within the requested budget{meas}. "
                  "A file rewritten consistently -- events, measurements and model together -- cannot be told "
-                 "apart: the guarantee holds for a file from a source you trust)")
+                 "apart, nor can a file show that its noise was secret or its schema public: the guarantee "
+                 "holds for a file from a source you trust)")
 
     def __init__(self, doc: dict):
         where = "model file: privacy"
@@ -677,6 +685,11 @@ class SavedAccount:
             if (stated is not None and not _close(float(rho), stated)) or (stated is None and math.isinf(rho)):
                 raise ConfigError(f"{w}: the charge's rho={rho!r} does not match its {c['event']['type']} event "
                                   "(the account was edited)")
+            if stated is None and eps is not None and not _covers(ledger, event, float(rho)):
+                # a composite event's rho is the zCDP budget its noise was calibrated to: composed onto the
+                # charges before it, the event may cost no more epsilon than that rho would (DP-SGD's bisection)
+                raise ConfigError(f"{w}: the charge's rho={rho!r} is less than its {c['event']['type']} event "
+                                  "costs (the account was edited)")
             if eps is None and not isinstance(event, dpa.NonPrivateDpEvent):
                 raise ConfigError(f"{w}: a non-private account holds a private event (the account was edited)")
             try:
