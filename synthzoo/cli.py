@@ -273,7 +273,7 @@ def cmd_fit(a) -> int:
     print(f"fitting {synth!r} on {a.data} ({len(df):,} rows x {df.shape[1]} columns)", file=sys.stderr)
     t0 = time.perf_counter()
     synth.fit(df, progress=True)
-    synth.save(a.out)
+    synth.save(a.out, sign_with=a.sign)
     print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)
     print(_cli_words(synth.privacy_report()))
     return 0
@@ -329,7 +329,7 @@ def _measure_schema(a, df):
 def cmd_sample(a) -> int:
     import synthzoo as sz
 
-    synth = sz.Synthesizer.load(a.model)
+    synth = sz.Synthesizer.load(a.model, trusted_keys=a.trust or None)
     t0 = time.perf_counter()
     # n None: the model's DP estimate of the training rows; written chunk by chunk, so memory does not
     # grow with n (the rows are those synth.sample(n, seed) returns, whatever the chunk size)
@@ -338,6 +338,16 @@ def cmd_sample(a) -> int:
     print(f"sampled {rows:,} row{'s' if rows != 1 else ''} in {time.perf_counter() - t0:.1f}s -> {a.out}",
           file=sys.stderr)
     print(_cli_words(synth.privacy_report()))
+    return 0
+
+
+def cmd_keygen(a) -> int:
+    from synthzoo.modelfile import generate_key, key_id, _read_key
+
+    key, pub = generate_key(a.key)
+    print(f"wrote the private key to {key} (keep it secret: it signs releases as you) and the public key to "
+          f"{pub} (hand it to whoever loads your files: synthzoo sample MODEL --trust {pub}); key "
+          f"{key_id(_read_key(pub, private=False))}", file=sys.stderr)
     return 0
 
 
@@ -716,6 +726,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="TEST ONLY: replayable DP noise; the release is private only while this seed stays secret "
                         "(default: noise from OS entropy, never stored)")
     f.add_argument("--out", required=True, help="model file to write (JSON; no private rows)")
+    f.add_argument("--sign", metavar="KEY", help="sign the model file with this private key (from `synthzoo "
+                                                  "keygen`), so that loaders holding its .pub can tell it is unchanged")
     _csv_options(f)
     f.set_defaults(func=cmd_fit)
 
@@ -731,6 +743,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chunk", type=_count, default=None,
                    help="rows generated and written at a time (default 100,000); bounds the memory used")
     s.add_argument("--out", required=True, help="CSV file to write")
+    s.add_argument("--trust", metavar="KEY.pub", action="append", default=[],
+                   help="load the model only if it is signed by this public key and unchanged since (repeatable)")
     _csv_options(s, "output CSV")
     s.set_defaults(func=cmd_sample)
 
@@ -848,6 +862,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  "<name>.model.json (without --out the tuned synthesizer is not saved)")
     _csv_options(t)
     t.set_defaults(func=cmd_tune)
+
+    k = sub.add_parser("keygen", help="make an Ed25519 key pair for signing model files (fit --sign, sample --trust)")
+    k.add_argument("key", help="private key file to write (the public key goes to KEY.pub)")
+    k.set_defaults(func=cmd_keygen)
 
     ls = sub.add_parser("list", help="registered modules and presets")
     ls.set_defaults(func=cmd_list)

@@ -9,11 +9,24 @@ they are built, each also raising ConfigError: the schema (:meth:`Schema.from_di
 (bin edges within the schema's bounds), the model state (``Model.set_state``: parameters, shapes,
 :attr:`~synthzoo.core.base.Model._load_limits`) and the privacy account, whose claim is recomputed
 from its recorded events (:class:`~synthzoo.core.privacy.ledger.SavedAccount`).
+
+What no check of a file's content can catch is a consistent rewrite (weights trained without DP under
+a genuine account).  A release can therefore be signed: :func:`generate_key` makes an Ed25519 key
+pair, :meth:`Synthesizer.save(path, sign_with=key) <synthzoo.Synthesizer.save>` signs the document,
+and :meth:`Synthesizer.load(path, trusted_keys=[key.pub]) <synthzoo.Synthesizer.load>` refuses a file
+that is unsigned, signed by another key, or changed after signing (:func:`verify_document`).  The
+signature says who saved the file and that nobody changed it since; the privacy claim is still that
+holder's.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import math
+import os
+from pathlib import Path
 
 from .core.errors import ConfigError
 
@@ -29,7 +42,7 @@ MAX_ROWS = 1e9
 _TOP = {"format": str, "version": str, "saved": str, "config": dict, "schema": dict, "columns": list,
         "encoding": str, "encoder": dict, "model_state": dict, "n_estimate": (int, float, type(None)),
         "privacy": dict}
-_OPTIONAL = {"warning": str}
+_OPTIONAL = {"warning": str, "signature": dict}
 _CONFIG = {"preprocess": list, "select": (dict, type(None)), "model": dict, "epsilon": (int, float, type(None)),
            "delta": (int, float), "seed": int, "budget_split": dict, "out_of_bounds": str,
            "name": (str, type(None))}
@@ -97,6 +110,8 @@ def check_document(doc) -> None:
         raise ConfigError(f"model file: not a synthzoo model document ('format' is {shown}, expected {FORMAT!r})")
     check_depth(doc)
     _keys(doc, _TOP, "", _OPTIONAL)
+    if "signature" in doc:
+        check_signature_field(doc["signature"])
     cfg = doc["config"]
     _keys(cfg, _CONFIG, "config.")
     if len(cfg["preprocess"]) > 16:
@@ -134,3 +149,115 @@ def check_document(doc) -> None:
     est = doc["n_estimate"]
     if est is not None and not (0 <= est <= MAX_ROWS and math.isfinite(est)):  # an int past float's range compares
         raise ConfigError(f"model file: n_estimate: must be a number of rows in [0, {MAX_ROWS:g}], got {est!r}")
+
+
+# ------------------------------------------------------------------------------------------- signing
+SIGNATURE_ALGORITHM = "ed25519"
+
+
+def canonical_bytes(doc: dict) -> bytes:
+    """The bytes a signature covers: the document without its ``signature``, as canonical JSON (sorted
+    keys, no spaces, ASCII), so that re-parsing and re-writing the file does not change them."""
+    body = {k: v for k, v in doc.items() if k != "signature"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def _crypto():
+    try:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+    except ImportError:  # pragma: no cover - a dependency; a broken install says so
+        raise ConfigError("signing model files needs the 'cryptography' package (pip install cryptography)") from None
+    return ed25519, serialization, InvalidSignature
+
+
+def key_id(public_key) -> str:
+    """A public key's fingerprint: the first 16 hex digits of SHA-256 over its 32 raw bytes."""
+    _, serialization, _ = _crypto()
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def generate_key(path: str | Path) -> tuple[Path, Path]:
+    """Write a new Ed25519 private key to ``path`` (PEM, readable by its owner only) and its public
+    key to ``path + ".pub"`` (PEM); returns both paths.  Refuses to overwrite either."""
+    ed25519, serialization, _ = _crypto()
+    path = Path(path)
+    pub = path.with_name(path.name + ".pub")
+    for p in (path, pub):
+        if p.exists():
+            raise ConfigError(f"{p}: exists; not overwritten (a lost private key cannot be recovered)")
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(pem)
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    return path, pub
+
+
+def _read_key(path, private: bool):
+    ed25519, serialization, _ = _crypto()
+    what = "private" if private else "public"
+    try:
+        data = Path(path).read_bytes()[:1 << 16]
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the {what} key ({e.strerror})") from None
+    try:
+        key = (serialization.load_pem_private_key(data, password=None) if private
+               else serialization.load_pem_public_key(data))
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}: not a PEM {what} key ({e})") from None
+    want = ed25519.Ed25519PrivateKey if private else ed25519.Ed25519PublicKey
+    if not isinstance(key, want):
+        raise ConfigError(f"{path}: not an Ed25519 {what} key (synthzoo keygen makes one)")
+    return key
+
+
+def sign_document(doc: dict, key_path: str | Path) -> dict:
+    """``doc`` with a ``signature`` by the Ed25519 private key at ``key_path`` over
+    :func:`canonical_bytes`."""
+    key = _read_key(key_path, private=True)
+    value = key.sign(canonical_bytes(doc))
+    return {**doc, "signature": {"algorithm": SIGNATURE_ALGORITHM, "key": key_id(key.public_key()),
+                                 "value": base64.b64encode(value).decode("ascii")}}
+
+
+def check_signature_field(sig) -> None:
+    """The ``signature`` object's structure (whether it verifies is :func:`verify_document`'s)."""
+    if set(sig) != {"algorithm", "key", "value"} or not all(isinstance(v, str) for v in sig.values()):
+        raise ConfigError("model file: signature: must be an object with the strings algorithm, key and value")
+    if sig["algorithm"] != SIGNATURE_ALGORITHM:
+        raise ConfigError(f"model file: signature.algorithm: {sig['algorithm'][:40]!r} is not supported "
+                          f"(only {SIGNATURE_ALGORITHM!r})")
+    if len(sig["key"]) > 64 or len(sig["value"]) > 200:
+        raise ConfigError("model file: signature: key or value too long")
+
+
+def verify_document(doc: dict, trusted_keys) -> str:
+    """Check ``doc``'s signature against the public key files ``trusted_keys``; return the signing
+    key's fingerprint.  ConfigError when the file is unsigned, signed by a key not among them, or
+    changed after it was signed."""
+    _, _, InvalidSignature = _crypto()
+    keys = {}
+    for p in trusted_keys:
+        k = _read_key(p, private=False)
+        keys[key_id(k)] = k
+    if not keys:
+        raise ConfigError("trusted_keys: no public key given")
+    sig = doc.get("signature")
+    if sig is None:
+        raise ConfigError(f"model file: not signed, but only files signed by {sorted(keys)} are trusted")
+    check_signature_field(sig)
+    key = keys.get(sig["key"])
+    if key is None:
+        raise ConfigError(f"model file: signed by key {sig['key']!r}, which is not a trusted key ({sorted(keys)})")
+    try:
+        key.verify(base64.b64decode(sig["value"], validate=True), canonical_bytes(doc))
+    except (InvalidSignature, ValueError):
+        raise ConfigError(f"model file: the signature by key {sig['key']!r} does not match the document: the file "
+                          "was changed after it was signed") from None
+    return sig["key"]

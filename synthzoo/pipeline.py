@@ -34,7 +34,7 @@ from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, Pri
                                   rho_of_event)
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
 from .core.schema import READ_FROM_ROWS, Schema
-from .modelfile import FORMAT, MAX_BYTES, check_document
+from .modelfile import FORMAT, MAX_BYTES, check_document, sign_document, verify_document
 
 #: Rows per block of a sample: every sample is generated block by block, block k from a random stream
 #: derived from the seed and k, so that one-go, chunked and streamed samples hold the same rows.
@@ -515,7 +515,14 @@ class Synthesizer:
                     "release can show the rows' exact extremes and rare categories. Use a public schema "
                     "(Schema.from_json) or measure it with sz.dp_schema.\n" + text)
         schema_text = dp_schema_report(self.schema_)
-        return text + ("\n" + schema_text if schema_text else "")
+        text += "\n" + schema_text if schema_text else ""
+        sig = getattr(self, "signature_", None)
+        if isinstance(self.account_, SavedAccount):  # read from a file: say whether anyone vouches for it
+            text += ("\n(signed with key " + sig["key"] + (", verified against your trusted key: the file is as that "
+                     "key's holder saved it" if sig["verified"] else "; NOT verified: pass the signer's public key "
+                     "as trusted_keys (--trust on the command line)") + ")") if sig else \
+                "\n(not signed: nothing shows who saved this file or that it is unchanged)"
+        return text
 
     @property
     def replayable_noise(self) -> bool:
@@ -561,7 +568,7 @@ class Synthesizer:
         return json.loads(json.dumps(doc, default=_json_default))
 
     @classmethod
-    def from_json(cls, doc: dict, account: PrivacyLedger | None = None) -> "Synthesizer":
+    def from_json(cls, doc: dict, account: PrivacyLedger | None = None, trusted_keys=None) -> "Synthesizer":
         """Rebuild a synthesizer from :meth:`to_json`'s document.
 
         The document is untrusted input: it is validated whole against the format before anything is
@@ -573,8 +580,11 @@ class Synthesizer:
         come from the registry; no code is read.
 
         ``account`` replaces the saved privacy account with a live ledger that covers more than the
-        fit (the tuner's random-stopping charge)."""
+        fit (the tuner's random-stopping charge).  ``trusted_keys`` (public key files): the document
+        must carry a signature by one of them over its whole content
+        (:func:`synthzoo.modelfile.verify_document`), checked before anything is built."""
         check_document(doc)
+        signer = verify_document(doc, trusted_keys) if trusted_keys is not None else None
         stage = "schema"
         try:
             schema = Schema.from_dict(doc["schema"])
@@ -613,17 +623,25 @@ class Synthesizer:
         self.account_ = account if account is not None else saved
         if account is not None:
             self.ledger_ = account
+        sig = doc.get("signature")
+        self.signature_ = None if sig is None else {"key": sig["key"], "verified": signer is not None}
         self._fitted = True
         return self
 
-    def save(self, path: str | Path) -> None:
-        """Write :meth:`to_json`'s document to ``path``."""
-        Path(path).write_text(json.dumps(self.to_json()))
+    def save(self, path: str | Path, sign_with: str | Path | None = None) -> None:
+        """Write :meth:`to_json`'s document to ``path``; ``sign_with`` (an Ed25519 private key file from
+        :func:`synthzoo.modelfile.generate_key` or ``synthzoo keygen``) adds a signature over it, so
+        that whoever holds the public key can tell the file is as you saved it."""
+        doc = self.to_json()
+        if sign_with is not None:
+            doc = sign_document(doc, sign_with)
+        Path(path).write_text(json.dumps(doc))
 
     @classmethod
-    def load(cls, path: str | Path, max_bytes: int = MAX_BYTES) -> "Synthesizer":
+    def load(cls, path: str | Path, max_bytes: int = MAX_BYTES, trusted_keys=None) -> "Synthesizer":
         """Read a file written by :meth:`save` (at most ``max_bytes``). Only JSON is parsed, and the
-        document is checked as untrusted input (see :meth:`from_json`); modules come from the registry."""
+        document is checked as untrusted input (see :meth:`from_json`); modules come from the registry.
+        ``trusted_keys``: public key files; the file must be signed by one of them and unchanged since."""
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"{path}: not a file")
@@ -645,7 +663,7 @@ class Synthesizer:
         del data
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")
-        return cls.from_json(doc)
+        return cls.from_json(doc, trusted_keys=trusted_keys)
 
 
 #: Which preprocessors make a model's input, for the error that names them.

@@ -403,3 +403,20 @@ def test_fit_without_a_schema_says_its_epsilon_does_not_cover_the_schema(demo_fi
     assert main(["fit", str(d / "data.csv"), "--synth", "mst", "--out", str(tmp_path / "m.szm")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("NOT COVERED BY DP: the schema") and "--schema FILE" in out and "sz.dp_schema" not in out
+
+
+def test_keygen_fit_sign_and_sample_trust(tmp_path, capsys):
+    df, schema = make_demo(n=300, seed=0)
+    df.to_csv(tmp_path / "data.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    assert main(["keygen", str(tmp_path / "owner")]) == 0
+    assert main(["keygen", str(tmp_path / "other")]) == 0
+    assert main(["fit", str(tmp_path / "data.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
+                 "--out", str(tmp_path / "m.json"), "--sign", str(tmp_path / "owner")]) == 0
+    capsys.readouterr()
+    assert main(["sample", str(tmp_path / "m.json"), "-n", "10", "--out", str(tmp_path / "f.csv"),
+                 "--trust", str(tmp_path / "owner.pub")]) == 0
+    assert "verified against your trusted key" in capsys.readouterr().out
+    assert main(["sample", str(tmp_path / "m.json"), "-n", "10", "--out", str(tmp_path / "f.csv"),
+                 "--trust", str(tmp_path / "other.pub")]) == 2
+    assert "which is not a trusted key" in capsys.readouterr().err

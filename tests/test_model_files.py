@@ -590,3 +590,55 @@ def test_a_dp_sgd_charge_cannot_state_less_than_its_event_costs(docs):
     c["rho"] = 1e-9  # the event, and so the recomputed claim, unchanged: only the per-module rho shrinks
     with pytest.raises(ConfigError, match="rho=1e-09 is less than its self_composed event costs"):
         _load(d)
+
+
+# ------------------------------------------------------------------------------------------- signing
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    from synthzoo.modelfile import generate_key
+    d = tmp_path_factory.mktemp("keys")
+    return generate_key(d / "owner"), generate_key(d / "other")
+
+
+def test_a_signed_file_loads_with_its_key_and_says_so(docs, keys, tmp_path):
+    (key, pub), _ = keys
+    s = _load(docs["mst"])
+    s.save(tmp_path / "m.json", sign_with=key)
+    text = sz.Synthesizer.load(tmp_path / "m.json", trusted_keys=[pub]).privacy_report()
+    assert "verified against your trusted key" in text
+    assert "NOT verified" in sz.Synthesizer.load(tmp_path / "m.json").privacy_report()
+    assert "(not signed" in _load(docs["mst"]).privacy_report()
+
+
+@pytest.mark.parametrize("edit, match", [
+    # any change, the consistent rewrites no check of the content can see among them
+    (lambda d: d["config"].__setitem__("seed", 1), "was changed after it was signed"),
+    (lambda d: d.__setitem__("n_estimate", 12345.0), "was changed after it was signed"),
+    (lambda d: d.pop("signature"), "not signed, but only files signed by"),
+    (lambda d: d["signature"].update(value=d["signature"]["value"][::-1]), "does not match the document"),
+])
+def test_a_signed_file_changed_or_unsigned_is_refused_with_trusted_keys(docs, keys, tmp_path, edit, match):
+    (key, pub), _ = keys
+    _load(docs["mst"]).save(tmp_path / "m.json", sign_with=key)
+    d = json.loads((tmp_path / "m.json").read_text())
+    edit(d)
+    (tmp_path / "m.json").write_text(json.dumps(d))
+    with pytest.raises(ConfigError, match=match):
+        sz.Synthesizer.load(tmp_path / "m.json", trusted_keys=[pub])
+
+
+def test_a_file_signed_by_another_key_is_refused(docs, keys, tmp_path):
+    (_, pub), (other, _) = keys
+    _load(docs["mst"]).save(tmp_path / "m.json", sign_with=other)
+    with pytest.raises(ConfigError, match="which is not a trusted key"):
+        sz.Synthesizer.load(tmp_path / "m.json", trusted_keys=[pub])
+
+
+def test_keys_are_not_overwritten_and_the_private_key_is_owner_only(docs, keys, tmp_path):
+    from synthzoo.modelfile import generate_key
+    (key, pub), _ = keys
+    assert key.stat().st_mode & 0o077 == 0
+    with pytest.raises(ConfigError, match="exists; not overwritten"):
+        generate_key(key)
+    with pytest.raises(ConfigError, match="not a PEM private key"):
+        _load(docs["mst"]).save(tmp_path / "m.json", sign_with=pub)
