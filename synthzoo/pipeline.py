@@ -292,7 +292,7 @@ class Synthesizer:
             budget = self._stage(self.model.name, self.budget_split["model"])
             with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
                 self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
-            self.n_estimate_ = float(getattr(self.model, "total_", float("nan")))
+            self.n_estimate_ = _implied_rows(self.model)
             n_sigma = getattr(self.model, "total_sigma_", None)
             noise_mass = None
         timings["model"] = time.perf_counter() - t0
@@ -612,6 +612,12 @@ class Synthesizer:
             stage = "privacy"
             saved = SavedAccount(doc["privacy"])
             _bind_account(saved, self)
+            stage = "n_estimate"
+            implied = _implied_rows(self.model)
+            if est is not None and math.isfinite(implied) and not math.isclose(est, implied, rel_tol=1e-9, abs_tol=1e-9):
+                # sample() without n draws n_estimate rows: a file may not state another count than its model's
+                raise ConfigError(f"{est!r} is not the {implied:.6g} rows the model's state implies "
+                                  "(edited?)")
         except (ConfigError, SchemaError) as e:
             msg = str(e)
             raise ConfigError(msg if msg.startswith("model file") else f"model file: {stage}: {msg}") from None
@@ -789,6 +795,16 @@ def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
     if foreign:
         raise ConfigError(f"model file: privacy: the account holds charges of {foreign}, which are not modules of "
                           "this configuration (an account from another fit?)")
+
+
+def _implied_rows(model) -> float:
+    """The DP estimate of the training rows a fitted model's own state implies (what ``n_estimate_`` is
+    set from): a record model's noisy count, or the inverse-variance total of the noisy measurements a
+    measurement model keeps; NaN where the state holds neither."""
+    if model.get_tags()["fits"] == "records":
+        return float(getattr(model, "total_", float("nan")))
+    measurements = getattr(model, "measurements_", None)
+    return estimate_total(measurements, floor=0.0) if measurements else float("nan")
 
 
 def _finite_or_none(x):

@@ -642,3 +642,13 @@ def test_keys_are_not_overwritten_and_the_private_key_is_owner_only(docs, keys, 
         generate_key(key)
     with pytest.raises(ConfigError, match="not a PEM private key"):
         _load(docs["mst"]).save(tmp_path / "m.json", sign_with=pub)
+
+
+@pytest.mark.parametrize("kind", ["mst", "tvae"])
+def test_n_estimate_must_be_what_the_models_state_implies(docs, kind):
+    # sample() without n draws n_estimate rows: 10^9 in an edited file would fill a disk
+    d = copy.deepcopy(docs[kind])
+    d["n_estimate"] = 1e9
+    with pytest.raises(ConfigError, match=r"model file: n_estimate: 1000000000.0 is not the .* rows the model's "
+                                          r"state implies"):
+        _load(d)
