@@ -194,7 +194,8 @@ def test_every_noisy_statistic_is_charged_with_its_sensitivity():
 
 def test_pipeline_ledger_lists_the_selection_charges(demo):
     df, schema = demo
-    s = synth(schema, epsilon=1.0).fit(df)
+    # replayable noise (test-only): under secret noise a run can, rarely, find no marginal worth refining
+    s = synth(schema, epsilon=1.0, noise_seed=0).fit(df)
     notes = [c.note for c in s.ledger_.charges if c.module == "privmrf"]
     assert any(n.startswith("pairwise dependency") for n in notes)
     assert any("L1 criteria" in n for n in notes)
