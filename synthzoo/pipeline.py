@@ -33,7 +33,7 @@ from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, Pri
                                   check_privacy_params, gaussian_sigma, privacy_warnings, release_warnings, rho_for,
                                   rho_of_event)
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
-from .core.schema import READ_FROM_ROWS, Schema
+from .core.schema import READ_FROM_ROWS, Schema, read_json
 from .modelfile import FORMAT, MAX_BYTES, check_document, sign_document, verify_document
 
 #: Rows per block of a sample: every sample is generated block by block, block k from a random stream
@@ -651,22 +651,9 @@ class Synthesizer:
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"{path}: not a file")
-        with open(path, "rb") as f:  # read at most max_bytes + 1 whatever the size says (a device, a growing file)
-            data = f.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise ConfigError(f"{path}: more than max_bytes={max_bytes:,} bytes; not read")
-        try:
-            doc = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ConfigError(f"{path}: not a synthzoo model file ({e})") from None
-        except RecursionError:
-            raise ConfigError(f"{path}: not a synthzoo model file (nested too deeply)") from None
-        except ValueError as e:  # an integer past Python's digit limit
-            raise ConfigError(f"{path}: not a synthzoo model file (an integer too long to read: "
-                              f"{str(e).split(':')[-1].split(';')[0].strip()})") from None
-        except MemoryError:
-            raise ConfigError(f"{path}: not enough memory to parse the file's {len(data):,} bytes") from None
-        del data
+        doc, problem = read_json(path, max_bytes)
+        if problem is not None:
+            raise ConfigError(f"{path}: not a synthzoo model file (it {problem})")
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")
         return cls.from_json(doc, trusted_keys=trusted_keys)

@@ -320,10 +320,10 @@ def test_a_schema_file_that_is_not_json_names_the_file_and_line(tmp_path):
 @pytest.mark.parametrize("make, match", [
     (lambda d: d, "is a directory, not a JSON file"),
     (lambda d: (d / "deep.json").write_text("[" * 200_000 + "]" * 200_000) and d / "deep.json",
-     "nested too deeply to be a schema"),
+     "is nested too deeply"),
     (lambda d: (d / "big.json").write_text('{"columns": ' + "9" * 5000 + "}") and d / "big.json",
      r"holds an integer too long to read \(value has 5000 digits\)"),
-    (lambda d: "/dev/zero", "holds more than 67,108,864 bytes; not a schema"),
+    (lambda d: "/dev/zero", "holds more than max_bytes=67,108,864 bytes; not read"),
 ])
 def test_a_schema_path_that_is_no_schema_file_is_named_not_a_traceback(tmp_path, make, match):
     with pytest.raises(SchemaError, match=match):
@@ -338,7 +338,7 @@ def test_a_model_file_with_an_integer_too_long_to_read_is_a_config_error(tmp_pat
     path = tmp_path / "m.json"
     s.save(path)
     path.write_text(path.read_text().replace('"seed": 0', '"seed": ' + "9" * 5000, 1))
-    with pytest.raises(ConfigError, match=r"not a synthzoo model file \(an integer too long to read"):
+    with pytest.raises(ConfigError, match=r"not a synthzoo model file \(it holds an integer too long to read"):
         sz.Synthesizer.load(path)
 
 

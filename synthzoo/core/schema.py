@@ -807,28 +807,44 @@ def read_json_file(path: str | Path, what: str, max_bytes: int = MAX_SCHEMA_BYTE
     """A JSON document from ``path``; a file that is not valid JSON (or a directory, an endless device,
     nesting past the parser's depth, an integer of thousands of digits) is a SchemaError naming the file
     and the problem, not a parser traceback.  A missing file stays a FileNotFoundError."""
-    name = str(path)
+    doc, problem = read_json(path, max_bytes)
+    if problem is not None:
+        raise SchemaError(f"{what} file {str(path)!r} {problem}")
+    return doc
+
+
+def read_json(path: str | Path, max_bytes: int):
+    """``(document, None)`` from the JSON file at ``path`` -- at most ``max_bytes`` read, whatever the
+    size says (a device, a pipe) -- else ``(None, what is wrong)`` (see :func:`parse_json_bytes`).  A
+    missing file raises FileNotFoundError."""
     if Path(path).is_dir():
-        raise SchemaError(f"{what} file {name!r} is a directory, not a JSON file")
+        return None, "is a directory, not a JSON file"
     try:
-        with open(path, "rb") as f:  # at most max_bytes + 1, whatever the size says (a device, a pipe)
+        with open(path, "rb") as f:
             data = f.read(max_bytes + 1)
     except (IsADirectoryError, PermissionError) as e:
-        raise SchemaError(f"{what} file {name!r} cannot be read: {e.strerror}") from None
+        return None, f"cannot be read: {e.strerror}"
     if len(data) > max_bytes:
-        raise SchemaError(f"{what} file {name!r} holds more than {max_bytes:,} bytes; not a schema")
+        return None, f"holds more than max_bytes={max_bytes:,} bytes; not read"
+    return parse_json_bytes(data)
+
+
+def parse_json_bytes(data: bytes):
+    """``(document, None)`` for UTF-8 JSON bytes, else ``(None, what is wrong)`` in words a person can
+    act on (invalid JSON with its line and column, not UTF-8, nested past the parser, an integer past
+    Python's digit limit, too large for memory) -- for the callers' own error naming the file."""
     try:
-        return json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8")), None
     except json.JSONDecodeError as e:
-        raise SchemaError(f"{what} file {name!r} is not valid JSON: {e.msg} at line {e.lineno}, "
-                          f"column {e.colno}") from None
+        return None, f"is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
     except UnicodeDecodeError as e:
-        raise SchemaError(f"{what} file {name!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        return None, f"is not UTF-8 text ({e.reason} at byte {e.start})"
     except RecursionError:
-        raise SchemaError(f"{what} file {name!r} is nested too deeply to be a schema") from None
+        return None, "is nested too deeply"
     except ValueError as e:  # an integer past Python's digit limit
-        raise SchemaError(f"{what} file {name!r} holds an integer too long to read "
-                          f"({str(e).split(':')[-1].split(';')[0].strip()})") from None
+        return None, f"holds an integer too long to read ({str(e).split(':')[-1].split(';')[0].strip()})"
+    except MemoryError:
+        return None, f"is too large to parse in memory ({len(data):,} bytes)"
 
 
 def _iso_text(s: pd.Series) -> bool:
