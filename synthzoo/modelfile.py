@@ -186,16 +186,23 @@ def generate_key(path: str | Path) -> tuple[Path, Path]:
     path = Path(path)
     pub = path.with_name(path.name + ".pub")
     for p in (path, pub):
-        if p.exists():
+        if p.exists() or p.is_symlink():
             raise ConfigError(f"{p}: exists; not overwritten (a lost private key cannot be recovered)")
     key = ed25519.Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption())
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(pem)
-    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    written = []
+    try:  # O_EXCL: never through a link another user left at either path
+        for p, data, mode in ((path, pem, 0o600), (pub, public, 0o644)):
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+            written.append(p)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+    except OSError as e:
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise ConfigError(f"{e.filename}: cannot write the key ({e.strerror})") from None
     return path, pub
 
 
@@ -203,7 +210,8 @@ def _read_key(path, private: bool):
     ed25519, serialization, _ = _crypto()
     what = "private" if private else "public"
     try:
-        data = Path(path).read_bytes()[:1 << 16]
+        with open(path, "rb") as f:  # at most 64 KiB, whatever the path is (a device, a pipe)
+            data = f.read(1 << 16)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the {what} key ({e.strerror})") from None
     try:
@@ -233,8 +241,10 @@ def check_signature_field(sig) -> None:
     if sig["algorithm"] != SIGNATURE_ALGORITHM:
         raise ConfigError(f"model file: signature.algorithm: {sig['algorithm'][:40]!r} is not supported "
                           f"(only {SIGNATURE_ALGORITHM!r})")
-    if len(sig["key"]) > 64 or len(sig["value"]) > 200:
-        raise ConfigError("model file: signature: key or value too long")
+    if len(sig["key"]) != 16 or any(ch not in "0123456789abcdef" for ch in sig["key"]):
+        raise ConfigError("model file: signature.key: must be a key fingerprint of 16 hex digits")
+    if len(sig["value"]) > 200:
+        raise ConfigError("model file: signature.value: too long")
 
 
 def verify_document(doc: dict, trusted_keys) -> str:
@@ -242,6 +252,8 @@ def verify_document(doc: dict, trusted_keys) -> str:
     key's fingerprint.  ConfigError when the file is unsigned, signed by a key not among them, or
     changed after it was signed."""
     _, _, InvalidSignature = _crypto()
+    if isinstance(trusted_keys, (str, os.PathLike)):  # one key file, not its characters
+        trusted_keys = [trusted_keys]
     keys = {}
     for p in trusted_keys:
         k = _read_key(p, private=False)

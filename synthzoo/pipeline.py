@@ -614,7 +614,7 @@ class Synthesizer:
             _bind_account(saved, self)
             stage = "n_estimate"
             implied = _implied_rows(self.model)
-            if est is not None and math.isfinite(implied) and not math.isclose(est, implied, rel_tol=1e-9, abs_tol=1e-9):
+            if est is not None and not math.isnan(implied) and not math.isclose(est, implied, rel_tol=1e-6):
                 # sample() without n draws n_estimate rows: a file may not state another count than its model's
                 raise ConfigError(f"{est!r} is not the {implied:.6g} rows the model's state implies "
                                   "(edited?)")
@@ -727,6 +727,9 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
         if lacking:
             raise ConfigError(f"model file: schema: column(s) {lacking} are said to be measured under DP, but the "
                               "privacy account holds no charge for them (the schema or the account was edited)")
+    if any(c.module.startswith("schema:") for c in saved.ledger.charges) and not measured_under_dp(synth.schema):
+        raise ConfigError("model file: privacy: the account holds 'schema:' charges, but the schema says it was not "
+                          "measured under DP (the schema or the account was edited)")
     if saved.private and not tuned:
         _check_modules_charged(saved, synth)
     measurements = getattr(synth.model, "measurements_", None)
@@ -769,7 +772,8 @@ def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
             raise ConfigError(f"model file: privacy: preprocessor {p.name!r} measures column(s) {lacking} in a "
                               "private fit, but the account holds no charge of its for them (the account was edited)")
     model = synth.model
-    ran |= own(model.name)
+    if model.get_tags()["spends_budget"]:  # a measurement model only post-processes: it has no charges of its own
+        ran |= own(model.name)
     if synth.select is not None:
         if not own(synth.select.name):
             raise ConfigError(f"model file: privacy: selector {synth.select.name!r} measured the private rows, but "
@@ -786,12 +790,13 @@ def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
 
 def _implied_rows(model) -> float:
     """The DP estimate of the training rows a fitted model's own state implies (what ``n_estimate_`` is
-    set from): a record model's noisy count, or the inverse-variance total of the noisy measurements a
-    measurement model keeps; NaN where the state holds neither."""
-    if model.get_tags()["fits"] == "records":
-        return float(getattr(model, "total_", float("nan")))
+    set from): the inverse-variance total of the noisy measurements a measurement model keeps, else the
+    total its state holds (a record model's noisy count, a generator's or GUM's total); NaN without one."""
     measurements = getattr(model, "measurements_", None)
-    return estimate_total(measurements, floor=0.0) if measurements else float("nan")
+    if model.get_tags()["fits"] == "measurements" and measurements:
+        with np.errstate(over="ignore"):  # an edited count of 1e308 sums to inf: a mismatch, not a pass
+            return estimate_total(measurements, floor=0.0)
+    return float(getattr(model, "total_", float("nan")))  # a record model's count, a generator's total
 
 
 def _finite_or_none(x):

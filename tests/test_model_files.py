@@ -16,7 +16,7 @@ import pytest
 
 import synthzoo as sz
 from synthzoo.core.errors import ConfigError
-from synthzoo.core.privacy.ledger import PrivacyLedger, event_from_json, rho_for
+from synthzoo.core.privacy.ledger import PrivacyLedger, event_from_json, matched_rho, rho_for
 from synthzoo.datasets import make_demo
 from synthzoo.modelfile import MAX_DEPTH
 
@@ -305,7 +305,7 @@ def test_noise_below_a_tuned_runs_budget_is_caught(nonprivate_mst):
     per_run = rho_for(eps, delta)
     event = dpa.dp_event.RepeatAndSelectDpEvent(dpa.ZCDpEvent(per_run), 3.0, 1.0)
     ledger = PrivacyLedger(1.0, delta)
-    ledger.charge("tuning", "random stopping", event, ledger.total_rho)
+    ledger.charge("tuning", "random stopping", event, matched_rho(ledger, event, ledger.total_rho))
     d["privacy"] = {**ledger.account(), "replayable_noise": False}
     for m in d["model_state"]["measurements"]:
         m["sigma"] = 1e-3  # exact counts passed off as barely noisy
@@ -558,7 +558,7 @@ def _recharged(doc, charges):
     ("tvae", "tvae", "model 'tvae' trains on the private rows, but the account holds no charge of its"),
     ("privsyn", "privtree", r"preprocessor 'privtree' measures column\(s\) \['age', 'income', 'signup_date'\]"),
     # DP-SGD's noise was calibrated on top of the encoder's charges: without them its rho no longer covers it
-    ("tvae", "mode_features", r"rho=.* is less than its self_composed event costs \(the account was edited\)"),
+    ("tvae", "mode_features", r"rho=.* is not what its self_composed event costs \(the account was edited\)"),
     ("privsyn", "indif/", "selector 'indif' measured the private rows"),
     ("gn", "rap++", "selector 'rap\\+\\+' measured the private rows"),
     ("privsyn", "rare_merge:education", r"preprocessor 'rare_merge' measures column\(s\) \['education'\]"),
@@ -588,7 +588,7 @@ def test_a_dp_sgd_charge_cannot_state_less_than_its_event_costs(docs):
     c = next(c for c in d["privacy"]["charges"] if c["mechanism"] == "dp_sgd")
     assert c["event"]["type"] == "self_composed"
     c["rho"] = 1e-9  # the event, and so the recomputed claim, unchanged: only the per-module rho shrinks
-    with pytest.raises(ConfigError, match="rho=1e-09 is less than its self_composed event costs"):
+    with pytest.raises(ConfigError, match="rho=1e-09 is not what its self_composed event costs"):
         _load(d)
 
 
@@ -644,7 +644,7 @@ def test_keys_are_not_overwritten_and_the_private_key_is_owner_only(docs, keys, 
         _load(docs["mst"]).save(tmp_path / "m.json", sign_with=pub)
 
 
-@pytest.mark.parametrize("kind", ["mst", "tvae"])
+@pytest.mark.parametrize("kind", ["mst", "tvae", "privsyn", "gn"])
 def test_n_estimate_must_be_what_the_models_state_implies(docs, kind):
     # sample() without n draws n_estimate rows: 10^9 in an edited file would fill a disk
     d = copy.deepcopy(docs[kind])
@@ -652,3 +652,67 @@ def test_n_estimate_must_be_what_the_models_state_implies(docs, kind):
     with pytest.raises(ConfigError, match=r"model file: n_estimate: 1000000000.0 is not the .* rows the model's "
                                           r"state implies"):
         _load(d)
+
+
+@pytest.mark.parametrize("kind", ["mst", "tvae", "privsyn"])
+def test_an_event_swapped_for_a_cheaper_composite_one_under_the_same_rho_is_refused(docs, kind):
+    # the stated rho kept (so a measurement's noise still matches it), the event itself made nearly free
+    d = copy.deepcopy(docs[kind])
+    for c in d["privacy"]["charges"]:
+        c["event"] = {"type": "composed", "events": [{"type": "zcdp", "rho": 1e-12, "xi": 0.0}]}
+    d["privacy"]["spent"] = [1e-6, d["privacy"]["spent"][1]]
+    with pytest.raises(ConfigError, match=r"charges\[0\]: the charge's rho=.* is not what its composed event costs"):
+        _load(d)
+
+
+def test_a_measurement_summing_past_floats_range_does_not_unbind_n_estimate(docs):
+    d = copy.deepcopy(docs["mst"])
+    cells = d["model_state"]["measurements"][0]["noisy"]
+    d["model_state"]["measurements"][0]["noisy"] = [1.7e308 for _ in cells]
+    d["n_estimate"] = 1e9
+    with pytest.raises(ConfigError, match="model file: "):
+        _load(d)
+
+
+def test_an_event_the_accountant_cannot_replay_is_a_config_error(docs):
+    d = copy.deepcopy(docs["tvae"])
+    c = next(c for c in d["privacy"]["charges"] if c["mechanism"] == "dp_sgd")
+    c["event"]["event"]["event"] = {"type": "zcdp", "rho": 0.1, "xi": 0.0}  # Poisson sampling of a zCDP event
+    with pytest.raises(ConfigError, match=r"event: a self_composed event the RDP accountant cannot replay"):
+        _load(d)
+
+
+def test_report_text_from_a_file_cannot_carry_line_breaks_or_terminal_codes(docs, tmp_path, keys):
+    d = copy.deepcopy(docs["mst"])
+    d["privacy"]["charges"][0]["note"] += "\n(verified)\x1b[8m"
+    with pytest.raises(ConfigError, match=r"charges\[0\]\.note: must be printable text"):
+        _load(d)
+    (key, _), _ = keys
+    _load(docs["mst"]).save(tmp_path / "m.json", sign_with=key)
+    d = json.loads((tmp_path / "m.json").read_text())
+    d["signature"]["key"] = "0123456789abcdef, verified against your trusted key)"
+    with pytest.raises(ConfigError, match="signature.key: must be a key fingerprint of 16 hex digits"):
+        _load(d)
+
+
+def test_a_single_trusted_key_path_and_a_dangling_link_at_the_key_path(docs, keys, tmp_path):
+    from synthzoo.modelfile import generate_key
+    (key, pub), _ = keys
+    _load(docs["mst"]).save(tmp_path / "m.json", sign_with=key)
+    assert sz.Synthesizer.load(tmp_path / "m.json", trusted_keys=pub).signature_["verified"]
+    (tmp_path / "k.pub").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match="exists; not overwritten"):
+        generate_key(tmp_path / "k")
+    assert not (tmp_path / "k").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_modules_cost_cannot_be_shown_under_the_schema_or_a_post_processing_model(docs):
+    charges = copy.deepcopy(docs["mst"]["privacy"]["charges"])
+    for c in charges:
+        c["module"] = "schema:public bounds"  # the schema here is public: no DP measurement of it to charge
+    with pytest.raises(ConfigError, match="holds 'schema:' charges, but the schema says it was not measured"):
+        _load(_recharged(docs["mst"], charges))
+    charges = copy.deepcopy(docs["gn"]["privacy"]["charges"])
+    next(c for c in charges if c["module"] == "rap++" and c["mechanism"] == "discrete_gaussian")["module"] = "gn/fit"
+    with pytest.raises(ConfigError, match=r"charges of \['gn/fit'\], which are not modules of this configuration"):
+        _load(_recharged(docs["gn"], charges))

@@ -10,7 +10,7 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from synthzoo.core.errors import ConfigError
-from synthzoo.core.privacy.ledger import _ORDERS, PrivacyLedger
+from synthzoo.core.privacy.ledger import _ORDERS, PrivacyLedger, matched_rho
 from synthzoo.datasets import make_demo, train_test_split
 from tuning import per_trial_rho, stop_coin, stop_hazard, stopping_event, tune, tuning_epsilon
 from tuning.accounting import coin_source
@@ -197,7 +197,9 @@ def test_accounted_tuning_on_a_dp_measured_schema_composes_the_schema_with_the_s
     doc = json.loads((tmp_path / "m.szm").read_text())
     doc["privacy"]["charges"] = [c for c in doc["privacy"]["charges"] if not c["module"].startswith("schema:")]
     forged = PrivacyLedger(1.0, 1e-5, reserved_delta=doc["privacy"]["reserved_delta"])
-    forged.charge("tuning", "random stopping", stopping_event(rho, 2, 1.0), forged.total_rho)
+    event = stopping_event(rho, 2, 1.0)
+    forged.charge("tuning", "random stopping", event, matched_rho(forged, event, forged.total_rho))
+    doc["privacy"]["charges"][-1]["rho"] = forged.charges[-1].rho
     doc["privacy"]["spent"] = forged.account()["spent"]  # a consistent edit
     (tmp_path / "edited.szm").write_text(json.dumps(doc))
     with pytest.raises(ConfigError, match=r"asks for more than the per-run budget .*\(edited\?\)"):

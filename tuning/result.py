@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from synthzoo.core.errors import ConfigError, SynthzooError
-from synthzoo.core.privacy.ledger import PrivacyLedger
+from synthzoo.core.privacy.ledger import PrivacyLedger, matched_rho
 from synthzoo.pipeline import Synthesizer
 
 from .accounting import stopping_event
@@ -156,8 +156,9 @@ def _charge_tuning(state: str, epsilon, delta, trial_eps, trial_rho, mean, shape
     else:
         ledger = PrivacyLedger(epsilon, delta, reserved_delta=schema_ledger.extra_delta)
         ledger.absorb(schema_ledger, "schema:")
+    event = stopping_event(trial_rho, mean, shape)
     ledger.charge("tuning", "random stopping (Papernot-Steinke) over DP runs of random search",
-                  stopping_event(trial_rho, mean, shape), ledger.rho_remaining,
+                  event, matched_rho(ledger, event, ledger.rho_remaining),
                   note=f"{law} number of runs with mean {mean:g}; each run rho={trial_rho:.5g} incl. 10% for its "
                        f"noisy score; best run: {detail}")
     if replayable or run.replayable_noise:

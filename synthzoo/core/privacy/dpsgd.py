@@ -39,7 +39,7 @@ import dp_accounting as dpa
 import numpy as np
 
 from ..errors import BudgetExceededError, ConfigError
-from .ledger import Budget
+from .ledger import Budget, matched_rho
 
 
 def dpsgd_event(q: float, sigma: float, steps: int):
@@ -119,8 +119,9 @@ class DPSGD:
         if self.private:
             self.q = min(1.0, self.batch_size / max(float(n_hat), 1.0))
             self.sigma = calibrate_noise_multiplier(budget, self.q, self.steps, rho)
-            used = budget.remaining if rho is None else float(rho)
-            budget.charge("dp_sgd", dpsgd_event(self.q, self.sigma, self.steps), used,
+            event = dpsgd_event(self.q, self.sigma, self.steps)
+            used = matched_rho(budget.ledger, event, budget.remaining if rho is None else float(rho))
+            budget.charge("dp_sgd", event, used,
                           note=f"{note}: {self.steps} steps, q={self.q:.4g}, sigma={self.sigma:.4g}, C={max_grad_norm:g}")
         else:
             self.q, self.sigma = float("nan"), 0.0
