@@ -17,8 +17,25 @@ from ._threads import single_thread_defaults
 from ._version import __version__
 
 
-def _floats(s: str) -> list[float]:
-    return [float(x) for x in s.split(",") if x]
+def _floats(s: str, option: str = "--epsilon") -> list[float]:
+    from .core.errors import ConfigError
+
+    try:
+        return [float(x) for x in s.split(",") if x]
+    except ValueError:
+        raise ConfigError(f"{option} {s!r}: give comma-separated numbers, e.g. 0.2,1,5") from None
+
+
+def _positive_int(s: str) -> int:
+    import argparse
+
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
 
 
 def _names(s: str | None) -> list[str] | None:
@@ -415,7 +432,8 @@ def cmd_bench(a) -> int:
     from synthzoo import bench
 
     grid_mode = (a.select is not None or a.model is not None or a.schema is not None or a.cell_timeout is not None
-                 or a.preprocess is not None or (a.data is not None and os.path.isfile(a.data)))
+                 or a.preprocess is not None or a.storage is not None
+                 or (a.data is not None and os.path.isfile(a.data)))
     if grid_mode:
         return _bench_grid(a, bench)
     if a.no_ml or a.in_process or a.plot:
@@ -451,11 +469,16 @@ def _bench_grid(a, bench) -> int:
     out = a.out or "bench_grid.csv"
     plot = a.plot or os.path.splitext(out)[0] + ".png"
     if a.storage:  # the grid as a shared study: this process starts --workers, others join with bench-worker
+        if a.in_process:
+            print("synthzoo: error: --in-process does not apply to a shared grid (--storage): its workers run each "
+                  "cell in a process of its own", file=sys.stderr)
+            return 2
         return _bench_shared(a, sel, mod, pre, data, out, plot)
     res = bench.grid(data, selectors=sel, models=mod, epsilons=_floats(a.epsilon), seeds=range(a.seeds),
                      delta=a.delta, schema=a.schema, base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout,
                      isolate=not a.in_process, ml=not a.no_ml, root=a.root, out=out, plot=plot,
                      log=lambda s: print(s, flush=True))
+    print("# the scores read the real rows (and n_train/n_test are their exact counts): not covered by DP, not for publication")
     cells = res[res["kind"] == "cell"]
     n_ok, n_skip = int((cells["status"] == "ok").sum()), int((cells["status"] == "skipped").sum())
     print(f"# {n_ok} of {len(cells)} cells ran; {n_skip} skipped, {len(cells) - n_ok - n_skip} failed "
@@ -501,6 +524,7 @@ def _bench_shared(a, sel, mod, pre, data, out, plot) -> int:
     print(f"# wrote {out}")
     if plot_grid(res, plot):
         print(f"# wrote {plot}")
+    print("# the scores read the real rows (and n_train/n_test are their exact counts): not covered by DP, not for publication")
     cells = res[res["kind"] == "cell"]
     print(f"# {int((cells['status'] == 'ok').sum())} of {len(cells)} cells ran; "
           f"{int(res['status'].isin(['pending', 'crashed']).sum())} without a result")
@@ -795,13 +819,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--storage", help="grid: run the cells as a shared Optuna study in this storage (SQLite file or "
                                      "PostgreSQL URL); other machines join with bench-worker")
     b.add_argument("--study", default="synthzoo-grid", help="grid: the shared study's name")
-    b.add_argument("--workers", type=int, default=1, help="grid with --storage: local worker processes to start")
+    b.add_argument("--workers", type=_positive_int, default=1,
+                   help="grid with --storage: local worker processes to start")
     b.set_defaults(func=cmd_bench)
 
     bw = sub.add_parser("bench-worker", help="run cells of a shared grid study (synthzoo bench --storage) until done")
     bw.add_argument("--storage", required=True, help="the grid study's storage, as given to synthzoo bench --storage")
     bw.add_argument("--study", default="synthzoo-grid", help="the grid study's name (default synthzoo-grid)")
-    bw.add_argument("--heartbeat", type=int, default=10, help="seconds between heartbeats (a dead worker's cell "
+    bw.add_argument("--heartbeat", type=_positive_int, default=10, help="seconds between heartbeats (a dead worker's cell "
                                                               "is re-run after 3 missed ones, at once on its host)")
     bw.set_defaults(func=cmd_bench_worker)
 

@@ -166,3 +166,71 @@ def test_sqlite_workers_never_pop_the_same_trial(tmp_path):
         p.join()
     ids = sum(popped, [])
     assert len(ids) == 200 and len(set(ids)) == 200
+
+
+def _small_grid(url, demo_files, name="g", **kw):
+    csv, schema = demo_files
+    return distributed.create_grid_study(url, name, [csv], ["indif"], ["gum"], kw.pop("epsilons", [1.0]), [0],
+                                         schema=schema, ml=False, references=kw.pop("references", False), **kw)
+
+
+def test_an_error_in_the_worker_is_the_cells_row_and_an_interrupt_requeues_it(demo_files, tmp_path, monkeypatch):
+    # errors outside the cell's process (loading, scoring) left the trial FAIL with no retry: every worker
+    # then waited for the cell for ever
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    assert _small_grid(url, demo_files, epsilons=[1.0, 5.0]) == 2
+    real = distributed.run_cell
+    calls = []
+
+    def flaky(spec, cell, data):
+        calls.append(cell["epsilon"])
+        if cell["epsilon"] == 1.0:
+            raise RuntimeError("scoring broke")
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(spec, cell, data)
+
+    monkeypatch.setattr(distributed, "run_cell", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None)
+    assert distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None) == 1
+    res = distributed.grid_result(url, "g").set_index("epsilon")
+    assert res.loc[1.0, "status"] == "error" and "RuntimeError: scoring broke" in res.loc[1.0, "reason"]
+    assert res.loc[5.0, "status"] == "ok" and calls == [1.0, 5.0, 5.0]
+
+
+def test_a_grid_whose_cells_were_not_all_enqueued_is_completed_on_join(demo_files, tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    monkeypatch.setattr(distributed, "_enqueue_missing", lambda study, n: 0)  # a creator stopped mid-way
+    _small_grid(url, demo_files, epsilons=[1.0, 5.0])
+    monkeypatch.undo()
+    assert not optuna.load_study(study_name="g", storage=url).trials
+    assert _small_grid(url, demo_files, epsilons=[1.0, 5.0]) == 2  # the same command again
+    assert len(optuna.load_study(study_name="g", storage=url).trials) == 2
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(epsilons=[0.0]), r"epsilon 0.0"), (dict(epsilons=[True]), r"epsilon True"),
+    (dict(epsilons=[1.0, 1.0]), "listed twice"), (dict(data=[]), "datasets must be"),
+    (dict(data=["/no/such/file.csv"]), "not found"),
+])
+def test_bad_grid_input_is_refused_before_a_study_exists(demo_files, tmp_path, kw, match):
+    from synthzoo.core.errors import ConfigError
+
+    csv, schema = demo_files
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    args = dict(data=[csv], epsilons=[1.0])
+    args.update(kw)
+    with pytest.raises((ConfigError, FileNotFoundError), match=match):
+        distributed.create_grid_study(url, "g", args["data"], ["indif"], ["gum"], args["epsilons"], [0],
+                                      schema=schema, ml=False)
+    assert not (tmp_path / "g.db").exists() or not optuna.get_all_study_summaries(url)
+
+
+def test_joining_with_another_grid_names_what_differs(demo_files, tmp_path):
+    from synthzoo.core.errors import ConfigError
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    _small_grid(url, demo_files)
+    with pytest.raises(ConfigError, match=r"differs in \['epsilons'\]"):
+        _small_grid(url, demo_files, epsilons=[2.0])

@@ -420,3 +420,14 @@ def test_keygen_fit_sign_and_sample_trust(tmp_path, capsys):
     assert main(["sample", str(tmp_path / "m.json"), "-n", "10", "--out", str(tmp_path / "f.csv"),
                  "--trust", str(tmp_path / "other.pub")]) == 2
     assert "which is not a trusted key" in capsys.readouterr().err
+
+
+def test_grid_options_that_make_no_sense_are_refused(capsys):
+    import pytest
+
+    assert main(["bench", "--select", "indif", "--model", "gum", "--epsilon", "True"]) == 2
+    assert "--epsilon 'True': give comma-separated numbers" in capsys.readouterr().err
+    for argv in (["bench-worker", "--storage", "x.db", "--heartbeat", "0"], ["bench", "--workers", "-3"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert "must be at least 1" in capsys.readouterr().err

@@ -81,31 +81,58 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
 
     optuna = _optuna()
     names = [data] if isinstance(data, str) else list(data)
+    epsilons, seeds = list(epsilons), list(seeds)
+    from .grid import check_grid_values
+
+    check_grid_values(names, epsilons, seeds, delta)
     spec = {"data": names, "selectors": list(selectors), "models": list(models),
             "epsilons": [float(e) for e in epsilons], "seeds": [int(s) for s in seeds], "delta": float(delta),
             "schema": schema, "base": base, "preprocess": None if preprocess is None else list(preprocess),
             "cell_timeout": cell_timeout, "ml": bool(ml), "references": bool(references), "root": root}
-    if not spec["selectors"] or not spec["models"] or not spec["epsilons"] or not spec["seeds"] or not names:
+    if not spec["selectors"] or not spec["models"]:
         raise ConfigError("grid needs at least one dataset, selector, model, epsilon and seed")
     if cell_timeout is not None and not cell_timeout > 0:
         raise ConfigError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
     spec = json.loads(json.dumps(spec))
+    loader = _Data(spec)
+    for name in names:  # every dataset readable here before the study exists: a typo burns no study name
+        loader(name)
     rdb = _open(storage)
     study = optuna.create_study(storage=rdb, study_name=study_name, direction="minimize", load_if_exists=True)
     have = study.user_attrs.get(SPEC_ATTR)
     cells = grid_cells(spec)
     if have is not None:
         if have != spec:
-            raise ConfigError(f"study {study_name!r} already holds another grid; choose another --study name")
+            diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
+            raise ConfigError(f"study {study_name!r} already holds another grid (it differs in {diff}); choose "
+                              "another --study name")
+        _enqueue_missing(study, len(cells))  # a creator stopped while enqueuing left cells without a trial
         return len(cells)
     if study.trials:
         raise ConfigError(f"study {study_name!r} exists and is not a synthzoo grid")
     study.set_user_attr(SPEC_ATTR, spec)
+    _enqueue_missing(study, len(cells))
+    return len(cells)
+
+
+def _enqueue_missing(study, n_cells: int) -> int:
+    """Enqueue a trial for every cell that has no result and none queued, running or used up: a cell a
+    creator never enqueued, or whose worker stopped on an interrupt or an error outside the cell before
+    this version recorded it.  Returns how many were enqueued."""
+    done, crashed, live, _ = _cell_state(study, n_cells)
+    missing = [i for i in range(n_cells) if i not in done and i not in crashed and i not in live]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # enqueue_trial is "experimental" in some Optuna versions
-        for i in range(len(cells)):
+        for i in missing:
             study.enqueue_trial({"cell": i}, skip_if_exists=False)
-    return len(cells)
+    return len(missing)
+
+
+def status_row(cell: dict, status: str, reason: str) -> dict:
+    """The row of a cell without a score: ``status`` (error, crashed, pending) and why."""
+    return {"dataset": cell["data"], "kind": "reference" if "reference" in cell else "cell",
+            "selector": cell.get("selector", "-"), "model": cell.get("reference") or cell.get("model"),
+            "epsilon": cell.get("epsilon", np.nan), "seed": cell.get("seed", 0), "status": status, "reason": reason}
 
 
 def _json_row(row: dict) -> str:
@@ -202,7 +229,15 @@ def grid_worker(storage: str, study_name: str, heartbeat_interval: int = 10, gra
         i = trial.suggest_int("cell", 0, len(cells) - 1)  # the enqueued value
         trial.set_user_attr("worker", me)  # a dead worker on this host is seen at once
         retry = study._storage.get_trial_system_attrs(trial._trial_id).get("failed_trial")
-        row = run_cell(spec, cells[i], data)
+        try:
+            row = run_cell(spec, cells[i], data)
+        except Exception as e:  # outside the cell's own process (loading, scoring): the cell's result, once
+            row = status_row(cells[i], "error", f"{type(e).__name__}: {e}")
+        except BaseException:  # Ctrl-C, exit: this worker stops, and its cell goes back to the queue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                study.enqueue_trial({"cell": i}, skip_if_exists=False)
+            raise
         row["worker"] = me
         trial.set_user_attr(ROW_ATTR, _json_row(row))
         ran += 1
@@ -219,10 +254,17 @@ def grid_worker(storage: str, study_name: str, heartbeat_interval: int = 10, gra
         done, crashed, live, waiting = _cell_state(study, len(cells))
         if len(done | crashed) >= len(cells):
             break
+        if not waiting and not live and _enqueue_missing(study, len(cells)):
+            continue  # cells no one will run (an older worker's interrupt): back in the queue
         if not waiting:  # the rest is running elsewhere: wait (its worker may die and its cell return)
             time.sleep(poll)
             continue
-        study.optimize(objective, n_trials=1, catch=())
+        try:
+            study.optimize(objective, n_trials=1, catch=())
+        except optuna.exceptions.UpdateFinishedTrialError:
+            # another worker, with a shorter heartbeat grace, judged this one dead and re-ran the cell
+            log("[a cell this worker ran was re-run by another worker that judged it dead: give every worker "
+                "the same --heartbeat]")
     return ran
 
 
@@ -245,12 +287,10 @@ def grid_result(storage: str, study_name: str) -> pd.DataFrame:
     for i, cell in enumerate(cells):
         if i in rows:
             out.append(rows[i])
-            continue
-        status = "crashed" if i in crashed else "pending"
-        out.append({"dataset": cell["data"], "kind": "reference" if "reference" in cell else "cell",
-                    "selector": cell.get("selector", "-"), "model": cell.get("reference") or cell.get("model"),
-                    "epsilon": cell.get("epsilon", np.nan), "seed": cell.get("seed", 0), "status": status,
-                    "reason": "the worker process running this cell died twice" if status == "crashed" else ""})
+        elif i in crashed:
+            out.append(status_row(cell, "crashed", "the worker process running this cell died twice"))
+        else:
+            out.append(status_row(cell, "pending", ""))
     res = pd.DataFrame(out).reindex(columns=GRID_COLUMNS + ["worker"])
     res.attrs["cells"] = len(cells)
     return res

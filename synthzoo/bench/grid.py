@@ -118,6 +118,27 @@ def _grid_score(train, fake, test, schema, ml: bool) -> dict:
     return out
 
 
+def check_grid_values(names, epsilons, seeds, delta) -> None:
+    """The grid's datasets, budgets and seeds, checked before any work: ConfigError naming the value."""
+    from ..core.errors import ConfigError
+    from ..core.privacy.ledger import check_privacy_params
+
+    if not names or any(not isinstance(n, str) or not n.strip() for n in names):
+        raise ConfigError(f"grid: datasets must be non-empty names or paths, got {list(names)!r}")
+    if not list(epsilons) or not list(seeds):
+        raise ConfigError("grid needs at least one dataset, selector, model, epsilon and seed")
+    for e in epsilons:
+        try:
+            check_privacy_params(e, delta)
+        except ConfigError as err:
+            raise ConfigError(f"grid: epsilon {e!r}: {err}") from None
+    bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0]
+    if bad:
+        raise ConfigError(f"grid: seeds must be whole numbers >= 0, got {bad}")
+    if len(set(map(float, epsilons))) != len(list(epsilons)) or len(set(seeds)) != len(list(seeds)):
+        raise ConfigError("grid: an epsilon or seed is listed twice (each cell would run twice)")
+
+
 def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), models: Iterable[str] = ("gum", "pgm"),
          epsilons: Iterable = (0.2, 1.0, 5.0), seeds: Iterable[int] = (0,), delta: float = 1e-5, schema=None,
          base: str = "privsyn", preprocess=None, cell_timeout: float | None = None, isolate: bool = True,
@@ -146,14 +167,16 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     from ..core.errors import ConfigError
 
     selectors, models = list(selectors), list(models)
+    names = [data] if isinstance(data, str) else list(data)
+    epsilons, seeds = list(epsilons), list(seeds)
+    check_grid_values(names, epsilons, seeds, delta)
     epsilons, seeds = [float(e) for e in epsilons], [int(s) for s in seeds]
-    if not selectors or not models or not epsilons or not seeds:
+    if not selectors or not models:
         raise ConfigError("grid needs at least one selector, model, epsilon and seed")
     if cell_timeout is not None and not cell_timeout > 0:
         raise ConfigError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
     if cell_timeout is not None and not isolate:
         log("# note: cell_timeout applies to isolated cells only; running in this process without one")
-    names = [data] if isinstance(data, str) else list(data)
     loaded = [_load(d, schema, root) for d in names]
     total = len(loaded) * len(selectors) * len(models) * len(epsilons) * len(seeds)
     log(f"# synthzoo bench grid: {len(loaded)} dataset(s) x {len(selectors)} selectors x {len(models)} models x "
