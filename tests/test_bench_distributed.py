@@ -234,3 +234,21 @@ def test_joining_with_another_grid_names_what_differs(demo_files, tmp_path):
     _small_grid(url, demo_files)
     with pytest.raises(ConfigError, match=r"differs in \['epsilons'\]"):
         _small_grid(url, demo_files, epsilons=[2.0])
+
+
+def test_a_worker_whose_data_differ_from_the_grids_refuses_to_start(demo_files, tmp_path):
+    import shutil
+
+    from synthzoo.core.errors import ConfigError
+
+    csv, schema = demo_files
+    mine = tmp_path / "demo.csv"
+    shutil.copy(csv, mine)
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    distributed.create_grid_study(url, "g", [str(mine)], ["indif"], ["gum"], [1.0], [0], schema=schema, ml=False,
+                                  references=False)
+    rows = mine.read_text().splitlines()
+    mine.write_text("\n".join(rows[:-50]) + "\n")  # replaced between sessions
+    with pytest.raises(ConfigError, match="is not the one the grid was created on"):
+        distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None)
+    assert optuna.load_study(study_name="g", storage=url).trials[0].state == optuna.trial.TrialState.WAITING

@@ -95,8 +95,9 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
         raise ConfigError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
     spec = json.loads(json.dumps(spec))
     loader = _Data(spec)
-    for name in names:  # every dataset readable here before the study exists: a typo burns no study name
-        loader(name)
+    # every dataset read here before the study exists (a typo burns no study name), and its content pinned:
+    # a worker whose copy differs (another machine's file, a file replaced between sessions) refuses to start
+    spec["fingerprints"] = {name: loader.fingerprint(name) for name in names}
     rdb = _open(storage)
     study = optuna.create_study(storage=rdb, study_name=study_name, direction="minimize", load_if_exists=True)
     have = study.user_attrs.get(SPEC_ATTR)
@@ -164,6 +165,16 @@ class _Data:
             self.cache[name] = (label, train, test, sch)
         return self.cache[name]
 
+    def fingerprint(self, name: str) -> str:
+        """SHA-256 of a dataset's rows and schema as loaded: equal on every machine that reads the same data."""
+        import hashlib
+
+        _, train, test, sch = self(name)
+        h = hashlib.sha256(json.dumps(sch.to_dict(), sort_keys=True, default=str).encode())
+        for part in (train, test):
+            h.update(pd.util.hash_pandas_object(part, index=True).to_numpy().tobytes())
+        return h.hexdigest()[:32]
+
 
 def run_cell(spec: dict, cell: dict, data: Callable) -> dict:
     """The result row of one cell of ``spec`` (fitted in a process of its own)."""
@@ -217,6 +228,10 @@ def grid_worker(storage: str, study_name: str, heartbeat_interval: int = 10, gra
         raise ConfigError(f"study {study_name!r} is not a synthzoo grid")
     cells = grid_cells(spec)
     data = _Data(spec)
+    for name, want in spec.get("fingerprints", {}).items():
+        if data.fingerprint(name) != want:
+            raise ConfigError(f"dataset {name!r} here is not the one the grid was created on (its rows or schema "
+                              "differ): give every worker the same data, or create another study")
     me = f"{socket.gethostname()}:{os.getpid()}"
     ran = 0
 
