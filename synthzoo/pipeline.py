@@ -609,6 +609,8 @@ class Synthesizer:
                 self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
             stage = "model_state"
             self.model.set_state(doc["model_state"], self.encoder_.domain if encoding == "codes" else self.encoder_)
+            stage = "encoder"
+            _check_free_encoders(self)
             stage = "privacy"
             saved = SavedAccount(doc["privacy"])
             _bind_account(saved, self)
@@ -797,6 +799,36 @@ def _implied_rows(model) -> float:
         with np.errstate(over="ignore"):  # an edited count of 1e308 sums to inf: a mismatch, not a pass
             return estimate_total(measurements, floor=0.0)
     return float(getattr(model, "total_", float("nan")))  # a record model's count, a generator's total
+
+
+def _check_free_encoders(synth: "Synthesizer") -> None:
+    """Every column no budget-spending preprocessor measured has the encoder the schema alone gives (a
+    free preprocessor's, a spender's for a column it leaves, a category's identity): a file whose
+    configuration was edited so that a spender no longer runs cannot keep the encoder it fitted to the
+    rows while dropping its charges."""
+    import pandas as pd
+
+    schema, saved = synth.schema_, synth.encoder_.to_state()
+    empty = PrivacyLedger(None).stage("none", 0.0)
+    claimed = set()
+    for p, cols in synth._assignments(schema):
+        claimed |= {c.name for c in cols}
+        free = [c for c in cols if c.name not in set(p.measured_columns(cols))]
+        if not free:
+            continue
+        frame = pd.DataFrame({c.name: pd.Series([], dtype="object") for c in free})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = {k: e.to_state() for k, e in p.fit(frame, free, empty, np.random.default_rng(0)).items()}
+        bad = [c for c in want if json.dumps(want[c], default=_json_default) != json.dumps(saved.get(c), default=_json_default)]
+        if bad:
+            raise ConfigError(f"column(s) {bad} hold an encoder {p.name!r} does not make from the schema "
+                              "alone, yet no charge measured them (the configuration or the encoder was edited)")
+    bad = [c.name for c in schema.columns if c.name not in claimed and c.kind == "categorical"
+           and saved.get(c.name) != CategoricalEncoder(c).to_state()]
+    if bad:
+        raise ConfigError(f"column(s) {bad} hold merged categories, yet no preprocessor measured them "
+                          "(the configuration or the encoder was edited)")
 
 
 def _finite_or_none(x):

@@ -716,3 +716,21 @@ def test_a_modules_cost_cannot_be_shown_under_the_schema_or_a_post_processing_mo
     next(c for c in charges if c["module"] == "rap++" and c["mechanism"] == "discrete_gaussian")["module"] = "gn/fit"
     with pytest.raises(ConfigError, match=r"charges of \['gn/fit'\], which are not modules of this configuration"):
         _load(_recharged(docs["gn"], charges))
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda pre: [p for p in pre if p["name"] != "rare_merge"], r"hold merged categories, yet no preprocessor"),
+    (lambda pre: [{"name": "uniform"} if p["name"] == "privtree" else p for p in pre],
+     r"\['age', 'income', 'signup_date'\] hold an encoder 'uniform' does not make from the schema alone"),
+    (lambda pre: [{**p, "min_categories": 10 ** 6} if p["name"] == "rare_merge" else p for p in pre],
+     r"hold an encoder 'rare_merge' does not make from the schema alone"),
+])
+def test_a_spender_edited_out_of_the_configuration_cannot_keep_its_encoder(docs, edit, match):
+    # the spender's charges deleted with it, the claim recomputed: the encoder it fitted to the rows stays
+    d = copy.deepcopy(docs["privsyn"])
+    d["config"]["preprocess"] = edit(d["config"]["preprocess"])
+    gone = {p["name"] for p in docs["privsyn"]["config"]["preprocess"]} - {
+        p["name"] for p in d["config"]["preprocess"] if p.get("min_categories") != 10 ** 6}
+    d = _recharged(d, [c for c in d["privacy"]["charges"] if c["module"] not in gone])
+    with pytest.raises(ConfigError, match=match):
+        _load(d)
