@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import warnings
@@ -519,7 +520,10 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
               "INDEPENDENT": {"train": "A", "synthetic": "B-independent", "holdout": "test"}}
     jobs = [("synthetic", train, synthetic, None, table_names, tokens["synthetic"])]
     if baselines and table_names:
-        key = (_key(train), _key(test), tuple(schema.names), tuple(sorted(opts.items())))
+        # the whole schema (target, task, bounds, categories), not only its column names: the
+        # baselines' ML, inference and distance metrics all read it
+        key = (_key(train), _key(test), json.dumps(schema.to_dict(), sort_keys=True, default=str),
+               tuple(sorted(opts.items())))
         cache = _BASELINE_CACHE.setdefault(key, {b: {} for b in BASELINES})
         todo = {b: [m for m in table_names if m not in cache[b]] for b in BASELINES}
         if any(todo.values()):

@@ -347,3 +347,20 @@ def test_work_slots_are_given_in_the_order_asked():
     for th in threads:
         th.join(10)
     assert order == ["A1", "B", "A2"]
+
+
+def test_baseline_cache_is_keyed_on_the_whole_schema():
+    """Two evaluations of the same frames under schemas with different targets must not share
+    baselines: before the fix the second call got the first target's HALF/INDEPENDENT/SELF ML scores."""
+    E = importlib.import_module("synthzoo.metrics.evaluate")
+    df, schema = toy(600)
+    train, test, syn = df.iloc[:300], df.iloc[300:450], df.iloc[450:].reset_index(drop=True)
+    other = Schema([schema[c] for c in schema.names], {**schema.meta, "target": "g", "task": "multiclass classification"})
+    kw = dict(metrics=["ml_f1"], evaluators=("linear",), seed=0)
+    E._BASELINE_CACHE.clear()
+    evaluate(train, syn, test=test, schema=schema, **kw)
+    cached = evaluate(train, syn, test=test, schema=other, **kw).set_index("metric")
+    E._BASELINE_CACHE.clear()
+    fresh = evaluate(train, syn, test=test, schema=other, **kw).set_index("metric")
+    for b in ("HALF", "INDEPENDENT", "SELF"):
+        assert cached.loc["ml_f1", b] == fresh.loc["ml_f1", b], b
