@@ -395,9 +395,12 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     import warnings
     from concurrent.futures import ThreadPoolExecutor
 
-    from ._common import OnceCache, WorkSlots
+    from ._common import OnceCache, WorkSlots, import_lazy_dependencies
     shared = OnceCache()
     n_jobs = check_positive_int(n_jobs, "n_jobs")
+    # lazy imports inside worker threads can deadlock: import them all here, before any thread
+    import_lazy_dependencies(extra=tuple(e for e in (*opts.get("evaluators", ()), *opts.get("cv_evaluators", ()))
+                                         if e in ("xgboost", "catboost")))
     work = []
     for order, (name, real, rel, ml_train, metrics, tokens) in enumerate(jobs):
         for unit, part in _units(metrics, opts):
