@@ -477,3 +477,31 @@ def test_a_metric_named_that_does_not_apply_is_said_not_dropped_silently():
     with pytest.raises(ConfigError, match="empty list names no metric"):
         _resolve_metrics([], True, False, None)
     assert "ml_rmse" not in _resolve_metrics(["utility"], True, False, "binary classification")  # a group: quiet
+
+
+def test_html_reading_follows_the_better_direction_and_copies():
+    """The report's "reading" column: a value better than both references (INDEPENDENT above HALF
+    for a higher-is-better metric) read "no better than independent columns", and 100 verbatim rows
+    of 1,500 (identical-match .067, HALF 0, SELF 1) read "like a non-member release"."""
+    from synthzoo.metrics.html import _verdict
+    rows = [dict(metric="identical_match_risk", group="privacy", value=0.0667, HALF=0.0, INDEPENDENT=0.0, SELF=1.0,
+                 better="lower"),
+            dict(metric="dcr_risk", group="privacy", value=0.0772, HALF=0.0161, INDEPENDENT=-0.05, SELF=1.0,
+                 better="lower"),
+            dict(metric="ml_f1", group="utility", value=0.1497, HALF=0.1227, INDEPENDENT=0.1364, SELF=0.1262,
+                 better="higher"),
+            dict(metric="ml_affinity", group="utility", value=-0.1112, HALF=0.0106, INDEPENDENT=-0.0233, SELF=0.0,
+                 better="lower")]
+    got = [_verdict(r) for r in rows]
+    assert got[0].startswith("some leakage") and got[1].startswith("some leakage"), got
+    assert "no better than independent" not in got[2] and "no better than independent" not in got[3], got
+    assert got[2].startswith("at least as good as both")
+    # higher-is-better with separated references: the position is measured the right way round
+    r = dict(metric="ml_f1", group="utility", value=0.80, HALF=0.81, INDEPENDENT=0.50, SELF=0.81, better="higher")
+    assert _verdict(r) == "near the real-data floor"
+    assert _verdict({**r, "value": 0.52}) == "no better than independent columns"
+    # a risk whose CI holds the HALF value reads as a non-member release
+    r = dict(metric="inference_risk", group="privacy", value=0.03, ci_low=-0.02, ci_high=0.08, HALF=0.0, SELF=1.0,
+             better="lower")
+    assert _verdict(r) == "like a non-member release"
+    assert _verdict({**r, "ci_low": 0.01}).startswith("some leakage")
