@@ -33,6 +33,25 @@ class OutOfSchemaWarning(UserWarning):
     """A frame holds values the schema does not allow; they are scored as mismatches."""
 
 
+class HoldoutWarning(UserWarning):
+    """The holdout cannot support the membership comparison every privacy risk rests on: it holds
+    the training rows themselves (in part or whole), or too few rows for the attacks' rates."""
+
+
+def holdout_overlap(train: pd.DataFrame, holdout: pd.DataFrame) -> tuple[float, float]:
+    """(share of holdout rows that are training rows, counted one-to-one as multisets; the share
+    of training rows with an exact copy elsewhere in the training rows, the rate at which fresh
+    rows of a coarse table duplicate training rows by chance)."""
+    cols = list(train.columns)
+    h_t = pd.util.hash_pandas_object(train[cols].reset_index(drop=True), index=False)
+    h_h = pd.util.hash_pandas_object(holdout[cols].reset_index(drop=True), index=False)
+    ct, ch = h_t.value_counts(), h_h.value_counts()
+    both = ch.index.intersection(ct.index)
+    overlap = float(np.minimum(ch[both], ct[both]).sum()) / max(len(holdout), 1)
+    chance = float(ct[ct > 1].sum()) / max(len(train), 1)
+    return overlap, chance
+
+
 def resolve_schema(schema: Schema | None, real: pd.DataFrame) -> Schema:
     if schema is None:
         raise ConfigError("schema: the metrics need the table's public schema (synthzoo.Schema); pass schema=...")

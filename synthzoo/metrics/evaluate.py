@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import check_frames, check_positive_int, join_parts, resolve_schema
+from ._common import HoldoutWarning, check_frames, check_positive_int, holdout_overlap, join_parts, resolve_schema
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
@@ -316,6 +316,37 @@ def _or_nan(fn) -> dict:
 
 _BASELINE_CACHE: dict = {}
 
+#: why a metric may come out NaN (the evaluation warns with these)
+_NAN_REASONS = {
+    "mia_tpr_1pct": "the TPR at 1 % FPR needs at least 100 holdout rows as non-members",
+    "auroc_diff": "needs a binary target with both classes in every table",
+    "dwm": "needs numeric columns", "pca_eigval_diff": "needs at least two numeric columns",
+    "pca_angle_diff": "needs at least two numeric columns",
+}
+
+#: fewer holdout rows than this and the attacks' rates rest on a handful of rows
+MIN_HOLDOUT_ROWS = 40
+
+
+def _check_holdout(train: pd.DataFrame, test: pd.DataFrame) -> None:
+    """Warn (:class:`HoldoutWarning`) when the holdout cannot support the privacy comparison:
+    it is the training rows (all privacy risks then compare the release with its own training
+    rows and read ~0 for a verbatim copy), it shares far more rows with them than a coarse table's
+    chance duplicates explain, or it is too small for the attacks' rates."""
+    overlap, chance = holdout_overlap(train, test)
+    if overlap >= 0.999 and len(test) == len(train):
+        warnings.warn("evaluate: the holdout (test) holds the same rows as the training table: every privacy "
+                      "risk compares the release with its own training rows and is meaningless; pass real rows "
+                      "the synthesizer never saw as test", HoldoutWarning, stacklevel=3)
+    elif overlap > max(0.5, chance + 0.25):
+        warnings.warn(f"evaluate: {overlap:.0%} of the holdout (test) rows are training rows (chance duplicates "
+                      f"explain about {chance:.0%}): the privacy risks understate leakage; the holdout must be "
+                      "real rows the synthesizer never saw", HoldoutWarning, stacklevel=3)
+    if len(test) < MIN_HOLDOUT_ROWS:
+        warnings.warn(f"evaluate: only {len(test)} holdout (test) rows (fewer than {MIN_HOLDOUT_ROWS}): the privacy "
+                      "risks and membership AUCs rest on a handful of rows and their intervals are too wide to "
+                      "read", HoldoutWarning, stacklevel=3)
+
 
 #: metrics computed together (one call serves them all)
 _TOGETHER = ({"ks_distance", "ks_significant"}, {"pca_eigval_diff", "pca_angle_diff"}, {"mia_max_auc", "mia_tpr_1pct"},
@@ -506,6 +537,8 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     train, synthetic, test = frames["train"], frames["synthetic"], frames.get("test")
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
+    if test is not None and any(METRICS[m][0] == "privacy" for m in names):
+        _check_holdout(train, test)
     if any(m.startswith("ml_") for m in names) and task is None:
         raise ConfigError("ML metrics need the schema's 'target' (and 'task'); add them to the schema or "
                           "leave ml_* out of metrics")
@@ -567,6 +600,11 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                      "better": METRICS[m][1], "description": METRICS[m][2]})
     out = pd.DataFrame(rows, columns=["metric", "group", "value", "ci_low", "ci_high", *BASELINES, "better",
                                       "description"])
+    nan = out.loc[out["value"].isna(), "metric"].tolist()
+    if nan:  # never a silent NaN: say which, and why where the reason is known
+        why = [f"{m} ({_NAN_REASONS[m]})" if m in _NAN_REASONS else m for m in nan]
+        warnings.warn("evaluate: not defined for these tables, reported as NaN: " + "; ".join(why),
+                      UserWarning, stacklevel=2)
     return (out, details) if return_details else out
 
 

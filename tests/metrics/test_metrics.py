@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -534,3 +536,22 @@ def test_nnaa_interval_has_the_rows_sampling_width():
     out = evaluate(tr, make_demo(400, seed=2)[0], test=make_demo(400, seed=1)[0], schema=s,
                    metrics=["nnaa_privacy_loss"], baselines=False).iloc[0]
     assert out["ci_high"] - out["ci_low"] > 0.04, out
+
+
+def test_holdout_equal_to_the_training_rows_warns():
+    """test == train made every privacy risk compare the release with its own training rows, in
+    silence (a verbatim copy scored dcr_risk 0).  Now a HoldoutWarning says so, as it does for a
+    holdout mostly made of training rows and for one under 40 rows; a NaN value is named."""
+    from synthzoo.datasets import make_demo
+    from synthzoo.metrics import HoldoutWarning
+    tr, s = make_demo(400, seed=0)
+    syn, te = make_demo(400, seed=2)[0], make_demo(200, seed=1)[0]
+    m = dict(schema=s, metrics=["dcr_risk", "mia_tpr_1pct"], baselines=False, n_jobs=1)
+    for test in (tr, tr.sample(frac=1, random_state=0), pd.concat([tr.iloc[:150], te.iloc[:50]])):
+        with pytest.warns(HoldoutWarning, match="training rows"):
+            evaluate(tr, syn, test=test, **m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HoldoutWarning)
+        evaluate(tr, syn, test=te, **m)  # real unseen rows: no warning
+    with pytest.warns(HoldoutWarning, match="only 15 holdout"), pytest.warns(UserWarning, match="mia_tpr_1pct"):
+        evaluate(tr, syn, test=te.iloc[:15], **m)
