@@ -312,10 +312,15 @@ def attribute_disclosure(train, synthetic, schema: Schema, holdout=None, columns
             truth = yr
         else:
             ok_s, ok_r = ~np.isnan(ys), ~np.isnan(yr)
-            reg = RandomForestRegressor(n_estimators=n_estimators, random_state=seed, n_jobs=n_jobs)
-            reg.fit(xs[ok_s][:, keep], ys[ok_s])
             pred = np.zeros(len(yr))
-            pred[ok_r] = (np.abs(reg.predict(xr[ok_r][:, keep]) - yr[ok_r]) <= threshold).astype(float)
+            if ok_s.any() and ok_r.any():
+                reg = RandomForestRegressor(n_estimators=n_estimators, random_state=seed, n_jobs=n_jobs)
+                reg.fit(xs[ok_s][:, keep], ys[ok_s])
+                pred[ok_r] = (np.abs(reg.predict(xr[ok_r][:, keep]) - yr[ok_r]) <= threshold).astype(float)
+            elif not ok_s.any():  # a release without a value of the column discloses none of it
+                import warnings
+                warnings.warn(f"attribute_disclosure: column {name!r} has no value in the synthetic table; "
+                              "nothing of it can be disclosed (scored as never disclosed)", UserWarning, stacklevel=2)
             truth = np.ones(len(yr))
         rows.append((name, float(np.mean(pred == truth)),
                      float(precision_score(truth, pred, average="macro", zero_division=0)),

@@ -310,7 +310,8 @@ def _or_nan(fn) -> dict:
     """A metric that does not apply to this table (too few numeric columns) scores NaN, not an error."""
     try:
         return fn()
-    except ConfigError:
+    except ConfigError as e:  # said, not swallowed: the value is NaN for a stated reason
+        warnings.warn(f"{e}; reported as NaN", UserWarning, stacklevel=2)
         return {}
 
 

@@ -86,7 +86,7 @@ def _target(df: pd.DataFrame, schema: Schema, target: str, task: str, role: str)
     return y
 
 
-def _make_model(name: str, task: str, seed: int):
+def _make_model(name: str, task: str, seed: int, n_rows: int | None = None):
     clf = task == "classification"
     if name == "linear":
         from sklearn.linear_model import LogisticRegression, Ridge
@@ -104,8 +104,10 @@ def _make_model(name: str, task: str, seed: int):
         return lgb.LGBMClassifier(**kw) if clf else lgb.LGBMRegressor(**kw)
     if name == "mlp":
         from sklearn.neural_network import MLPClassifier, MLPRegressor
+        # early stopping holds out 10 % of the rows, stratified: a table of a few dozen rows has no
+        # such split (sklearn: "test_size = 1 should be greater or equal to the number of classes")
         kw = dict(hidden_layer_sizes=(64, 32), alpha=1e-4, batch_size=256, learning_rate_init=1e-3, max_iter=30,
-                  early_stopping=True, n_iter_no_change=4, random_state=seed)
+                  early_stopping=n_rows is None or n_rows >= 50, n_iter_no_change=4, random_state=seed)
         return MLPClassifier(**kw) if clf else MLPRegressor(**kw)
     if name == "xgboost":
         try:
@@ -174,12 +176,12 @@ def _fit_score(name, task, X, y, Xt, yt, n_classes, seed) -> dict:
                           UserWarning, stacklevel=3)
             return _scores(_Constant(classes[0], task), Xt, yt, task, n_classes, classes, 1.0)
         ymap = np.searchsorted(classes, y)
-        model = _make_model(name, task, seed)
+        model = _make_model(name, task, seed, len(y))
         with quiet_library_warnings():  # convergence chatter from fixed iteration budgets
             model.fit(X, ymap)
         return _scores(model, Xt, yt, task, n_classes, classes, 1.0)
     y_scale = float(np.std(y)) or 1.0  # scale the target so MLP/ridge see O(1) values
-    model = _make_model(name, task, seed)
+    model = _make_model(name, task, seed, len(y))
     with quiet_library_warnings():
         model.fit(X, y / y_scale)
     return _scores(model, Xt, yt, task, n_classes, None, y_scale)
@@ -357,7 +359,7 @@ def _fit_f1_uncached(name, x, y, xt, yt, average, seed) -> float:
     if classes.size < 2:
         pred = np.full(len(yt), classes[0])
     else:
-        model = _make_model(name, "classification", seed)
+        model = _make_model(name, "classification", seed, len(y))
         with quiet_library_warnings():
             model.fit(x, np.searchsorted(classes, y))
         pred = classes[np.asarray(model.predict(xt)).astype(int).ravel()]
@@ -461,7 +463,7 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
             from sklearn.linear_model import LogisticRegression
             m = LogisticRegression(max_iter=int(max_iter), random_state=seed)
         else:
-            m = _make_model(model, task, seed)
+            m = _make_model(model, task, seed, len(y))
         with quiet_library_warnings():
             m.fit(x, np.searchsorted(classes, y))
         proba = np.zeros((len(xt), int(max(classes.max(), present.max())) + 1))

@@ -555,3 +555,26 @@ def test_holdout_equal_to_the_training_rows_warns():
         evaluate(tr, syn, test=te, **m)  # real unseen rows: no warning
     with pytest.warns(HoldoutWarning, match="only 15 holdout"), pytest.warns(UserWarning, match="mia_tpr_1pct"):
         evaluate(tr, syn, test=te.iloc[:15], **m)
+
+
+def test_degenerate_releases_give_values_with_warnings_or_clear_errors():
+    """An all-missing column in the release raised sklearn's "Found array with 0 sample(s)" from
+    attribute disclosure and made dwm / pca NaN in silence; a 5-row release raised sklearn's and
+    scipy's errors (MLP early-stopping split, singular KDE covariance, PCA components)."""
+    from synthzoo.datasets import make_demo
+    tr, s = make_demo(300, seed=0)
+    te, syn = make_demo(120, seed=1)[0], make_demo(300, seed=2)[0]
+    gone = syn.assign(income=np.nan)
+    with pytest.warns(UserWarning, match="income"):
+        r = evaluate(tr, gone, test=te, schema=s, metrics=["attr_disclosure", "dwm", "pca_eigval_diff", "ci_overlap"],
+                     baselines=False, n_jobs=1, attr_trees=10)
+    assert r["value"].notna().all(), r
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = evaluate(tr, syn.iloc[:5], test=te, schema=s, metrics=["ml_f1", "mia_max_auc", "pca_eigval_diff"],
+                     baselines=False, n_jobs=1, evaluators=("mlp", "linear")).set_index("metric")
+    assert np.isfinite(r.loc["ml_f1", "value"]) and np.isfinite(r.loc["mia_max_auc", "value"])
+    with pytest.warns(UserWarning, match="pca_difference: needs at least"):
+        evaluate(tr, syn.iloc[:5], test=te, schema=s, metrics=["pca_eigval_diff"], baselines=False, n_jobs=1)
+    with pytest.raises(ConfigError, match="at least 3 rows"):
+        evaluate(tr, syn.iloc[:2], test=te, schema=s, metrics=["mia_max_auc"], baselines=False, n_jobs=1)
