@@ -420,3 +420,17 @@ def test_keygen_fit_sign_and_sample_trust(tmp_path, capsys):
     assert main(["sample", str(tmp_path / "m.json"), "-n", "10", "--out", str(tmp_path / "f.csv"),
                  "--trust", str(tmp_path / "other.pub")]) == 2
     assert "which is not a trusted key" in capsys.readouterr().err
+
+
+def test_eval_privacy_set_without_test_says_what_it_drops(demo_files, tmp_path, capsys):
+    # `--metrics privacy` without --test scored 2 of its 14 metrics and said nothing of the other 12
+    d, df, _ = demo_files
+    df.iloc[:200].to_csv(tmp_path / "fake.csv", index=False)
+    assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(d / "schema.json"),
+                 "--metrics", "privacy", "--out", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    assert "dcr_risk" in err and "pass --test FILE" in err and "left out" in err
+    # the help names 'privacy' once as a set and says what the default run's privacy metrics are
+    from synthzoo.cli import _metric_help
+    h = _metric_help()
+    assert "privacy (14 metrics)" in h and "privacy = " not in h and "default run's privacy metrics" in h

@@ -85,6 +85,8 @@ METRICS = {
 }
 # tvd_1way is available by name but not in the default set: 1-way metrics cannot see
 # correlations, and INDEPENDENT (exact 1-way marginals) is not a floor for them
+#: the default run's metrics by group.  "privacy" is also a set (PRESETS, the larger one): as a
+#: ``metrics=`` name it means the set; the group's metrics are the default run's privacy part
 GROUPS = {"fidelity": ["wasserstein", "tvd_2way", "association_diff"],
           "utility": ["query_error_3way", "ml_f1", "ml_auc", "ml_rmse", "ml_r2", "ml_affinity"],
           "privacy": ["dcr_risk", "identical_match_risk", "nndr_risk", "domias_auc", "singling_out_risk",
@@ -119,7 +121,8 @@ _ZERO_FOR_IDENTICAL = {"wasserstein", "tvd_1way", "tvd_2way", "association_diff"
 
 def metric_names() -> str:
     """The metric names and sets ``metrics=`` accepts, for help texts."""
-    return (f"sets: {', '.join(dict.fromkeys(list(PRESETS) + list(GROUPS)))}; metrics: {', '.join(METRICS)}")
+    return (f"sets: {', '.join(PRESETS)}; groups: {', '.join(g for g in GROUPS if g not in PRESETS)} "
+            f"('privacy' names the set, a superset of the privacy group); metrics: {', '.join(METRICS)}")
 
 
 def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | None) -> list[str]:
@@ -160,7 +163,14 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
         needs = [m for m in names if m in _NEEDS_TEST]
         if explicit and needs:
             raise ConfigError(f"metrics {needs} need real held-out rows: pass test=...")
-        names = [m for m in names if m not in needs]
+        rest = [m for m in names if m not in needs]
+        if needs and metrics is not None:  # a named set or group: never drop its metrics in silence
+            msg = (f"metrics {needs} of {list(metrics)} need real held-out rows the synthesizer never saw: "
+                   "pass test=...")
+            if not rest:
+                raise ConfigError(msg)
+            warnings.warn(msg + f"; they are left out and only {rest} are scored", UserWarning, stacklevel=3)
+        names = rest
     if "mds" in names and not has_factory:
         raise ConfigError("metric 'mds' refits the synthesizer on neighbouring tables, so it needs "
                           "synthesizer_factory=(seed -> synthesizer with fit/sample); it is available from Python "

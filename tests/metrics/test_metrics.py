@@ -578,3 +578,11 @@ def test_degenerate_releases_give_values_with_warnings_or_clear_errors():
         evaluate(tr, syn.iloc[:5], test=te, schema=s, metrics=["pca_eigval_diff"], baselines=False, n_jobs=1)
     with pytest.raises(ConfigError, match="at least 3 rows"):
         evaluate(tr, syn.iloc[:2], test=te, schema=s, metrics=["mia_max_auc"], baselines=False, n_jobs=1)
+
+
+def test_a_set_without_test_warns_about_what_it_drops():
+    from synthzoo.datasets import make_demo
+    tr, s = make_demo(200, seed=0)
+    with pytest.warns(UserWarning, match="need real held-out rows.*test="):
+        r = evaluate(tr, make_demo(200, seed=2)[0], schema=s, metrics="privacy", baselines=False, n_jobs=1)
+    assert set(r["metric"]) == {"hitting_rate", "eps_identifiability"}
