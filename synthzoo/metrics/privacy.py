@@ -674,8 +674,9 @@ def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str 
     unbiased under the null at any ratio.  With a holdout smaller than the training rows, R is the
     risk among m rows: a predicate isolating one training record counts m / n_train, so a release
     copying its training rows scores below m / n_train rather than near 1 (0.12 for make_demo at
-    1000:250): a smaller holdout costs power, never bias; use an equal-size holdout for full power.  ``"fit"`` is Anonymeter's curve fit (:func:`_control_size_correction`),
-    ``"posterior"`` :func:`_posterior_size_correction`, ``"none"`` raw rates: all three are biased
+    1000:250): a smaller holdout costs power, never bias; use an equal-size holdout for full power.
+    ``"fit"`` is Anonymeter's curve fit (:func:`_control_size_correction`), ``"posterior"``
+    :func:`_posterior_size_correction`, ``"none"`` raw rates: all three are biased
     for a non-member release when the sizes differ (``"posterior"``: about +0.15 at a 1:4
     holdout, -0.1 at 3:1, because its uniform prior on a predicate's weight ignores that the
     predicate was chosen to isolate one synthetic record); kept to reproduce earlier numbers."""

@@ -355,7 +355,8 @@ def test_baseline_cache_is_keyed_on_the_whole_schema():
     E = importlib.import_module("synthzoo.metrics.evaluate")
     df, schema = toy(600)
     train, test, syn = df.iloc[:300], df.iloc[300:450], df.iloc[450:].reset_index(drop=True)
-    other = Schema([schema[c] for c in schema.names], {**schema.meta, "target": "g", "task": "multiclass classification"})
+    other = Schema([schema[c] for c in schema.names],
+                   {**schema.meta, "target": "g", "task": "multiclass classification"})
     kw = dict(metrics=["ml_f1"], evaluators=("linear",), seed=0)
     E._BASELINE_CACHE.clear()
     evaluate(train, syn, test=test, schema=schema, **kw)
