@@ -705,7 +705,9 @@ def _metric_help() -> str:
     return ("comma-separated metric names, groups or sets (default: every metric of the groups that applies: ML "
             "metrics need the schema's target and --test, privacy metrics --test). Sets (as SynthEval's): "
             + "; ".join(f"{k} ({len(v)} metrics)" for k, v in PRESETS.items()) + ". Groups: "
-            + "; ".join(f"{g} = {', '.join(m)}" for g, m in GROUPS.items())
+            + "; ".join(f"{g} = {', '.join(m)}" for g, m in GROUPS.items() if g not in PRESETS)
+            + "; the default run's privacy metrics are " + ", ".join(GROUPS["privacy"])
+            + " ('privacy' names the set above, which holds them and more)"
             + ". Metrics: " + ", ".join(m for m in METRICS if m != "mds")).replace("%", "%%")
 
 

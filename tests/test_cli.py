@@ -431,3 +431,17 @@ def test_grid_options_that_make_no_sense_are_refused(capsys):
         with pytest.raises(SystemExit):
             main(argv)
         assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_eval_privacy_set_without_test_says_what_it_drops(demo_files, tmp_path, capsys):
+    # `--metrics privacy` without --test scored 2 of its 14 metrics and said nothing of the other 12
+    d, df, _ = demo_files
+    df.iloc[:200].to_csv(tmp_path / "fake.csv", index=False)
+    assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(d / "schema.json"),
+                 "--metrics", "privacy", "--out", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    assert "dcr_risk" in err and "pass --test FILE" in err and "left out" in err
+    # the help names 'privacy' once as a set and says what the default run's privacy metrics are
+    from synthzoo.cli import _metric_help
+    h = _metric_help()
+    assert "privacy (14 metrics)" in h and "privacy = " not in h and "default run's privacy metrics" in h

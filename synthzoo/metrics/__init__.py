@@ -5,7 +5,7 @@ Every metric is callable alone (``real, synthetic, schema`` frames in, a number 
 :func:`write_html_report` / :func:`evaluate_files` produce the HTML report.
 """
 
-from ._common import OutOfSchemaWarning
+from ._common import HoldoutWarning, OutOfSchemaWarning
 from .association import association_difference, association_matrices
 from .baselines import BASELINES, baseline_tables, half_split, independent_sample
 from .distance import GowerSpace, gower_nearest
@@ -29,7 +29,8 @@ from .risk import (LEVELS, canaries, canary_exposure, converged_epochs, correlat
 from .evaluate import PRESETS
 
 __all__ = [
-    "OutOfSchemaWarning", "association_difference", "association_matrices", "BASELINES", "baseline_tables",
+    "HoldoutWarning", "OutOfSchemaWarning",
+    "association_difference", "association_matrices", "BASELINES", "baseline_tables",
     "half_split", "independent_sample", "GowerSpace", "gower_nearest", "leaky_release", "leaky_risk_table",
     "query_answers_3way", "query_error_3way", "tvd_1way", "tvd_2way", "tvd_2way_matrix", "BootstrapSynthesizer",
     "CopySynthesizer", "IndependentSynthesizer", "LeakySynthesizer", "membership_disclosure",

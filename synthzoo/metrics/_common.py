@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib
+import importlib.util
 import threading
 import warnings
 from dataclasses import dataclass
@@ -29,6 +31,25 @@ from ..core.schema import Column, Schema, category_key, check_unique_columns, nu
 
 class OutOfSchemaWarning(UserWarning):
     """A frame holds values the schema does not allow; they are scored as mismatches."""
+
+
+class HoldoutWarning(UserWarning):
+    """The holdout cannot support the membership comparison every privacy risk rests on: it holds
+    the training rows themselves (in part or whole), or too few rows for the attacks' rates."""
+
+
+def holdout_overlap(train: pd.DataFrame, holdout: pd.DataFrame) -> tuple[float, float]:
+    """(share of holdout rows that are training rows, counted one-to-one as multisets; the share
+    of training rows with an exact copy elsewhere in the training rows, the rate at which fresh
+    rows of a coarse table duplicate training rows by chance)."""
+    cols = list(train.columns)
+    h_t = pd.util.hash_pandas_object(train[cols].reset_index(drop=True), index=False)
+    h_h = pd.util.hash_pandas_object(holdout[cols].reset_index(drop=True), index=False)
+    ct, ch = h_t.value_counts(), h_h.value_counts()
+    both = ch.index.intersection(ct.index)
+    overlap = float(np.minimum(ch[both], ct[both]).sum()) / max(len(holdout), 1)
+    chance = float(ct[ct > 1].sum()) / max(len(train), 1)
+    return overlap, chance
 
 
 def resolve_schema(schema: Schema | None, real: pd.DataFrame) -> Schema:
@@ -327,3 +348,37 @@ def join_parts(parts) -> pd.DataFrame:
     frames = [p[1] for p in parts]
     at = np.concatenate([np.arange(i, i + n * len(f), n) for i, f in enumerate(frames)])
     return pd.concat(frames, ignore_index=True).iloc[np.argsort(at, kind="stable")].reset_index(drop=True)
+
+
+#: what the metrics import lazily (keeping ``import synthzoo`` light).  Two threads importing one
+#: package at once can deadlock on Python's per-module import locks (``_DeadlockError`` in
+#: ``sklearn.metrics._dist_metrics``, seen with ``evaluate(n_jobs=2)`` in a fresh process), so
+#: :func:`import_lazy_dependencies` imports them in the calling thread before workers start.
+LAZY_IMPORTS = ("scipy.optimize", "scipy.spatial", "scipy.special", "scipy.stats", "sklearn.decomposition",
+                "sklearn.ensemble", "sklearn.linear_model", "sklearn.metrics", "sklearn.model_selection",
+                "sklearn.neighbors", "sklearn.neural_network", "sklearn.preprocessing", "sklearn.utils",
+                "synthzoo.metrics._distance_numba", "synthzoo.metrics._singling_numba")
+#: optional libraries: imported beforehand when installed (xgboost and catboost only when named)
+OPTIONAL_LAZY_IMPORTS = ("lightgbm", "ot", "ot.lp.emd_wrap")
+_IMPORT_LOCK = threading.Lock()
+_IMPORTED: set = set()
+
+
+def import_lazy_dependencies(extra=()) -> None:
+    """Import every library a metric may import lazily, here, once per process, under a lock
+    (two evaluations started from two user threads wait for each other's imports); ``extra``
+    names further optional libraries (evaluators such as ``xgboost``).  A library that is not
+    installed is skipped: the metric that needs it raises its own clear error later."""
+    wanted = [*LAZY_IMPORTS, *OPTIONAL_LAZY_IMPORTS, *extra]
+    if all(m in _IMPORTED for m in wanted):
+        return
+    with _IMPORT_LOCK:
+        for name in wanted:
+            if name in _IMPORTED:
+                continue
+            try:
+                if importlib.util.find_spec(name.split(".")[0]) is not None:
+                    importlib.import_module(name)
+            except ImportError:
+                pass
+            _IMPORTED.add(name)

@@ -112,7 +112,7 @@ def _anon(ev) -> dict:
 
 
 def our_anonymeter_risks(train, synthetic, control, schema: Schema, n_attacks: int = 500, secret: str | None = None,
-                         aux_cols=None, seed: int = 0, ties: str = "first", size_correction: str = "posterior",
+                         aux_cols=None, seed: int = 0, ties: str = "first", size_correction: str = "subsample",
                          max_attempts: int = 100_000) -> dict:
     """Our singling-out, linkability and inference risks with Anonymeter's settings (the same
     targets' definition, auxiliary columns and secret)."""

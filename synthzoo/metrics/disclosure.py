@@ -47,27 +47,46 @@ def _aa(t: _Tables, real: str, synth: str = "synthetic", rows_r=None, rows_s=Non
         d_rr = sp.nearest(er, er, 2)[0][:, 1]
         d_sr = sp.nearest(es, er, 1)[0][:, 0]
         d_ss = sp.nearest(es, es, 2)[0][:, 1]
-    return 0.5 * (float(np.mean(d_rs > d_rr)) + float(np.mean(d_sr > d_ss)))
+    a, b = d_rs > d_rr, d_sr > d_ss
+    return 0.5 * (float(a.mean()) + float(b.mean())), _aa_se(a, b)
+
+
+def _aa_se(a: np.ndarray, b: np.ndarray) -> float:
+    """Standard error of AA = (mean a + mean b) / 2 from its per-row indicators' variances (the
+    rows' sampling uncertainty; neighbour sharing between rows is ignored), smoothed by +0.5/+1 so
+    that an all-0 or all-1 side still has one."""
+    var = 0.0
+    for x in (a, b):
+        p = (x.sum() + 0.5) / (len(x) + 1)
+        var += p * (1 - p) / len(x)
+    return 0.5 * float(np.sqrt(var))
 
 
 
 def _aa_resampled(t: _Tables, real: str, n_resample: int, rng) -> tuple[float, float]:
     """SynthEval's protocol: when one table is at least twice the other's size, the larger one is
-    subsampled to the smaller's size ``n_resample`` times and AA averaged; else one exact pass."""
+    subsampled to the smaller's size ``n_resample`` times and AA averaged; else one exact pass.
+
+    The standard error is the rows' sampling error at the compared size (:func:`_aa_se`, its
+    variance averaged over the resamples).  It used to be the spread of the resampled means alone:
+    0 for one exact pass, so ``nnaa_privacy_loss`` reported a zero-width interval whenever the
+    tables' sizes were within 2x, and shrinking towards 0 with more resamples of the same rows."""
     nr, ns = t.enc(real)["n"], t.enc("synthetic")["n"]
     if nr / ns < 2 and ns / nr < 2:
-        return _aa(t, real), 0.0
+        return _aa(t, real)
     m = min(nr, ns)
-    vals = [_aa(t, real, rows_r=rng.choice(nr, m, replace=False) if nr > m else np.arange(nr),
-                rows_s=rng.choice(ns, m, replace=False) if ns > m else np.arange(ns)) for _ in range(n_resample)]
-    return float(np.mean(vals)), float(np.std(vals, ddof=1) / np.sqrt(len(vals))) if len(vals) > 1 else 0.0
+    got = [_aa(t, real, rows_r=rng.choice(nr, m, replace=False) if nr > m else np.arange(nr),
+               rows_s=rng.choice(ns, m, replace=False) if ns > m else np.arange(ns)) for _ in range(n_resample)]
+    return float(np.mean([g[0] for g in got])), float(np.sqrt(np.mean([g[1] ** 2 for g in got])))
 
 
 def nnaa(train, synthetic, schema: Schema, holdout=None, n_resample: int = 30, seed: int = 0) -> dict:
     """SynthEval's ``nnaa``: nearest-neighbour adversarial accuracy of the training rows against the
     release (0.5 = a release indistinguishable by nearest neighbours; 1 = far from the real rows;
     0 = the rows themselves) and, with ``holdout``, the privacy loss AA(holdout) - AA(train) (~0
-    when the release is no closer to its training rows than to unseen rows)."""
+    when the release is no closer to its training rows than to unseen rows).  ``nnaa_se`` and
+    ``privacy_loss_se`` are the rows' sampling errors (the latter treats the two AAs as
+    independent, which overstates it: they share the synthetic rows)."""
     t = _tables(train, synthetic, holdout, schema)
     n_resample = check_positive_int(n_resample, "n_resample")
     rng = np.random.default_rng(seed)
@@ -293,10 +312,15 @@ def attribute_disclosure(train, synthetic, schema: Schema, holdout=None, columns
             truth = yr
         else:
             ok_s, ok_r = ~np.isnan(ys), ~np.isnan(yr)
-            reg = RandomForestRegressor(n_estimators=n_estimators, random_state=seed, n_jobs=n_jobs)
-            reg.fit(xs[ok_s][:, keep], ys[ok_s])
             pred = np.zeros(len(yr))
-            pred[ok_r] = (np.abs(reg.predict(xr[ok_r][:, keep]) - yr[ok_r]) <= threshold).astype(float)
+            if ok_s.any() and ok_r.any():
+                reg = RandomForestRegressor(n_estimators=n_estimators, random_state=seed, n_jobs=n_jobs)
+                reg.fit(xs[ok_s][:, keep], ys[ok_s])
+                pred[ok_r] = (np.abs(reg.predict(xr[ok_r][:, keep]) - yr[ok_r]) <= threshold).astype(float)
+            elif not ok_s.any():  # a release without a value of the column discloses none of it
+                import warnings
+                warnings.warn(f"attribute_disclosure: column {name!r} has no value in the synthetic table; "
+                              "nothing of it can be disclosed (scored as never disclosed)", UserWarning, stacklevel=2)
             truth = np.ones(len(yr))
         rows.append((name, float(np.mean(pred == truth)),
                      float(precision_score(truth, pred, average="macro", zero_division=0)),

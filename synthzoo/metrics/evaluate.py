@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import warnings
@@ -14,7 +15,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import check_frames, check_positive_int, join_parts, resolve_schema
+from ._common import HoldoutWarning, check_frames, check_positive_int, holdout_overlap, join_parts, resolve_schema
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
@@ -84,6 +85,8 @@ METRICS = {
 }
 # tvd_1way is available by name but not in the default set: 1-way metrics cannot see
 # correlations, and INDEPENDENT (exact 1-way marginals) is not a floor for them
+#: the default run's metrics by group.  "privacy" is also a set (PRESETS, the larger one): as a
+#: ``metrics=`` name it means the set; the group's metrics are the default run's privacy part
 GROUPS = {"fidelity": ["wasserstein", "tvd_2way", "association_diff"],
           "utility": ["query_error_3way", "ml_f1", "ml_auc", "ml_rmse", "ml_r2", "ml_affinity"],
           "privacy": ["dcr_risk", "identical_match_risk", "nndr_risk", "domias_auc", "singling_out_risk",
@@ -118,7 +121,8 @@ _ZERO_FOR_IDENTICAL = {"wasserstein", "tvd_1way", "tvd_2way", "association_diff"
 
 def metric_names() -> str:
     """The metric names and sets ``metrics=`` accepts, for help texts."""
-    return (f"sets: {', '.join(dict.fromkeys(list(PRESETS) + list(GROUPS)))}; metrics: {', '.join(METRICS)}")
+    return (f"sets: {', '.join(PRESETS)}; groups: {', '.join(g for g in GROUPS if g not in PRESETS)} "
+            f"('privacy' names the set, a superset of the privacy group); metrics: {', '.join(METRICS)}")
 
 
 def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | None) -> list[str]:
@@ -159,7 +163,14 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
         needs = [m for m in names if m in _NEEDS_TEST]
         if explicit and needs:
             raise ConfigError(f"metrics {needs} need real held-out rows: pass test=...")
-        names = [m for m in names if m not in needs]
+        rest = [m for m in names if m not in needs]
+        if needs and metrics is not None:  # a named set or group: never drop its metrics in silence
+            msg = (f"metrics {needs} of {list(metrics)} need real held-out rows the synthesizer never saw: "
+                   "pass test=...")
+            if not rest:
+                raise ConfigError(msg)
+            warnings.warn(msg + f"; they are left out and only {rest} are scored", UserWarning, stacklevel=3)
+        names = rest
     if "mds" in names and not has_factory:
         raise ConfigError("metric 'mds' refits the synthesizer on neighbouring tables, so it needs "
                           "synthesizer_factory=(seed -> synthesizer with fit/sample); it is available from Python "
@@ -245,8 +256,9 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "ml_cv_f1_diff":
             # a part: some of the evaluators (each evaluator's folds are the same whichever others run)
             evs = opts["cv_evaluators"] if part is None else opts["cv_evaluators"][part[0]::part[1]]
-            df = ml_cross_validated(ml_train if ml_train is not None else real, synth, schema, evaluators=evs,
-                                    seed=opts["seed"])
+            # cross-validated on the table's own real rows: HALF's release B is part of the whole
+            # training table, so folds of that table would hold B's rows (a leak, not utility)
+            df = ml_cross_validated(real, synth, schema, evaluators=evs, seed=opts["seed"])
             if part is None:
                 out[m] = (float(df["diff"].mean()),)
                 out["_cv_detail"] = df
@@ -308,11 +320,40 @@ def _or_nan(fn) -> dict:
     """A metric that does not apply to this table (too few numeric columns) scores NaN, not an error."""
     try:
         return fn()
-    except ConfigError:
+    except ConfigError as e:  # said, not swallowed: the value is NaN for a stated reason
+        warnings.warn(f"{e}; reported as NaN", UserWarning, stacklevel=2)
         return {}
 
 
 _BASELINE_CACHE: dict = {}
+
+#: why a metric may come out NaN (the evaluation warns with these)
+_NAN_REASONS = {
+    "mia_tpr_1pct": "the TPR at 1 % FPR needs at least 100 holdout rows as non-members",
+}  # the others' reasons come from their ConfigError, warned where it is caught (_or_nan)
+
+#: fewer holdout rows than this and the attacks' rates rest on a handful of rows
+MIN_HOLDOUT_ROWS = 40
+
+
+def _check_holdout(train: pd.DataFrame, test: pd.DataFrame) -> None:
+    """Warn (:class:`HoldoutWarning`) when the holdout cannot support the privacy comparison:
+    it is the training rows (all privacy risks then compare the release with its own training
+    rows and read ~0 for a verbatim copy), it shares far more rows with them than a coarse table's
+    chance duplicates explain, or it is too small for the attacks' rates."""
+    overlap, chance = holdout_overlap(train, test)
+    if overlap >= 0.999 and len(test) == len(train):
+        warnings.warn("evaluate: the holdout (test) holds the same rows as the training table: every privacy "
+                      "risk compares the release with its own training rows and is meaningless; pass real rows "
+                      "the synthesizer never saw as test", HoldoutWarning, stacklevel=3)
+    elif overlap > max(0.5, chance + 0.25):
+        warnings.warn(f"evaluate: {overlap:.0%} of the holdout (test) rows are training rows (chance duplicates "
+                      f"explain about {chance:.0%}): the privacy risks understate leakage; the holdout must be "
+                      "real rows the synthesizer never saw", HoldoutWarning, stacklevel=3)
+    if len(test) < MIN_HOLDOUT_ROWS:
+        warnings.warn(f"evaluate: only {len(test)} holdout (test) rows (fewer than {MIN_HOLDOUT_ROWS}): the privacy "
+                      "risks and membership AUCs rest on a handful of rows and their intervals are too wide to "
+                      "read", HoldoutWarning, stacklevel=3)
 
 
 #: metrics computed together (one call serves them all)
@@ -394,9 +435,12 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     import warnings
     from concurrent.futures import ThreadPoolExecutor
 
-    from ._common import OnceCache, WorkSlots
+    from ._common import OnceCache, WorkSlots, import_lazy_dependencies
     shared = OnceCache()
     n_jobs = check_positive_int(n_jobs, "n_jobs")
+    # lazy imports inside worker threads can deadlock: import them all here, before any thread
+    import_lazy_dependencies(extra=tuple(e for e in (*opts.get("evaluators", ()), *opts.get("cv_evaluators", ()))
+                                         if e in ("xgboost", "catboost")))
     work = []
     for order, (name, real, rel, ml_train, metrics, tokens) in enumerate(jobs):
         for unit, part in _units(metrics, opts):
@@ -501,6 +545,8 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     train, synthetic, test = frames["train"], frames["synthetic"], frames.get("test")
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
+    if test is not None and any(METRICS[m][0] == "privacy" for m in names):
+        _check_holdout(train, test)
     if any(m.startswith("ml_") for m in names) and task is None:
         raise ConfigError("ML metrics need the schema's 'target' (and 'task'); add them to the schema or "
                           "leave ml_* out of metrics")
@@ -519,7 +565,10 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
               "INDEPENDENT": {"train": "A", "synthetic": "B-independent", "holdout": "test"}}
     jobs = [("synthetic", train, synthetic, None, table_names, tokens["synthetic"])]
     if baselines and table_names:
-        key = (_key(train), _key(test), tuple(schema.names), tuple(sorted(opts.items())))
+        # the whole schema (target, task, bounds, categories), not only its column names: the
+        # baselines' ML, inference and distance metrics all read it
+        key = (_key(train), _key(test), json.dumps(schema.to_dict(), sort_keys=True, default=str),
+               tuple(sorted(opts.items())))
         cache = _BASELINE_CACHE.setdefault(key, {b: {} for b in BASELINES})
         todo = {b: [m for m in table_names if m not in cache[b]] for b in BASELINES}
         if any(todo.values()):
@@ -559,6 +608,11 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                      "better": METRICS[m][1], "description": METRICS[m][2]})
     out = pd.DataFrame(rows, columns=["metric", "group", "value", "ci_low", "ci_high", *BASELINES, "better",
                                       "description"])
+    nan = out.loc[out["value"].isna(), "metric"].tolist()
+    if nan:  # never a silent NaN: say which, and why where the reason is known
+        why = [f"{m} ({_NAN_REASONS[m]})" if m in _NAN_REASONS else m for m in nan]
+        warnings.warn("evaluate: not defined for these tables, reported as NaN: " + "; ".join(why),
+                      UserWarning, stacklevel=2)
     return (out, details) if return_details else out
 
 

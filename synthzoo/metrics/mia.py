@@ -108,10 +108,17 @@ class _KDE:
 
     def __init__(self, z: np.ndarray):
         from scipy.stats import gaussian_kde
-        self.kde = gaussian_kde(z.T)
+        # a full covariance needs more rows than dimensions: a tiny table keeps its leading components
+        self.k = min(z.shape[1], len(z) - 2)
+        if self.k < 1:
+            raise ConfigError(f"KDE membership attack: needs at least 3 rows to estimate a density on, got {len(z)}")
+        try:
+            self.kde = gaussian_kde(z[:, :self.k].T)
+        except (ValueError, np.linalg.LinAlgError) as e:  # e.g. rows that coincide: singular covariance
+            raise ConfigError(f"KDE membership attack: cannot fit a density to {len(z)} rows ({e})") from None
 
     def logpdf(self, z: np.ndarray) -> np.ndarray:
-        return self.kde.logpdf(z.T)
+        return self.kde.logpdf(z[:, :self.k].T)
 
 
 def _pca(reference: np.ndarray, k: int):

@@ -243,6 +243,19 @@ def _num_matrix(v: ColumnViews, schema: Schema) -> np.ndarray:
     return np.stack([sc[n] for n in _num_cols(schema)], axis=1) if _num_cols(schema) else np.zeros((v.n, 0))
 
 
+def _drop_unobserved(a: np.ndarray, b: np.ndarray, schema: Schema, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Leave out numeric columns with no value in either table, with a warning naming them: their
+    means and components do not exist (numpy's empty-slice NaN turned the whole metric NaN).
+    The loss of the column itself is what the marginal metrics (tvd_1way, wasserstein) show."""
+    ok = (~np.isnan(a)).any(0) & (~np.isnan(b)).any(0)
+    if not ok.all():
+        import warnings
+        gone = [n for n, k in zip(_num_cols(schema), ok) if not k]
+        warnings.warn(f"{metric}: numeric column(s) {gone} have no value in one of the tables; left out",
+                      UserWarning, stacklevel=3)
+    return a[:, ok], b[:, ok]
+
+
 def pca_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> dict:
     """SynthEval's ``pca`` (the PCA metric of ``pcametric``): both tables' numeric columns are
     standardised (each table on its own), a full PCA is fitted to each, and
@@ -255,13 +268,14 @@ def pca_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) 
     from sklearn.decomposition import PCA
     schema = resolve_schema(schema, real)
     r, s = prepare(real, synthetic, schema)
-    a, b = _num_matrix(r, schema), _num_matrix(s, schema)
+    a, b = _drop_unobserved(_num_matrix(r, schema), _num_matrix(s, schema), schema, "pca_difference")
     d = a.shape[1]
     if d < 2:
         raise ConfigError("pca_difference: needs at least two numeric columns")
     a, b = a[~np.isnan(a).any(1)], b[~np.isnan(b).any(1)]
-    if len(a) < 2 or len(b) < 2:
-        raise ConfigError("pca_difference: needs two rows without missing numbers in each table")
+    if len(a) < d or len(b) < d:  # a full PCA of d components needs d rows
+        raise ConfigError(f"pca_difference: needs at least {d} rows without missing numbers in each table (one per "
+                          f"numeric column), got {len(a)} real and {len(b)} synthetic")
 
     def std(x):
         sd = x.std(0)
@@ -289,13 +303,22 @@ def ci_overlap(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, conf
     if a.shape[1] == 0:
         raise ConfigError("ci_overlap: needs at least one numeric column")
     z = _Z[confidence]
+    # a column with no value in a table has no interval there: scored as not overlapping (warned)
+    obs = (~np.isnan(a)).any(0) & (~np.isnan(b)).any(0)
+    if not obs.all():
+        import warnings
+        warnings.warn(f"ci_overlap: numeric column(s) {[n for n, k in zip(_num_cols(schema), obs) if not k]} have "
+                      "no value in one of the tables; scored as not overlapping", UserWarning, stacklevel=2)
+    a, b = np.where(obs, a, 0.0), np.where(obs, b, 0.0)
     ma, mb = np.nanmean(a, 0), np.nanmean(b, 0)
-    sa, sb = np.nanstd(a, 0, ddof=1), np.nanstd(b, 0, ddof=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sa, sb = np.nanstd(a, 0, ddof=1), np.nanstd(b, 0, ddof=1)
     ua, la, ub, lb = ma + z * sa, ma - z * sa, mb + z * sb, mb - z * sb
     top = np.minimum(ua, ub) - np.maximum(la, lb)
     with np.errstate(invalid="ignore", divide="ignore"):
         j = np.maximum(0.0, 0.5 * (top / (ua - la) + top / (ub - lb)))
     j = np.where(np.isnan(j), np.where((ma == mb), 1.0, 0.0), j)  # constant columns: equal or apart
+    j = np.where(obs, j, 0.0)
     return {"avg_overlap": float(j.mean()), "n_nonoverlap": int((j == 0).sum()),
             "frac_nonoverlap": float((j == 0).mean()), "columns": pd.Series(j, index=_num_cols(schema))}
 
@@ -305,9 +328,9 @@ def dimensionwise_means(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Sch
     [0, 1]-scaled values (lower is better)."""
     schema = resolve_schema(schema, real)
     r, s = prepare(real, synthetic, schema)
-    a, b = _num_matrix(r, schema), _num_matrix(s, schema)
+    a, b = _drop_unobserved(_num_matrix(r, schema), _num_matrix(s, schema), schema, "dimensionwise_means")
     if a.shape[1] == 0:
-        raise ConfigError("dimensionwise_means: needs at least one numeric column")
+        raise ConfigError("dimensionwise_means: needs at least one numeric column with values in both tables")
     return float(np.mean(np.abs(np.nanmean(a, 0) - np.nanmean(b, 0))))
 
 

@@ -347,3 +347,40 @@ def test_work_slots_are_given_in_the_order_asked():
     for th in threads:
         th.join(10)
     assert order == ["A1", "B", "A2"]
+
+
+def test_baseline_cache_is_keyed_on_the_whole_schema():
+    """Two evaluations of the same frames under schemas with different targets must not share
+    baselines: before the fix the second call got the first target's HALF/INDEPENDENT/SELF ML scores."""
+    E = importlib.import_module("synthzoo.metrics.evaluate")
+    df, schema = toy(600)
+    train, test, syn = df.iloc[:300], df.iloc[300:450], df.iloc[450:].reset_index(drop=True)
+    other = Schema([schema[c] for c in schema.names],
+                   {**schema.meta, "target": "g", "task": "multiclass classification"})
+    kw = dict(metrics=["ml_f1"], evaluators=("linear",), seed=0)
+    E._BASELINE_CACHE.clear()
+    evaluate(train, syn, test=test, schema=schema, **kw)
+    cached = evaluate(train, syn, test=test, schema=other, **kw).set_index("metric")
+    E._BASELINE_CACHE.clear()
+    fresh = evaluate(train, syn, test=test, schema=other, **kw).set_index("metric")
+    for b in ("HALF", "INDEPENDENT", "SELF"):
+        assert cached.loc["ml_f1", b] == fresh.loc["ml_f1", b], b
+
+
+def test_first_threaded_evaluate_in_a_fresh_process_does_not_deadlock_on_imports():
+    """Worker threads importing sklearn.metrics at once raised ``_DeadlockError`` (3 of 3 fresh
+    processes before the fix); evaluate now imports the metrics' lazy dependencies before its
+    threads start."""
+    import os
+    import subprocess
+    import sys
+
+    import synthzoo
+    root = os.path.dirname(os.path.dirname(synthzoo.__file__))
+    code = ("import synthzoo as sz\nfrom synthzoo.datasets import make_demo\n"
+            "tr, s = make_demo(300, seed=0); syn, _ = make_demo(300, seed=2); te, _ = make_demo(100, seed=1)\n"
+            "sz.evaluate(tr, syn, test=te, schema=s, metrics=['mia_max_auc', 'mia_tpr_1pct', 'mia_classifier_f1'],"
+            " baselines=False, n_jobs=2)\nprint('ok')\n")
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

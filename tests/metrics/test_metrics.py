@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -477,3 +479,110 @@ def test_a_metric_named_that_does_not_apply_is_said_not_dropped_silently():
     with pytest.raises(ConfigError, match="empty list names no metric"):
         _resolve_metrics([], True, False, None)
     assert "ml_rmse" not in _resolve_metrics(["utility"], True, False, "binary classification")  # a group: quiet
+
+
+def test_html_reading_follows_the_better_direction_and_copies():
+    """The report's "reading" column: a value better than both references (INDEPENDENT above HALF
+    for a higher-is-better metric) read "no better than independent columns", and 100 verbatim rows
+    of 1,500 (identical-match .067, HALF 0, SELF 1) read "like a non-member release"."""
+    from synthzoo.metrics.html import _verdict
+    rows = [dict(metric="identical_match_risk", group="privacy", value=0.0667, HALF=0.0, INDEPENDENT=0.0, SELF=1.0,
+                 better="lower"),
+            dict(metric="dcr_risk", group="privacy", value=0.0772, HALF=0.0161, INDEPENDENT=-0.05, SELF=1.0,
+                 better="lower"),
+            dict(metric="ml_f1", group="utility", value=0.1497, HALF=0.1227, INDEPENDENT=0.1364, SELF=0.1262,
+                 better="higher"),
+            dict(metric="ml_affinity", group="utility", value=-0.1112, HALF=0.0106, INDEPENDENT=-0.0233, SELF=0.0,
+                 better="lower")]
+    got = [_verdict(r) for r in rows]
+    assert got[0].startswith("some leakage") and got[1].startswith("some leakage"), got
+    assert "no better than independent" not in got[2] and "no better than independent" not in got[3], got
+    assert got[2].startswith("at least as good as both")
+    # higher-is-better with separated references: the position is measured the right way round
+    r = dict(metric="ml_f1", group="utility", value=0.80, HALF=0.81, INDEPENDENT=0.50, SELF=0.81, better="higher")
+    assert _verdict(r) == "near the real-data floor"
+    assert _verdict({**r, "value": 0.52}) == "no better than independent columns"
+    # a risk whose CI holds the HALF value reads as a non-member release
+    r = dict(metric="inference_risk", group="privacy", value=0.03, ci_low=-0.02, ci_high=0.08, HALF=0.0, SELF=1.0,
+             better="lower")
+    assert _verdict(r) == "like a non-member release"
+    assert _verdict({**r, "ci_low": 0.01}).startswith("some leakage")
+
+
+def test_ml_cross_validated_is_unbiased_for_a_fresh_sample_of_the_generator():
+    """The real rows were bootstrapped before the folds, so held-out folds held copies of training
+    rows: a fresh sample of the true generator scored rf diff -.46 on make_demo's region target
+    (0 = as useful as the real rows).  Now the real rows are folded as they are."""
+    from synthzoo.datasets import make_demo
+    from synthzoo.metrics.ml import ml_cross_validated
+    tr, schema = make_demo(600, seed=0)
+    syn, _ = make_demo(600, seed=2)
+    s = Schema([schema[c] for c in schema.names], {**schema.meta, "target": "region", "task": "classification"})
+    d = ml_cross_validated(tr, syn, s, evaluators=("rf",), seed=0).set_index("evaluator")
+    assert abs(d.loc["rf", "diff"]) < 0.08, d
+    # a release that copies the training rows still shows its leak into the held-out folds
+    assert ml_cross_validated(tr, tr, s, evaluators=("rf",), seed=0)["diff"].iloc[0] > 0.2
+
+
+def test_nnaa_interval_has_the_rows_sampling_width():
+    """With tables of sizes within 2x, nnaa ran one exact pass and reported a standard error of 0
+    (a zero-width CI for nnaa_privacy_loss).  The error is now the rows' sampling error: over 12
+    independent draws of 600-row tables the loss's spread was .022, the mean reported SE .020."""
+    from synthzoo.datasets import make_demo
+    from synthzoo.metrics.disclosure import nnaa
+    tr, s = make_demo(400, seed=0)
+    r = nnaa(tr, make_demo(400, seed=2)[0], s, holdout=make_demo(400, seed=1)[0])
+    assert 0.01 < r["privacy_loss_se"] < 0.06 and r["nnaa_se"] > 0.005, r
+    out = evaluate(tr, make_demo(400, seed=2)[0], test=make_demo(400, seed=1)[0], schema=s,
+                   metrics=["nnaa_privacy_loss"], baselines=False).iloc[0]
+    assert out["ci_high"] - out["ci_low"] > 0.04, out
+
+
+def test_holdout_equal_to_the_training_rows_warns():
+    """test == train made every privacy risk compare the release with its own training rows, in
+    silence (a verbatim copy scored dcr_risk 0).  Now a HoldoutWarning says so, as it does for a
+    holdout mostly made of training rows and for one under 40 rows; a NaN value is named."""
+    from synthzoo.datasets import make_demo
+    from synthzoo.metrics import HoldoutWarning
+    tr, s = make_demo(400, seed=0)
+    syn, te = make_demo(400, seed=2)[0], make_demo(200, seed=1)[0]
+    m = dict(schema=s, metrics=["dcr_risk", "mia_tpr_1pct"], baselines=False, n_jobs=1)
+    for test in (tr, tr.sample(frac=1, random_state=0), pd.concat([tr.iloc[:150], te.iloc[:50]])):
+        with pytest.warns(HoldoutWarning, match="training rows"):
+            evaluate(tr, syn, test=test, **m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HoldoutWarning)
+        evaluate(tr, syn, test=te, **m)  # real unseen rows: no warning
+    with pytest.warns(HoldoutWarning, match="only 15 holdout"), pytest.warns(UserWarning, match="mia_tpr_1pct"):
+        evaluate(tr, syn, test=te.iloc[:15], **m)
+
+
+def test_degenerate_releases_give_values_with_warnings_or_clear_errors():
+    """An all-missing column in the release raised sklearn's "Found array with 0 sample(s)" from
+    attribute disclosure and made dwm / pca NaN in silence; a 5-row release raised sklearn's and
+    scipy's errors (MLP early-stopping split, singular KDE covariance, PCA components)."""
+    from synthzoo.datasets import make_demo
+    tr, s = make_demo(300, seed=0)
+    te, syn = make_demo(120, seed=1)[0], make_demo(300, seed=2)[0]
+    gone = syn.assign(income=np.nan)
+    with pytest.warns(UserWarning, match="income"):
+        r = evaluate(tr, gone, test=te, schema=s, metrics=["attr_disclosure", "dwm", "pca_eigval_diff", "ci_overlap"],
+                     baselines=False, n_jobs=1, attr_trees=10)
+    assert r["value"].notna().all(), r
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = evaluate(tr, syn.iloc[:5], test=te, schema=s, metrics=["ml_f1", "mia_max_auc", "pca_eigval_diff"],
+                     baselines=False, n_jobs=1, evaluators=("mlp", "linear")).set_index("metric")
+    assert np.isfinite(r.loc["ml_f1", "value"]) and np.isfinite(r.loc["mia_max_auc", "value"])
+    with pytest.warns(UserWarning, match="pca_difference: needs at least"):
+        evaluate(tr, syn.iloc[:5], test=te, schema=s, metrics=["pca_eigval_diff"], baselines=False, n_jobs=1)
+    with pytest.raises(ConfigError, match="at least 3 rows"):
+        evaluate(tr, syn.iloc[:2], test=te, schema=s, metrics=["mia_max_auc"], baselines=False, n_jobs=1)
+
+
+def test_a_set_without_test_warns_about_what_it_drops():
+    from synthzoo.datasets import make_demo
+    tr, s = make_demo(200, seed=0)
+    with pytest.warns(UserWarning, match="need real held-out rows.*test="):
+        r = evaluate(tr, make_demo(200, seed=2)[0], schema=s, metrics="privacy", baselines=False, n_jobs=1)
+    assert set(r["metric"]) == {"hitting_rate", "eps_identifiability"}
