@@ -92,6 +92,9 @@ __all__ = ["ACCOUNTED_NOTE", "DEFAULT_STORAGE", "MODES", "NON_PRIVATE_WARNING", 
            "WORKER_INIT_ENV", "TrialTimeout", "TuneResult", "_pg_driver", "score_sensitivity", "score_terms", "tune"]
 
 MODES = ("non-private", "public", "accounted")
+#: The most trials a study may ask for: far beyond any tuning that ends (a trial takes seconds to minutes), and
+#: a count above it is a typo, not a plan (accounted mode would also split the budget over that many runs).
+MAX_TRIALS = 100_000
 SPLIT, FINAL = 4, 5  # derived_seed labels: a run's split key, public mode's final fit (test-only replay)
 
 
@@ -231,8 +234,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         raise ConfigError(f"privacy must be one of {MODES}, got {privacy!r}")
     if not isinstance(schema, Schema):
         raise ConfigError("schema: tuning needs the public Schema (inferring one would read the private data)")
-    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
-        raise ConfigError(f"n_trials must be a positive integer, got {n_trials!r}")
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or not 1 <= n_trials <= MAX_TRIALS:
+        raise ConfigError(f"n_trials must be a whole number from 1 to {MAX_TRIALS:,}, got {n_trials!r}")
     if trial_timeout is not None and not (float(trial_timeout) > 0):
         raise ConfigError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
     if trial_timeout is not None and privacy == "accounted":
