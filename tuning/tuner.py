@@ -81,7 +81,7 @@ from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_
                         score_terms, validation_sketch, weighted)
 from .result import (ABORTED, ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
                      TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message)
-from .space import MODULE_CHOICES, default_params, suggest_config
+from .space import MODULE_CHOICES, check_space, default_params, suggest_config
 from .storage import (DEFAULT_STORAGE, STATE_ATTR, STATE_CHUNK, STOPPED_ATTR, _best_complete_value,
                       _fail_dead_local_trials, _fail_stale, _finished, _pg_driver, _redact, _slots_taken, _storage,
                       _store_state, _within, decide_run, runs, stopped)
@@ -257,6 +257,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                               f"(e.g. choices={{'select_model': ['indif+gum', 'aim+pgm']}})")
         if not vals or not set(vals) <= set(MODULE_CHOICES[key]):
             raise ConfigError(f"choices: {key!r} takes a non-empty list from {MODULE_CHOICES[key]}, got {vals!r}")
+    # the whole search space before any trial (and, accounted, before any budget is spent)
+    check_space(preset, space, choose_modules=choose_modules, choices=choices)
     epsilon, delta = check_privacy_params(epsilon, delta)
     weights = _weights(weights, privacy)
     if weights[1] > 0 and schema.meta.get("target") is None:
