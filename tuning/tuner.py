@@ -442,7 +442,11 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
             trial.set_user_attr("pruned_reason", out[1])
             raise optuna.TrialPruned(out[1])
         _, terms, seconds, state = out
-        trial.set_user_attr("fit_seconds", seconds)
+        if not accounted:
+            # not in accounted mode: a run's fit time follows the private rows (AIM picks larger marginals
+            # on more of them), a side channel the DP guarantee does not cover; like the exact terms, it
+            # stays in this process
+            trial.set_user_attr("fit_seconds", seconds)
         if accounted:
             # the only value that leaves this process: the clipped score plus Gaussian noise calibrated to
             # its data-independent sensitivity; the exact terms are never written anywhere
