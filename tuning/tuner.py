@@ -504,9 +504,11 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                     # worker runs it.
                     wait_for_others()
                     continue
-            study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False)
-            if verbose and not accounted:
-                last = study.trials[-1]
+            mine: list = []  # this process's trial (study.trials[-1] may be another worker's)
+            study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False,
+                           callbacks=[lambda _study, frozen: mine.append(frozen)])
+            if verbose and not accounted and mine:
+                last = mine[-1]
                 shown = f" value={last.values}" if last.state == optuna.trial.TrialState.COMPLETE else ""
                 print(f"  trial {last.number}: {last.state.name}{shown}"
                       + (f" ({last.user_attrs['pruned_reason']})" if "pruned_reason" in last.user_attrs else ""),

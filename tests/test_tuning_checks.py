@@ -1,0 +1,118 @@
+"""The tuner's checks up front and what it writes: a bad search space, trial count or storage fails
+before any trial (and before any budget is spent); a tuned model file says it was tuned; a worker
+reports its own trials; no fit time is stored for accounted runs."""
+
+import json
+import re
+import warnings
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+import synthzoo as sz
+from synthzoo.cli import main as cli_main
+from synthzoo.core.errors import ConfigError
+from synthzoo.datasets import make_demo, train_test_split
+from tuning import tune
+from tuning.tuner import MAX_TRIALS
+
+FAST = {"choices": {"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
+        "space": {"model.gum.iterations": ("int", 5, 10)}, "weights": (0, 0, 1)}
+
+
+@pytest.fixture(scope="module")
+def demo():
+    df, schema = make_demo(n=600, seed=0)
+    train, val = train_test_split(df, test_size=0.3, seed=0)
+    return train, val, schema
+
+
+def _tune(demo, tmp_path, **kw):
+    train, val, schema = demo
+    args = dict(epsilon=1.0, delta=1e-5, schema=schema, n_trials=2, storage=str(tmp_path / "study.db"),
+                isolate=False, **FAST)
+    args.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tune("privsyn", train, val, **args)
+
+
+BAD_SPACES = [
+    ({"model.gum.iteratons": ("int", 5, 10)}, r"unknown key 'model\.gum\.iteratons'.*did you mean 'model\.gum\.iterations'"),
+    ({"model.nosuch.iters": ("int", 5, 10)}, r"unknown key 'model\.nosuch\.iters': there is no model module 'nosuch'"),
+    ({"model.pgm.iters": ("int", 5, 10)}, r"'model\.pgm\.iters': no trial of this search .* uses the model module 'pgm'"),
+    ({"preprocess.numeric": ("cat", ["uniform"])}, r"'preprocess\.numeric': it is a module choice: pass it as choices="),
+    ({"model.gum.iterations": ("int", 50, 10)}, r"'model\.gum\.iterations': low 50 is greater than high 10"),
+    ({"model.gum.iterations": ("int", -5, -1)}, r"'model\.gum\.iterations': -5 is not a value gum\.iterations takes"),
+    ({"model.gum.iterations": ("weird", 5, 10)}, r"'model\.gum\.iterations': unknown kind 'weird'"),
+    ({"model.gum.iterations": ("int", "5", 10)}, r"'model\.gum\.iterations': low and high must be finite numbers"),
+    ({"model.gum.iterations": ("int", 5.5, 10)}, r"'model\.gum\.iterations': an 'int' range takes whole numbers"),
+    ({"model.gum.iterations": ("cat", [])}, r"'model\.gum\.iterations': a 'cat' spec is \('cat', \[choices\]\) with at"),
+    ({"model.gum.iterations": 7}, r"'model\.gum\.iterations': must be a tuple \(kind, low, high\)"),
+    ({"budget_split.preprocess": ("float", 0.5, 1.5)}, r"'budget_split\.preprocess': a budget share lies strictly"),
+]
+
+
+@pytest.mark.parametrize("privacy", ["non-private", "accounted"])
+@pytest.mark.parametrize("space,match", BAD_SPACES, ids=[re.sub(r"\W+", "-", m[:30]) for _, m in BAD_SPACES])
+def test_a_bad_search_space_fails_whole_before_any_trial(demo, tmp_path, space, match, privacy):
+    choices = {"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]}
+    if "budget_split" in next(iter(space)):
+        choices["preprocess.numeric"] = ["privtree"]  # a spending preprocessor: the split is tuned
+    with pytest.raises(ConfigError, match=match):
+        _tune(demo, tmp_path, space=space, choices=choices, privacy=privacy,
+              **({"noise_seed": 1, "score_rows": 100} if privacy == "accounted" else {}))
+    assert not (tmp_path / "study.db").exists()  # refused before the storage was opened: no trial, no budget
+
+
+def test_a_good_space_for_a_module_only_some_trials_use_is_accepted():
+    from tuning.space import check_space
+
+    # gum is one of the module choices: its key is valid although a trial with pgm ignores it
+    check_space("privsyn", {"model.gum.iterations": ("int", 5, 10), "model.pgm.iters": ("cat", [200, 300]),
+                            "budget_split.preprocess": ("float", 0.05, 0.2)})
+
+
+def test_n_trials_must_be_a_sensible_count(demo, tmp_path):
+    for bad in (0, -1, 2.5, 10 ** 12, MAX_TRIALS + 1, True):
+        with pytest.raises(ConfigError, match=f"n_trials must be a whole number from 1 to {MAX_TRIALS:,}"):
+            _tune(demo, tmp_path, n_trials=bad)
+
+
+@pytest.mark.parametrize("count", ["0", "-3", "1e12", "1000000000000", "2.5"])
+def test_cli_refuses_an_absurd_or_non_positive_trial_count(tmp_path, capsys, count):
+    from synthzoo import cli
+
+    assert cli.MAX_TRIALS == MAX_TRIALS
+    with pytest.raises(SystemExit) as info:
+        cli_main(["tune", "data.csv", "--schema", "s.json", "--trials", count])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument --trials: a number of trials is a whole number from 1 to {MAX_TRIALS:,}, got '{count}'" in err
+
+
+def test_accounted_runs_store_no_fit_time(demo, tmp_path):
+    res = _tune(demo, tmp_path, privacy="accounted", noise_seed=5, score_rows=100, n_trials=2)
+    assert any(t.user_attrs.get("run") for t in res.study.trials)
+    assert not any("fit_seconds" in t.user_attrs for t in res.study.trials)
+    public = _tune(demo, tmp_path, storage=str(tmp_path / "np.db"))  # non-private: the time is kept
+    assert all("fit_seconds" in t.user_attrs for t in public.study.trials if t.state.name == "COMPLETE")
+
+
+def test_verbose_progress_shows_this_workers_own_trials(demo, tmp_path, monkeypatch, capsys):
+    """Another worker's trial starting while this one fits must not be the one reported."""
+    storage = f"sqlite:///{tmp_path / 'two.db'}"
+    fit = sz.Synthesizer.fit
+
+    def fit_while_another_worker_starts(self, df, *a, **k):
+        other = optuna.load_study(study_name="two", storage=storage)
+        other.ask()  # a RUNNING trial of "another worker", numbered after ours
+        return fit(self, df, *a, **k)
+
+    monkeypatch.setattr(sz.Synthesizer, "fit", fit_while_another_worker_starts)
+    res = _tune(demo, tmp_path, storage=storage, study_name="two", verbose=True, n_trials=2)
+    shown = re.findall(r"trial (\d+): (\w+)", capsys.readouterr().out)
+    mine = [t.number for t in res.study.trials if "worker" in t.user_attrs]
+    assert [int(n) for n, _ in shown] == mine and len(mine) == 2
+    assert {state for _, state in shown} == {"COMPLETE"}
