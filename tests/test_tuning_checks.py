@@ -116,3 +116,76 @@ def test_verbose_progress_shows_this_workers_own_trials(demo, tmp_path, monkeypa
     mine = [t.number for t in res.study.trials if "worker" in t.user_attrs]
     assert [int(n) for n, _ in shown] == mine and len(mine) == 2
     assert {state for _, state in shown} == {"COMPLETE"}
+
+
+# Two workers opening a fresh storage at once: each process, about to write the version row of a storage it
+# found empty, waits at a barrier until the other one is there too, so both write it (the race the previous
+# code lost about one time in ten, by chance; here every time).
+RACE = r"""
+import os, sys, time
+from pathlib import Path
+import alembic.runtime.migration as am
+
+sync, url = Path(sys.argv[1]), sys.argv[2]
+orig, seen = am.HeadMaintainer._insert_version, []
+
+def barrier(self, version):
+    if not seen:
+        seen.append(1)
+        (sync / f"ready-{os.getpid()}").write_text("")
+        end = time.time() + 30
+        while len(list(sync.glob("ready-*"))) < 2 and time.time() < end:
+            time.sleep(0.01)
+    return orig(self, version)
+
+am.HeadMaintainer._insert_version = barrier
+import optuna
+from tuning.storage import _storage
+study = optuna.create_study(storage=_storage(url, 30, None), study_name="race", load_if_exists=True)
+print("opened", study._study_id)
+"""
+
+
+def test_two_workers_creating_a_fresh_storage_at_once_both_open_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, "-c", RACE, str(tmp_path), url], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert len(list(tmp_path.glob("ready-*"))) == 2  # both found the storage empty and went to write it
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+    assert {out.split()[-1] for out, _ in outs} == {out.split()[-1] for out, _ in outs[:1]}  # one study
+    assert len(optuna.get_all_study_names(url)) == 1
+
+
+@pytest.mark.parametrize("url,match", [
+    ("foo://bar", r"storage 'foo://bar': unsupported kind of database 'foo'"),
+    ("{tmp}/nodir/x.db", r"storage 'sqlite:///.*/nodir/x\.db': the folder .*/nodir does not exist"),
+    ("{tmp}", r"storage 'sqlite:///.*': .* is a folder, not a database file"),
+    ("postgresql://bob:s3cr3t@host:notaport/db", r"storage 'postgresql://bob:\*\*\*@host:notaport/db': not a "
+                                                 r"database URL SQLAlchemy can read"),
+    ("postgresql://bob:s3cr3t@127.0.0.1:1/db", r"storage 'postgresql://bob:\*\*\*@127\.0\.0\.1:1/db': cannot open "
+                                               r"it: .*(refused|driver)"),
+])
+def test_a_bad_storage_url_is_a_clear_error_without_its_password(demo, tmp_path, capsys, url, match):
+    url = url.replace("{tmp}", str(tmp_path))
+    if url.startswith("postgresql") and "notaport" not in url:
+        pytest.importorskip("psycopg2" if __import__("importlib").util.find_spec("psycopg") is None else "psycopg")
+    with pytest.raises(ConfigError, match=match) as info:
+        _tune(demo, tmp_path, storage=url)
+    assert "s3cr3t" not in str(info.value)
+    train, val, schema = demo
+    train.to_csv(tmp_path / "train.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    rc = cli_main(["tune", str(tmp_path / "train.csv"), "--schema", str(tmp_path / "schema.json"), "--trials", "1",
+                   "--storage", url])
+    err = capsys.readouterr().err
+    assert rc == 2 and re.search("synthzoo: error: " + match, err) and "s3cr3t" not in err
+    assert "Traceback" not in err and "sqlalche.me" not in err

@@ -73,6 +73,7 @@ from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.core.schema import Schema
 from synthzoo.datasets import train_test_split
 from synthzoo.isolation import WORKER_INIT_ENV
+from synthzoo.optuna_storage import storage_errors
 from synthzoo.pipeline import schema_cost
 from synthzoo.presets import PRESETS, make
 
@@ -312,7 +313,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0) if prune and not multi_objective
               else optuna.pruners.NopPruner())
     kw = {"directions": ["minimize"] * 3} if multi_objective else {"direction": "minimize"}
-    with _quiet_optuna(accounted or verbose):  # verbose: our own one line a trial says it, Optuna's would repeat it
+    with _quiet_optuna(accounted or verbose), storage_errors(getattr(rdb, "url", None) or str(storage)):
+        # verbose: our own one line a trial says it, Optuna's would repeat it
         study = optuna.create_study(storage=rdb, study_name=study_name, pruner=pruner, load_if_exists=True, **kw)
     # secret randomness of this process: random search, score noise (and the stopping coins, below)
     tuner_noise = NoiseSource() if noise_seed is None else NoiseSource(derived_seed(noise_seed, TUNER))
