@@ -189,3 +189,38 @@ def test_a_bad_storage_url_is_a_clear_error_without_its_password(demo, tmp_path,
     err = capsys.readouterr().err
     assert rc == 2 and re.search("synthzoo: error: " + match, err) and "s3cr3t" not in err
     assert "Traceback" not in err and "sqlalche.me" not in err
+
+
+@pytest.mark.parametrize("privacy", ["non-private", "public", "accounted"])
+def test_a_tuned_model_file_says_it_was_selected_by_tuning(demo, tmp_path, privacy):
+    train, val, schema = demo
+    extra = {"non-private": {}, "public": {"public": train.sample(frac=0.5, random_state=1)},
+             "accounted": {"noise_seed": 2, "score_rows": 100}}[privacy]
+    res = _tune(demo, tmp_path, privacy=privacy, n_trials=2, **extra)
+    res.save(tmp_path / "tuned.json")
+    doc = json.loads((tmp_path / "tuned.model.json").read_text())
+    loaded = sz.Synthesizer.load(tmp_path / "tuned.model.json")
+    for report in (res.synthesizer.privacy_report(), loaded.privacy_report(), res.summary()):
+        if privacy == "non-private":
+            assert ("NOT COVERED BY DP: this configuration was selected by tuning over 2 trials "
+                    "(privacy='non-private')") in report
+            assert "read the private rows outside the ledger" in report
+        elif privacy == "public":
+            assert "tuned on a public/proxy table over 2 trials" in report
+        else:  # no number of runs: it would tell the random stopping's draw
+            assert "tuned privately (privacy='accounted')" in report and "trials" not in doc["tuning"]
+    assert doc["tuning"] == res.synthesizer.tuning_ == loaded.tuning_
+    assert loaded.privacy_report().startswith(doc["tuning"])
+    # a fresh fit of the same configuration is not a tuned release
+    plain = sz.make("privsyn", epsilon=1.0, schema=schema, **res.best_config).fit(train)
+    assert plain.tuning_ is None and "tuning" not in plain.to_json() and "tuning" not in plain.privacy_report()
+
+
+def test_a_model_file_tuning_statement_is_checked(demo, tmp_path):
+    from synthzoo.modelfile import TUNING_CHARS
+
+    train, _, schema = demo
+    doc = sz.make("privsyn", epsilon=1.0, schema=schema, model={"name": "gum", "iterations": 5}).fit(train).to_json()
+    for bad, match in ((7, "tuning"), ("x" * (TUNING_CHARS + 1), "at most")):
+        with pytest.raises(ConfigError, match=match):
+            sz.Synthesizer.from_json({**doc, "tuning": bad})

@@ -81,7 +81,7 @@ from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_tri
 from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_score, score_sensitivity,
                         score_terms, validation_sketch, weighted)
 from .result import (ABORTED, ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
-                     TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message)
+                     TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message, tuning_statement)
 from .space import MODULE_CHOICES, check_space, default_params, suggest_config
 from .storage import (DEFAULT_STORAGE, STATE_ATTR, STATE_CHUNK, STOPPED_ATTR, _best_complete_value,
                       _fail_dead_local_trials, _fail_stale, _finished, _pg_driver, _redact, _slots_taken, _storage,
@@ -550,6 +550,9 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     meta.update({"best_trial": best.number, "best_params": best.params, "best_config": config,
                  "best_value": None if multi_objective else best.value})
     if synth is not None:
+        # the released synthesizer (and its model file) says it was selected by tuning, and a non-private
+        # tuning's reads of the private rows are not covered by its (epsilon, delta)
+        synth.tuning_ = tuning_statement(privacy, len(finished))
         meta["synthesizer_privacy"] = synth.privacy_report()
     study.set_user_attr("synthzoo", meta)
     if privacy == "non-private":
