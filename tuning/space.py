@@ -89,6 +89,15 @@ def _modules(cfg: dict, numeric: str | None, select_model: str | None) -> tuple:
     return pre, select, model
 
 
+def _module_params(synth: Synthesizer) -> set:
+    """``"<role>.<module>.<param>"`` for every constructor parameter of ``synth``'s modules (a user's
+    ``space`` may range over any of them; the default search covers their ``hyperparameter_space()``)."""
+    mods = [("preprocess", p) for p in synth.preprocess] + [("model", synth.model)]
+    if synth.select is not None:
+        mods.append(("select", synth.select))
+    return {f"{role}.{mod.name}.{param}" for role, mod in mods for param in mod.get_params()}
+
+
 def _bad(key: str, problem: str) -> ConfigError:
     return ConfigError(f"space: {key!r}: {problem}")
 
@@ -164,14 +173,14 @@ def _unknown_why(key: str, known: dict, used: set, preset: str, choices: dict | 
         return f"no trial of this search ({search}) uses the {role} module {name!r}; its {role} modules are " \
                f"{here}{hint}"
     own = sorted(k.split(".", 2)[2] for k in known if k.startswith(f"{role}.{name}."))
-    return f"{name} tunes no parameter {param!r} (its hyperparameter_space(): {own}){hint}"
+    return f"{name} has no parameter {param!r} (its parameters: {own}){hint}"
 
 
 def check_space(preset: str, space, choose_modules: bool = True, choices: dict | None = None,
                 tune_split: bool = True) -> None:
     """Check a user's ``space`` (see :func:`suggest_config`) whole, before any trial: every key must
-    name a parameter of a module some trial of this search fits (``"<role>.<module>.<param>"``, or
-    ``"budget_split.preprocess"``), and every spec must be well formed with ends the parameter
+    name a parameter of a module some trial of this search fits (``"<role>.<module>.<param>"``: one
+    its ``hyperparameter_space()`` declares, or another of its parameters, or ``"budget_split.preprocess"``), and every spec must be well formed with ends the parameter
     accepts.  Raises :class:`ConfigError` naming the key and the problem (with the closest key for
     a typo); ``choices`` must already be valid."""
     from synthzoo.core.base import create
@@ -186,7 +195,7 @@ def check_space(preset: str, space, choose_modules: bool = True, choices: dict |
         probe = Synthesizer(preprocess=pre, select=select, model=model, epsilon=1.0)
         used |= {("preprocess", p.name) for p in probe.preprocess} | {("model", probe.model.name)}
         used |= set() if probe.select is None else {("select", probe.select.name)}
-        for key in pipeline_space(probe, tune_split=tune_split):
+        for key in [*pipeline_space(probe, tune_split=tune_split), *_module_params(probe)]:
             known[key] = tuple(key.split(".", 2)) if not key.startswith("budget_split.") else None
     for key, spec in space.items():
         if not isinstance(key, str):
@@ -215,7 +224,8 @@ def suggest_config(trial, preset: str, choose_modules: bool = True, tune_split: 
     With ``choose_modules`` the numeric binning and the (selector, model) pair are part of the
     search (``MODULE_CHOICES``); the parameters of the chosen modules are then drawn from the
     space :func:`pipeline_space` composes (narrowed by ``PRESET_RANGES``), including the budget
-    split.  ``ranges`` overrides specs by key (``{"model.gum.iterations": ("int", 20, 40)}``) and
+    split.  ``ranges`` overrides specs by key (``{"model.gum.iterations": ("int", 20, 40)}``), or adds
+    a range for another parameter of a chosen module (:func:`check_space` checks them first), and
     ``choices`` the module choices (keys of ``MODULE_CHOICES``).  Returns keyword overrides for
     :func:`synthzoo.make`.
     """
@@ -234,7 +244,9 @@ def suggest_config(trial, preset: str, choose_modules: bool = True, tune_split: 
     # instantiate once (parameters only) to read the composed space of exactly these modules
     probe = Synthesizer(preprocess=pre, select=select, model=model, epsilon=1.0)
     space = pipeline_space(probe, tune_split=tune_split)
-    space.update({k: v for k, v in {**PRESET_RANGES.get(preset, {}), **(ranges or {})}.items() if k in space})
+    params = _module_params(probe)  # a user's range may also name a parameter a module does not declare tunable
+    space.update({k: v for k, v in {**PRESET_RANGES.get(preset, {}), **(ranges or {})}.items()
+                  if k in space or (ranges and k in ranges and k in params)})
     values = {key: _suggest(trial, key, spec) for key, spec in sorted(space.items())}
     by_role: dict = {}
     for key, val in values.items():
