@@ -134,13 +134,17 @@ def _count(s: str) -> int:
     return int(v)
 
 
+MAX_TRIALS = 100_000  # tuning.tuner.MAX_TRIALS (the command line parses before it imports the tuner)
+
+
 def _trials(s: str) -> int:
     try:
         v = int(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a number of trials is a whole number >= 1, got {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"a number of trials is a whole number >= 1, got {s!r}")
+        raise argparse.ArgumentTypeError(f"a number of trials is a whole number from 1 to {MAX_TRIALS:,}, "
+                                         f"got {s!r}") from None
+    if not 1 <= v <= MAX_TRIALS:
+        raise argparse.ArgumentTypeError(f"a number of trials is a whole number from 1 to {MAX_TRIALS:,}, got {s!r}")
     return v
 
 

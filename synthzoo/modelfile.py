@@ -42,7 +42,8 @@ MAX_ROWS = 1e9
 _TOP = {"format": str, "version": str, "saved": str, "config": dict, "schema": dict, "columns": list,
         "encoding": str, "encoder": dict, "model_state": dict, "n_estimate": (int, float, type(None)),
         "privacy": dict}
-_OPTIONAL = {"warning": str, "signature": dict}
+_OPTIONAL = {"warning": str, "signature": dict, "tuning": str}
+TUNING_CHARS = 2000  # the "tuning" statement (how a tuner selected the configuration) is a sentence or two
 _CONFIG = {"preprocess": list, "select": (dict, type(None)), "model": dict, "epsilon": (int, float, type(None)),
            "delta": (int, float), "seed": int, "budget_split": dict, "out_of_bounds": str,
            "name": (str, type(None))}
@@ -112,6 +113,9 @@ def check_document(doc) -> None:
     _keys(doc, _TOP, "", _OPTIONAL)
     if "signature" in doc:
         check_signature_field(doc["signature"])
+    if len(doc.get("tuning", "")) > TUNING_CHARS:
+        raise ConfigError(f"model file: tuning: a statement of at most {TUNING_CHARS} characters, got "
+                          f"{len(doc['tuning']):,}")
     cfg = doc["config"]
     _keys(cfg, _CONFIG, "config.")
     if len(cfg["preprocess"]) > 16:

@@ -6,10 +6,15 @@ re-enqueues with its parameters."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import socket
+import time
 import warnings
 from pathlib import Path
+
+from .core.errors import ConfigError
 
 
 def rdb_storage(storage, heartbeat_interval=None, grace_period=None, retry: bool = True):
@@ -22,8 +27,21 @@ def rdb_storage(storage, heartbeat_interval=None, grace_period=None, retry: bool
     if not isinstance(url, str):
         return url  # an optuna storage object
     if not url.startswith(("sqlite:", "postgresql", "mysql")):
+        if "://" in url:
+            raise ConfigError(f"storage {redact(url)!r}: unsupported kind of database "
+                              f"{url.split('://', 1)[0]!r}; give a SQLite file (path or sqlite:///file.db), "
+                              "postgresql://user@host/db or mysql://user@host/db")
         url = f"sqlite:///{Path(url).resolve()}"  # a plain file path
     url = pg_driver(url)
+    _check_sqlite_path(url)
+    with storage_errors(url, storage):
+        from sqlalchemy.engine import make_url
+
+        try:
+            make_url(url).port  # noqa: B018 - parsed lazily: a port that is not a number raises here
+        except ValueError as e:
+            raise ConfigError(f"storage {redact(storage)!r}: not a database URL SQLAlchemy can read "
+                              f"({_hide(e, url)})") from None
     kw = {}
     if heartbeat_interval:
         # a worker killed mid-trial leaves a RUNNING trial; the heartbeat lets any later worker mark
@@ -34,12 +52,92 @@ def rdb_storage(storage, heartbeat_interval=None, grace_period=None, retry: bool
     engine = {"pool_pre_ping": True} if url.startswith("postgresql") else None
     if url.startswith("sqlite:"):  # several local workers write to one file: wait for its lock
         engine = {"connect_args": {"timeout": 60}}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat: stable in practice
-        rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine, **kw)
+    for attempt in range(CREATE_TRIES):
+        try:
+            with storage_errors(url, storage), warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat: stable
+                rdb = optuna.storages.RDBStorage(url, engine_kwargs=engine, **kw)
+            break
+        except ConfigError as e:
+            # two workers opening a fresh storage at once both find it empty and both create Optuna's tables
+            # and version rows: the second one's CREATE or INSERT fails.  The first one's tables are there
+            # now, so opening again succeeds (Optuna then checks the schema version, which the first wrote).
+            if attempt == CREATE_TRIES - 1 or not _creation_race(e.__cause__):
+                raise
+            time.sleep(0.1 * (attempt + 1) + random.random() * 0.2)
     if url.startswith("sqlite:"):
         serialize_sqlite(rdb.engine)
     return rdb
+
+
+CREATE_TRIES = 6  # opening a fresh storage: tries while another worker creates the same tables
+
+
+def _creation_race(error) -> bool:
+    """Whether ``error`` (SQLAlchemy's) is what a worker gets when another one creates a fresh storage's
+    tables at the same moment: a duplicate version row or type (IntegrityError), or a table that
+    exists already or a locked file (OperationalError)."""
+    from sqlalchemy import exc
+
+    if isinstance(error, exc.IntegrityError):
+        return True
+    text = str(getattr(error, "orig", error)).lower()
+    return isinstance(error, exc.OperationalError) and ("already exists" in text or "locked" in text)
+
+
+def _check_sqlite_path(url: str) -> None:
+    """A SQLite storage's file: its folder must exist and the path must not be a folder (SQLite says
+    only "unable to open database file")."""
+    if not url.startswith("sqlite:///") or url == "sqlite:///:memory:" or "mode=memory" in url:
+        return
+    path = Path(url[len("sqlite:///"):].split("?", 1)[0])
+    if path.is_dir():
+        raise ConfigError(f"storage {url!r}: {path} is a folder, not a database file; name a file in it "
+                          f"(e.g. {path / 'study.db'})")
+    if not path.parent.is_dir():
+        raise ConfigError(f"storage {url!r}: the folder {path.parent} does not exist; create it or name a file "
+                          "in an existing folder")
+
+
+@contextlib.contextmanager
+def storage_errors(url: str, given: str | None = None):
+    """Turn what the database layer raises while opening or reading the storage ``url`` (a malformed URL,
+    an unreachable server, an unwritable file, a missing driver) into a :class:`ConfigError` that names
+    the URL without its password, instead of SQLAlchemy's traceback."""
+    from sqlalchemy import exc
+
+    shown = redact(given or url)  # the URL as the user gave it (``url`` may name the driver)
+    try:
+        yield
+    except exc.ArgumentError as e:  # a URL SQLAlchemy cannot parse, or a dialect it does not know
+        raise ConfigError(f"storage {shown!r}: not a database URL SQLAlchemy can read ({_hide(e, url)})") from e
+    except exc.SQLAlchemyError as e:
+        why = _hide(getattr(e, "orig", None) or e, url)
+        if url.startswith("sqlite:") and "unable to open" in why:
+            why += " (is the folder writable?)"
+        raise ConfigError(f"storage {shown!r}: cannot open it: {why}") from e
+    except ImportError as e:  # the database driver (SQLAlchemy's import, or Optuna's message about it)
+        raise ConfigError(f"storage {shown!r}: its database driver is not installed ({_hide(e, url)}); install "
+                          "it (PostgreSQL: psycopg or psycopg2, MySQL: pymysql)") from e
+
+
+def _hide(error, url: str) -> str:
+    """``error``'s message on one line, without the URL's password wherever it appears."""
+    import re
+
+    text = " ".join(str(error).split())
+    text = re.sub(r"\(Background on this error at: [^)]*\)", "", text).strip()
+    secrets = set()
+    m = re.match(r"[^:]+://[^:/@]+:([^/]*)@", url)
+    if m and m.group(1):
+        secrets.add(m.group(1))
+    with contextlib.suppress(Exception):
+        from sqlalchemy.engine import make_url
+
+        secrets.add(make_url(url).password or "")
+    for secret in sorted(secrets - {""}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def serialize_sqlite(engine) -> None:
@@ -67,7 +165,7 @@ def redact(url: str) -> str:
     """The storage URL without its password (it goes into saved metadata)."""
     import re
 
-    return re.sub(r"(//[^:/@]+):[^@]*@", r"\1:***@", url)
+    return re.sub(r"(//[^:/@]+):[^/]*@", r"\1:***@", url)  # up to the last @ before the path
 
 
 def fail_dead_local_trials(study, retry: bool = True) -> None:

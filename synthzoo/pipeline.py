@@ -307,6 +307,7 @@ class Synthesizer:
         self.warnings_ = release_warnings(self.epsilon, self.delta, self.n_estimate_, noise_mass,
                                           "DP estimate" if self.ledger_.private else "exact count, non-private run",
                                           n_sigma=n_sigma)
+        self.tuning_ = None  # a fresh fit; a tuner that selected this configuration says so (see privacy_report)
         self._fitted = True
         self._sample_calls = 0
         return self
@@ -514,6 +515,9 @@ class Synthesizer:
                     "the ledger. The (epsilon, delta) below covers the fit given that schema, not the schema: a "
                     "release can show the rows' exact extremes and rare categories. Use a public schema "
                     "(Schema.from_json) or measure it with sz.dp_schema.\n" + text)
+        tuned = getattr(self, "tuning_", None)
+        if tuned:  # how a tuner selected this configuration (a non-private tuning's reads are not covered)
+            text = tuned + "\n" + text
         schema_text = dp_schema_report(self.schema_)
         text += "\n" + schema_text if schema_text else ""
         sig = getattr(self, "signature_", None)
@@ -523,6 +527,10 @@ class Synthesizer:
                      "as trusted_keys (--trust on the command line)") + ")") if sig else \
                 "\n(not signed: nothing shows who saved this file or that it is unchanged)"
         return text
+
+    #: A tuner's statement of how it selected this configuration (``tuning.tune`` sets it on the synthesizer it
+    #: releases): shown first in :meth:`privacy_report` and saved as the model file's ``"tuning"`` field.
+    tuning_: str | None = None
 
     @property
     def replayable_noise(self) -> bool:
@@ -565,6 +573,8 @@ class Synthesizer:
                "privacy": self.account_.account()}
         if self.replayable_noise:
             doc["warning"] = REPLAYABLE_WARNING
+        if getattr(self, "tuning_", None):
+            doc["tuning"] = self.tuning_
         return json.loads(json.dumps(doc, default=_json_default))
 
     @classmethod
@@ -633,6 +643,7 @@ class Synthesizer:
             self.ledger_ = account
         sig = doc.get("signature")
         self.signature_ = None if sig is None else {"key": sig["key"], "verified": signer is not None}
+        self.tuning_ = doc.get("tuning")
         self._fitted = True
         return self
 

@@ -187,3 +187,42 @@ def test_two_accounted_workers_share_the_stopping_and_release_the_same_best_tria
     best = min(runs, key=lambda t: t.value)
     assert [r["best_trial"] for r in results] == [best.number, best.number]
     assert results[0]["sample"] == results[1]["sample"] and results[0]["epsilon"] == results[1]["epsilon"] <= 1.0
+
+
+OPEN = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    url, sync, me = sys.argv[1:4]
+    import optuna
+    from tuning.storage import _storage
+    Path(sync, f"go-{me}").touch()  # start together
+    while len(list(Path(sync).glob("go-*"))) < 2:
+        time.sleep(0.005)
+    optuna.create_study(storage=_storage(url, 30, None), study_name="race", load_if_exists=True)
+    print("opened")
+""")
+
+
+def test_two_workers_creating_fresh_tables_at_once_both_open_them(pg_url, tmp_path):
+    """Fresh tables on PostgreSQL (a new schema each round): two workers creating them at once raced on
+    ``pg_type`` (a duplicate key; 2 of 6 rounds before the retry), and both must now open the study."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(pg_url)
+    for r in range(4):
+        schema = f"race_{uuid.uuid4().hex[:10]}"
+        with engine.begin() as c:
+            c.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        url = f"{pg_url}?options=-csearch_path%3D{schema}"
+        sync = tmp_path / f"round{r}"
+        sync.mkdir()
+        try:
+            procs = [subprocess.Popen([sys.executable, "-c", OPEN, url, str(sync), str(i)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for i in range(2)]
+            outs = [p.communicate(timeout=120) for p in procs]
+            for p, (out, err) in zip(procs, outs):
+                assert p.returncode == 0 and "opened" in out, err[-2000:]
+        finally:
+            with engine.begin() as c:
+                c.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+    engine.dispose()

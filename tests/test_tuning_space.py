@@ -46,6 +46,6 @@ def test_tune_a_record_model_over_its_space(tmp_path):
                           space={"model.tvae.epochs": ("int", 1, 2), "model.tvae.embedding_dim": ("cat", [64, 128])},
                           noise_seed=3)
     assert res.synthesizer is not None
-    assert res.best_params["model.tvae.epochs"] in (1, 2)
+    assert res.best_params["model.tvae.epochs"] in (1, 2) and res.best_params["model.tvae.embedding_dim"] in (64, 128)
     assert res.synthesizer.privacy_spent().epsilon <= 1.0 * (1 + 1e-9)
     assert len(res.synthesizer.sample(20)) == 20

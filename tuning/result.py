@@ -25,6 +25,22 @@ ACCOUNTED_NOTE = ("tuned privately by random search with random stopping (Papern
                   "the best.")
 NOTHING_RELEASED = ("nothing is released: no run completed (random stopping may draw no run at all, and a run "
                     "that fails or passes its time limit releases nothing)")
+def tuning_statement(privacy: str, trials: int | None = None) -> str:
+    """What a released synthesizer says about the tuning that selected its configuration (its
+    ``tuning_``: first in its privacy report, and the model file's ``"tuning"`` field).  Accounted
+    mode states no number of runs (it would tell the random stopping's draw)."""
+    if privacy == "non-private":
+        return (f"NOT COVERED BY DP: this configuration was selected by tuning over {trials} trials "
+                "(privacy='non-private') that were fit and scored on the private data; that selection read the "
+                "private rows outside the ledger. The (epsilon, delta) below covers this synthesizer's fit only, "
+                "not the tuning.")
+    if privacy == "public":
+        return (f"tuned on a public/proxy table over {trials} trials (privacy='public'): the selection read no "
+                "private data; the private data was read once, by this fit, which the (epsilon, delta) below covers.")
+    return ("tuned privately (privacy='accounted'): selected by random search with random stopping (Papernot & "
+            "Steinke 2022); the 'tuning' charge below covers every run and the selection.")
+
+
 REPLAYABLE_TUNING = ("replayable noise (test only): noise_seed was set, so the trials' noise, the stopping coins "
                      "and the score noise replay; the result is private only while that seed stays secret")
 
@@ -123,6 +139,7 @@ def _release_accounted(study, meta, statement, states, weights, epsilon, delta, 
         raise ConfigError("the synthesizer of the best run is neither in this process nor in the storage; it "
                           "cannot be released without another private fit")
     synth = _charge_tuning(state, epsilon, delta, trial_eps, trial_rho, n_trials, shape, replayable, schema_ledger)
+    synth.tuning_ = tuning_statement("accounted")
     meta.update({"released": True, "best_params": best.params, "best_config": config, "best_value": best.value,
                  "synthesizer_privacy": synth.privacy_report()})
     study.set_user_attr("synthzoo", meta)

@@ -73,6 +73,7 @@ from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.core.schema import Schema
 from synthzoo.datasets import train_test_split
 from synthzoo.isolation import WORKER_INIT_ENV
+from synthzoo.optuna_storage import storage_errors
 from synthzoo.pipeline import schema_cost
 from synthzoo.presets import PRESETS, make
 
@@ -80,8 +81,8 @@ from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_tri
 from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_score, score_sensitivity,
                         score_terms, validation_sketch, weighted)
 from .result import (ABORTED, ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
-                     TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message)
-from .space import MODULE_CHOICES, default_params, suggest_config
+                     TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message, tuning_statement)
+from .space import MODULE_CHOICES, check_space, default_params, suggest_config
 from .storage import (DEFAULT_STORAGE, STATE_ATTR, STATE_CHUNK, STOPPED_ATTR, _best_complete_value,
                       _fail_dead_local_trials, _fail_stale, _finished, _pg_driver, _redact, _slots_taken, _storage,
                       _store_state, _within, decide_run, runs, stopped)
@@ -92,6 +93,9 @@ __all__ = ["ACCOUNTED_NOTE", "DEFAULT_STORAGE", "MODES", "NON_PRIVATE_WARNING", 
            "WORKER_INIT_ENV", "TrialTimeout", "TuneResult", "_pg_driver", "score_sensitivity", "score_terms", "tune"]
 
 MODES = ("non-private", "public", "accounted")
+#: The most trials a study may ask for: far beyond any tuning that ends (a trial takes seconds to minutes), and
+#: a count above it is a typo, not a plan (accounted mode would also split the budget over that many runs).
+MAX_TRIALS = 100_000
 SPLIT, FINAL = 4, 5  # derived_seed labels: a run's split key, public mode's final fit (test-only replay)
 
 
@@ -231,8 +235,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         raise ConfigError(f"privacy must be one of {MODES}, got {privacy!r}")
     if not isinstance(schema, Schema):
         raise ConfigError("schema: tuning needs the public Schema (inferring one would read the private data)")
-    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or n_trials < 1:
-        raise ConfigError(f"n_trials must be a positive integer, got {n_trials!r}")
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)) or not 1 <= n_trials <= MAX_TRIALS:
+        raise ConfigError(f"n_trials must be a whole number from 1 to {MAX_TRIALS:,}, got {n_trials!r}")
     if trial_timeout is not None and not (float(trial_timeout) > 0):
         raise ConfigError(f"trial_timeout must be a positive number of seconds, got {trial_timeout!r}")
     if trial_timeout is not None and privacy == "accounted":
@@ -254,6 +258,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                               f"(e.g. choices={{'select_model': ['indif+gum', 'aim+pgm']}})")
         if not vals or not set(vals) <= set(MODULE_CHOICES[key]):
             raise ConfigError(f"choices: {key!r} takes a non-empty list from {MODULE_CHOICES[key]}, got {vals!r}")
+    # the whole search space before any trial (and, accounted, before any budget is spent)
+    check_space(preset, space, choose_modules=choose_modules, choices=choices)
     epsilon, delta = check_privacy_params(epsilon, delta)
     weights = _weights(weights, privacy)
     if weights[1] > 0 and schema.meta.get("target") is None:
@@ -307,7 +313,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     pruner = (optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0) if prune and not multi_objective
               else optuna.pruners.NopPruner())
     kw = {"directions": ["minimize"] * 3} if multi_objective else {"direction": "minimize"}
-    with _quiet_optuna(accounted or verbose):  # verbose: our own one line a trial says it, Optuna's would repeat it
+    with _quiet_optuna(accounted or verbose), storage_errors(getattr(rdb, "url", None) or str(storage)):
+        # verbose: our own one line a trial says it, Optuna's would repeat it
         study = optuna.create_study(storage=rdb, study_name=study_name, pruner=pruner, load_if_exists=True, **kw)
     # secret randomness of this process: random search, score noise (and the stopping coins, below)
     tuner_noise = NoiseSource() if noise_seed is None else NoiseSource(derived_seed(noise_seed, TUNER))
@@ -437,7 +444,11 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
             trial.set_user_attr("pruned_reason", out[1])
             raise optuna.TrialPruned(out[1])
         _, terms, seconds, state = out
-        trial.set_user_attr("fit_seconds", seconds)
+        if not accounted:
+            # not in accounted mode: a run's fit time follows the private rows (AIM picks larger marginals
+            # on more of them), a side channel the DP guarantee does not cover; like the exact terms, it
+            # stays in this process
+            trial.set_user_attr("fit_seconds", seconds)
         if accounted:
             # the only value that leaves this process: the clipped score plus Gaussian noise calibrated to
             # its data-independent sensitivity; the exact terms are never written anywhere
@@ -495,9 +506,11 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                     # worker runs it.
                     wait_for_others()
                     continue
-            study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False)
-            if verbose and not accounted:
-                last = study.trials[-1]
+            mine: list = []  # this process's trial (study.trials[-1] may be another worker's)
+            study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False,
+                           callbacks=[lambda _study, frozen: mine.append(frozen)])
+            if verbose and not accounted and mine:
+                last = mine[-1]
                 shown = f" value={last.values}" if last.state == optuna.trial.TrialState.COMPLETE else ""
                 print(f"  trial {last.number}: {last.state.name}{shown}"
                       + (f" ({last.user_attrs['pruned_reason']})" if "pruned_reason" in last.user_attrs else ""),
@@ -537,6 +550,9 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     meta.update({"best_trial": best.number, "best_params": best.params, "best_config": config,
                  "best_value": None if multi_objective else best.value})
     if synth is not None:
+        # the released synthesizer (and its model file) says it was selected by tuning, and a non-private
+        # tuning's reads of the private rows are not covered by its (epsilon, delta)
+        synth.tuning_ = tuning_statement(privacy, len(finished))
         meta["synthesizer_privacy"] = synth.privacy_report()
     study.set_user_attr("synthzoo", meta)
     if privacy == "non-private":
