@@ -648,6 +648,13 @@ def cmd_tune(a) -> int:
     from tuning import tune
     from tuning.storage import DEFAULT_STORAGE, _redact
 
+    if a.sign is not None:  # before any trial: a study is long, and a key that cannot sign would lose its release
+        from synthzoo.core.errors import ConfigError
+        from synthzoo.modelfile import _read_key
+
+        if not a.out:
+            raise ConfigError("--sign signs the model file that --out writes; pass --out tune.json")
+        _read_key(a.sign, private=True)
     schema = _schema(a.schema)
     csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "schema": schema}
     train = read_csv(a.data, **csv)
@@ -690,7 +697,7 @@ def cmd_tune(a) -> int:
     print(res.summary())
     print(f"study {res.metadata.get('study_name')!r} is in {where}", file=sys.stderr)
     if a.out:
-        res.save(a.out)
+        res.save(a.out, sign_with=a.sign)
         model = Path(a.out).with_suffix(".model.json")
         print(f"wrote the tuning metadata to {a.out}" + (f" and the tuned synthesizer to {model} (synthzoo sample "
                                                          f"{model} -n N --out fake.csv)"
@@ -891,6 +898,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "mode, whose random search is seeded secretly)")
     t.add_argument("--out", help="write the tuning metadata JSON here and the tuned synthesizer next to it as "
                                  "<name>.model.json (without --out the tuned synthesizer is not saved)")
+    t.add_argument("--sign", metavar="KEY", help="sign the tuned model file (--out) with this private key (from "
+                                                  "`synthzoo keygen`), as fit --sign does")
     _csv_options(t)
     t.set_defaults(func=cmd_tune)
 

@@ -262,6 +262,41 @@ def test_cli_tune_writes_metadata_with_the_privacy_statement(demo, tmp_path, cap
     assert sz.Synthesizer.load(tmp_path / "tuned.model.json").sample(10).shape[0] == 10
 
 
+def test_tuned_model_file_is_signed_with_sign_with_and_tune_sign(demo, tmp_path, capsys):
+    from synthzoo.modelfile import generate_key
+
+    train, val, schema = demo
+    generate_key(tmp_path / "owner")
+    generate_key(tmp_path / "other")
+    res = _tune(demo, tmp_path, n_trials=1)
+    res.save(tmp_path / "api.json", sign_with=tmp_path / "owner")
+    synth = sz.Synthesizer.load(tmp_path / "api.model.json", trusted_keys=[tmp_path / "owner.pub"])
+    assert "signed" in synth.privacy_report()
+    with pytest.raises(ConfigError, match="not a trusted key"):
+        sz.Synthesizer.load(tmp_path / "api.model.json", trusted_keys=[tmp_path / "other.pub"])
+    with pytest.raises(ConfigError, match="cannot read the private key"):  # nothing written
+        res.save(tmp_path / "nokey.json", sign_with=tmp_path / "missing")
+    assert not (tmp_path / "nokey.json").exists() and not (tmp_path / "nokey.model.json").exists()
+
+    train.to_csv(tmp_path / "train.csv", index=False)
+    val.to_csv(tmp_path / "val.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    args = ["tune", str(tmp_path / "train.csv"), "--val", str(tmp_path / "val.csv"), "--schema",
+            str(tmp_path / "schema.json"), "--trials", "1", "--storage", str(tmp_path / "cli.db"),
+            "--select-model", "indif+gum", "--numeric", "uniform", "--weights", "0,0,1"]
+    assert cli_main([*args, "--sign", str(tmp_path / "missing"), "--out", str(tmp_path / "t.json")]) == 2
+    assert "cannot read the private key" in capsys.readouterr().err and not (tmp_path / "cli.db").exists()
+    assert cli_main([*args, "--sign", str(tmp_path / "owner")]) == 2
+    assert "pass --out" in capsys.readouterr().err
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli_main([*args, "--sign", str(tmp_path / "owner"), "--out", str(tmp_path / "t.json")]) == 0
+    capsys.readouterr()
+    assert cli_main(["sample", str(tmp_path / "t.model.json"), "-n", "5", "--out", str(tmp_path / "f.csv"),
+                     "--trust", str(tmp_path / "owner.pub")]) == 0
+    assert "verified against your trusted key" in capsys.readouterr().out
+
+
 def _dashboard_get(app, path: str, query: str = ""):
     """GET ``path`` from the dashboard's WSGI app in this process (no server): (status, JSON, raw body)."""
     status = []

@@ -87,13 +87,15 @@ class TuneResult:
     def __str__(self) -> str:
         return self.summary()
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, sign_with: str | Path | None = None) -> None:
         """Write the metadata (privacy mode and statement, best parameters, storage) as JSON; with a
-        fitted synthesizer also ``<path stem>.model.json`` via :meth:`Synthesizer.save`."""
+        fitted synthesizer also ``<path stem>.model.json`` via :meth:`Synthesizer.save`, signed with
+        the Ed25519 private key file ``sign_with`` where given (``synthzoo keygen``; see the README's
+        "Signed releases").  The model file is written first, so a key that cannot sign writes nothing."""
         path = Path(path)
-        path.write_text(json.dumps(self.metadata, indent=2, default=str))
         if self.synthesizer is not None:
-            self.synthesizer.save(path.with_suffix(".model.json"))
+            self.synthesizer.save(path.with_suffix(".model.json"), sign_with=sign_with)
+        path.write_text(json.dumps(self.metadata, indent=2, default=str))
 
 
 #: Study user attribute set when an accounted run ended without output: the study then releases nothing.
