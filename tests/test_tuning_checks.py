@@ -4,7 +4,6 @@ reports its own trials; no fit time is stored for accounted runs."""
 
 import json
 import re
-import warnings
 
 import pytest
 
@@ -13,29 +12,14 @@ optuna = pytest.importorskip("optuna")
 import synthzoo as sz
 from synthzoo.cli import main as cli_main
 from synthzoo.core.errors import ConfigError
-from synthzoo.datasets import make_demo, train_test_split
-from tuning import tune
 from tuning.tuner import MAX_TRIALS
 
-FAST = {"choices": {"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
-        "space": {"model.gum.iterations": ("int", 5, 10)}, "weights": (0, 0, 1)}
-
-
-@pytest.fixture(scope="module")
-def demo():
-    df, schema = make_demo(n=600, seed=0)
-    train, val = train_test_split(df, test_size=0.3, seed=0)
-    return train, val, schema
+from test_tuning import FAST, demo  # noqa: F401  (the fixture, shared)
+from test_tuning import _tune as _tune_isolated
 
 
 def _tune(demo, tmp_path, **kw):
-    train, val, schema = demo
-    args = dict(epsilon=1.0, delta=1e-5, schema=schema, n_trials=2, storage=str(tmp_path / "study.db"),
-                isolate=False, **FAST)
-    args.update(kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return tune("privsyn", train, val, **args)
+    return _tune_isolated(demo, tmp_path, **{"isolate": False, **kw})
 
 
 BAD_SPACES = [
