@@ -292,7 +292,7 @@ class Synthesizer:
             budget = self._stage(self.model.name, self.budget_split["model"])
             with stage_progress(f"  [synthzoo] model ({self.model.name})", enabled=live):
                 self.model.fit_records(data, budget, np.random.default_rng(seeds[2]))
-            self.n_estimate_ = _implied_rows(self.model)
+            self.n_estimate_ = _implied_rows(self.model)[0]
             n_sigma = getattr(self.model, "total_sigma_", None)
             noise_mass = None
         timings["model"] = time.perf_counter() - t0
@@ -625,9 +625,11 @@ class Synthesizer:
             saved = SavedAccount(doc["privacy"])
             _bind_account(saved, self)
             stage = "n_estimate"
-            implied = _implied_rows(self.model)
-            if est is not None and not math.isnan(implied) and not math.isclose(est, implied, rel_tol=1e-6):
-                # sample() without n draws n_estimate rows: a file may not state another count than its model's
+            implied, exact = _implied_rows(self.model)
+            # sample() without n draws n_estimate rows: a file may not state another count than its model's (a
+            # measurement model's own total may be estimated otherwise than the pipeline's: within a factor of 2)
+            if est is not None and not math.isnan(implied) and not (
+                    math.isclose(est, implied, rel_tol=1e-6) if exact else implied / 2 - 1 <= est <= 2 * implied + 1):
                 raise ConfigError(f"{est!r} is not the {implied:.6g} rows the model's state implies "
                                   "(edited?)")
         except (ConfigError, SchemaError) as e:
@@ -801,15 +803,17 @@ def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
                           "this configuration (an account from another fit?)")
 
 
-def _implied_rows(model) -> float:
+def _implied_rows(model) -> tuple[float, bool]:
     """The DP estimate of the training rows a fitted model's own state implies (what ``n_estimate_`` is
-    set from): the inverse-variance total of the noisy measurements a measurement model keeps, else the
-    total its state holds (a record model's noisy count, a generator's or GUM's total); NaN without one."""
+    set from), and whether exactly: the inverse-variance total of the noisy measurements a measurement
+    model keeps, or a record model's noisy count (exact); else the total a measurement model's state
+    holds (GUM's, a generator's: its own estimate, close to the pipeline's); NaN without one."""
     measurements = getattr(model, "measurements_", None)
-    if model.get_tags()["fits"] == "measurements" and measurements:
+    records = model.get_tags()["fits"] == "records"
+    if not records and measurements:
         with np.errstate(over="ignore"):  # an edited count of 1e308 sums to inf: a mismatch, not a pass
-            return estimate_total(measurements, floor=0.0)
-    return float(getattr(model, "total_", float("nan")))  # a record model's count, a generator's total
+            return estimate_total(measurements, floor=0.0), True
+    return float(getattr(model, "total_", float("nan"))), records
 
 
 def _check_free_encoders(synth: "Synthesizer") -> None:
