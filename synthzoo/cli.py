@@ -17,6 +17,11 @@ from ._threads import single_thread_defaults
 from ._version import __version__
 
 
+#: What the grid's table is: read from the real rows (its scores, references and exact row counts).
+GRID_NOTE = ("# the scores read the real rows (n_train/n_test are their exact counts): not covered by DP, "
+             "not for publication")
+
+
 def _floats(s: str, option: str = "--epsilon") -> list[float]:
     from .core.errors import ConfigError
 
@@ -482,7 +487,7 @@ def _bench_grid(a, bench) -> int:
                      delta=a.delta, schema=a.schema, base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout,
                      isolate=not a.in_process, ml=not a.no_ml, root=a.root, out=out, plot=plot,
                      log=lambda s: print(s, flush=True))
-    print("# the scores read the real rows (and n_train/n_test are their exact counts): not covered by DP, not for publication")
+    print(GRID_NOTE)
     cells = res[res["kind"] == "cell"]
     n_ok, n_skip = int((cells["status"] == "ok").sum()), int((cells["status"] == "skipped").sum())
     print(f"# {n_ok} of {len(cells)} cells ran; {n_skip} skipped, {len(cells) - n_ok - n_skip} failed "
@@ -528,7 +533,7 @@ def _bench_shared(a, sel, mod, pre, data, out, plot) -> int:
     print(f"# wrote {out}")
     if plot_grid(res, plot):
         print(f"# wrote {plot}")
-    print("# the scores read the real rows (and n_train/n_test are their exact counts): not covered by DP, not for publication")
+    print(GRID_NOTE)
     cells = res[res["kind"] == "cell"]
     print(f"# {int((cells['status'] == 'ok').sum())} of {len(cells)} cells ran; "
           f"{int(res['status'].isin(['pending', 'crashed']).sum())} without a result")
@@ -839,8 +844,9 @@ def build_parser() -> argparse.ArgumentParser:
     bw = sub.add_parser("bench-worker", help="run cells of a shared grid study (synthzoo bench --storage) until done")
     bw.add_argument("--storage", required=True, help="the grid study's storage, as given to synthzoo bench --storage")
     bw.add_argument("--study", default="synthzoo-grid", help="the grid study's name (default synthzoo-grid)")
-    bw.add_argument("--heartbeat", type=_positive_int, default=10, help="seconds between heartbeats (a dead worker's cell "
-                                                              "is re-run after 3 missed ones, at once on its host)")
+    bw.add_argument("--heartbeat", type=_positive_int, default=10,
+                    help="seconds between heartbeats (a dead worker's cell is re-run after 3 missed ones, at once "
+                         "on its host; give every worker the same)")
     bw.set_defaults(func=cmd_bench_worker)
 
     e = sub.add_parser("eval", help="evaluate synthetic against real rows; write an HTML report",

@@ -30,8 +30,8 @@ from .core.tokens import TokenData, TokenTable
 from .core.errors import ConfigError, NotFittedError, PrivacySettingsWarning, SchemaError, TimeZoneWarning
 from .core.measurements import estimate_total, total_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
-                                  check_privacy_params, gaussian_sigma, privacy_warnings, release_warnings, rho_for,
-                                  rho_of_event)
+                                  charge_owner, check_privacy_params, gaussian_sigma, privacy_warnings,
+                                  release_warnings, rho_for, rho_of_event)
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
 from .core.schema import READ_FROM_ROWS, Schema, read_json
 from .modelfile import FORMAT, MAX_BYTES, check_document, sign_document, verify_document
@@ -347,12 +347,11 @@ class Synthesizer:
         spenders = self._spenders()
         wants = self.model.get_tags()["input"]
         features, tokens = wants == "features", wants == "tokens"
-        empty = PrivacyLedger(None).stage("none", 0.0)
         for p, cols in self._assignments(schema):
             if p in spenders:
                 budget = self._stage(p.name, self.budget_split["preprocess"] / len(spenders))
             else:
-                budget = empty
+                budget = _no_budget()
             encoders.update(p.fit(df, cols, budget, rng))
         for c in schema.columns:
             if c.name not in encoders:
@@ -771,36 +770,39 @@ def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
     :meth:`~synthzoo.core.base.Preprocessor.measured_columns`, public), the selector's, and a
     record model's own.  An account with a module's charges deleted (a cheaper claim for the same
     model) or taken from another configuration's fit fails here."""
+    modules = {c.module for c in saved.ledger.charges if not c.module.startswith("schema:")}
     notes: dict[str, set] = {}
     for c in saved.ledger.charges:
-        if not c.module.startswith("schema:"):
-            notes.setdefault(c.module, set()).add(c.note)
-    def own(name):  # a module charges under its name, or its stages' (``mst/tree``, ``tldm/vae``)
-        return {m for m in notes if m == name or m.startswith(name + "/")}
-
+        if c.module in modules:
+            notes.setdefault(charge_owner(c.module), set()).add(c.note)
     ran = set()
     for p, cols in synth._assignments(synth.schema_):
-        ran |= own(p.name)
-        noted = set().union(*(notes[m] for m in own(p.name)))
-        lacking = [c for c in p.measured_columns(cols) if c not in noted]
+        ran.add(p.name)
+        lacking = [c for c in p.measured_columns(cols) if c not in notes.get(p.name, ())]
         if lacking:
             raise ConfigError(f"model file: privacy: preprocessor {p.name!r} measures column(s) {lacking} in a "
                               "private fit, but the account holds no charge of its for them (the account was edited)")
     model = synth.model
     if model.get_tags()["spends_budget"]:  # a measurement model only post-processes: it has no charges of its own
-        ran |= own(model.name)
+        ran.add(model.name)
     if synth.select is not None:
-        if not own(synth.select.name):
+        if synth.select.name not in notes:
             raise ConfigError(f"model file: privacy: selector {synth.select.name!r} measured the private rows, but "
                               "the account holds no charge of its (the account was edited)")
-        ran |= own(synth.select.name)
-    if model.get_tags()["spends_budget"] and not own(model.name):
+        ran.add(synth.select.name)
+    if model.get_tags()["spends_budget"] and model.name not in notes:
         raise ConfigError(f"model file: privacy: model {model.name!r} trains on the private rows, but the account "
                           "holds no charge of its (the account was edited)")
-    foreign = sorted(set(notes) - ran)
+    foreign = sorted(m for m in modules if charge_owner(m) not in ran)
     if foreign:
         raise ConfigError(f"model file: privacy: the account holds charges of {foreign}, which are not modules of "
                           "this configuration (an account from another fit?)")
+
+
+def _no_budget() -> Budget:
+    """The budget a preprocessor that reads no private value gets: nothing to spend, nothing charged to the
+    release's ledger."""
+    return PrivacyLedger(None).stage("none", 0.0)
 
 
 def _implied_rows(model) -> tuple[float, bool]:
@@ -824,18 +826,19 @@ def _check_free_encoders(synth: "Synthesizer") -> None:
     import pandas as pd
 
     schema, saved = synth.schema_, synth.encoder_.to_state()
-    empty = PrivacyLedger(None).stage("none", 0.0)
+    same = lambda a, b: json.dumps(a, default=_json_default) == json.dumps(b, default=_json_default)  # noqa: E731
     claimed = set()
     for p, cols in synth._assignments(schema):
         claimed |= {c.name for c in cols}
-        free = [c for c in cols if c.name not in set(p.measured_columns(cols))]
+        measured = set(p.measured_columns(cols))
+        free = [c for c in cols if c.name not in measured]
         if not free:
             continue
         frame = pd.DataFrame({c.name: pd.Series([], dtype="object") for c in free})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            want = {k: e.to_state() for k, e in p.fit(frame, free, empty, np.random.default_rng(0)).items()}
-        bad = [c for c in want if json.dumps(want[c], default=_json_default) != json.dumps(saved.get(c), default=_json_default)]
+            want = {k: e.to_state() for k, e in p.fit(frame, free, _no_budget(), np.random.default_rng(0)).items()}
+        bad = [c for c in want if not same(want[c], saved.get(c))]
         if bad:
             raise ConfigError(f"column(s) {bad} hold an encoder {p.name!r} does not make from the schema "
                               "alone, yet no charge measured them (the configuration or the encoder was edited)")

@@ -33,6 +33,7 @@ import pandas as pd
 from ..core import params as P
 from ..core.base import DEFAULT_TAGS, REGISTRY, Model, Module, Preprocessor, Selector
 from ..core.errors import ConfigError, SchemaError
+from ..core.privacy.ledger import charge_owner
 from ..datasets import make_demo
 from ..pipeline import Synthesizer
 
@@ -235,10 +236,9 @@ def check_charges_name_their_module(cls) -> None:
     s = _fitted(cls, 1.0)
     notes: dict = {}
     for c in s.ledger_.charges:
-        notes.setdefault(c.module.split("/")[0], set()).add(c.note)
+        notes.setdefault(charge_owner(c.module), set()).add(c.note)
     if cls.role == "preprocess":
-        p = next(p for p in s.preprocess if type(p) is cls)
-        cols = [c for c in s.schema_.columns if c.kind in p.kinds]
+        p, cols = next((p, cols) for p, cols in s._assignments(s.schema_) if type(p) is cls)
         lacking = [c for c in p.measured_columns(cols) if c not in notes.get(cls.name, ())]
         assert not lacking, (f"measured_columns() names {lacking}, but the private fit charged no mechanism of "
                              f"{cls.name!r} with those notes (charges: {sorted(notes.get(cls.name, ()))})")

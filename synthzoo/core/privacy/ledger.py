@@ -569,6 +569,11 @@ def rho_of_event(event) -> float | None:
     return None
 
 
+def charge_owner(module: str) -> str:
+    """The module a charge belongs to: its stages charge as ``name/stage`` (``mst/tree``, ``tldm/vae``)."""
+    return module.split("/", 1)[0]
+
+
 def _matches(ledger: "PrivacyLedger", event, rho: float) -> bool:
     """Whether charging ``event`` onto ``ledger`` costs the epsilon that charging ``rho`` zCDP would (to
     1e-6): a composite event's rho is what its noise was calibrated to, so neither may be understated."""
