@@ -75,14 +75,16 @@ CREATE_TRIES = 6  # opening a fresh storage: tries while another worker creates 
 
 def _creation_race(error) -> bool:
     """Whether ``error`` (SQLAlchemy's) is what a worker gets when another one creates a fresh storage's
-    tables at the same moment: a duplicate version row or type (IntegrityError), or a table that
-    exists already or a locked file (OperationalError)."""
+    tables at the same moment: a duplicate version row or type (IntegrityError), or a table or type that
+    exists already or a locked file (OperationalError; PostgreSQL's DuplicateTable/DuplicateObject come
+    as ProgrammingError)."""
     from sqlalchemy import exc
 
     if isinstance(error, exc.IntegrityError):
         return True
     text = str(getattr(error, "orig", error)).lower()
-    return isinstance(error, exc.OperationalError) and ("already exists" in text or "locked" in text)
+    return (isinstance(error, (exc.OperationalError, exc.ProgrammingError))
+            and ("already exists" in text or "locked" in text))
 
 
 def _check_sqlite_path(url: str) -> None:

@@ -208,3 +208,15 @@ def test_a_model_file_tuning_statement_is_checked(demo, tmp_path):
     for bad, match in ((7, "tuning"), ("x" * (TUNING_CHARS + 1), "at most")):
         with pytest.raises(ConfigError, match=match):
             sz.Synthesizer.from_json({**doc, "tuning": bad})
+
+
+def test_postgresqls_duplicate_type_or_table_counts_as_the_creation_race():
+    # PostgreSQL reports a type or table another worker just created as ProgrammingError (DuplicateObject,
+    # DuplicateTable): the retry missed it, and CI's race test failed once
+    from sqlalchemy import exc
+
+    from synthzoo.optuna_storage import _creation_race
+
+    dup = exc.ProgrammingError("CREATE TYPE studydirection", {}, Exception('type "studydirection" already exists'))
+    other = exc.ProgrammingError("SELECT", {}, Exception('relation "nope" does not exist'))
+    assert _creation_race(dup) and not _creation_race(other)
