@@ -494,3 +494,35 @@ def test_dp_schema_on_adult_releases_the_common_categories(adult):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         conform(df, schema)
+
+
+def test_a_well_filled_tail_ring_takes_the_next_ring_too(monkeypatch):
+    """Noise-free histograms (the mechanism's sigma, its noise left out), so the rule is seen alone: a
+    tail ring past the margin holding over _EXTEND_Z sigma of rows takes the next ring, whose thin rows
+    the noise would hide; a ring with less evidence does not; one-signed data is never taken to 0 or
+    below by it."""
+    import synthzoo.core.dpschema as dps
+
+    real = dps.discrete_gaussian
+
+    def exact(budget, counts, sens, rho, **kw):
+        return np.asarray(counts, dtype=float), real(budget, counts, sens, rho, **kw)[1]
+
+    monkeypatch.setattr(dps, "discrete_gaussian", exact)
+    rho = 3.4e-5  # second histogram's sigma 140, as for one column of the COMPAS-like table at epsilon 0.1
+
+    def bounds(v):
+        return dps.dp_bounds(np.asarray(v, dtype=float), PrivacyLedger(1.0, 1e-6).stage("s", 1.0), rho,
+                             integer=True, name="days", report=True)
+
+    pile = [-1.0] * 3000 + [0.0] * 3000 + [5.0] * 200
+    # 400 rows (2.9 sigma) in the first ring ([-16, -4)), 100 (0.7 sigma, unseen alone) in the next
+    lo, _, rep = bounds(pile + [-10.0] * 400 + [-300.0] * 100)
+    assert rep.rings[0] == 2 and lo <= -300
+    # 200 rows (1.4 sigma) in the first ring: found, but not taken as a tail that runs on
+    lo, _, rep = bounds(pile + [-10.0] * 200 + [-300.0] * 100)
+    assert rep.rings[0] == 1 and -300 < lo <= -10
+    # counts: a well-filled ring below the data's bulk takes the next one down to the smallest positive
+    # bucket (edge 0), never into the negatives
+    lo, hi, rep = bounds([1000.0] * 6000 + [100.0] * 400)
+    assert lo == 0 and hi >= 1000
