@@ -184,3 +184,27 @@ def test_sample_to_a_device_writes_into_it_and_never_replaces_it():
     s = sz.make("mst", epsilon=1.0, schema=schema).fit(df)
     assert s.sample_to_csv(os.devnull, n=50) == 50
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode) and not os.path.exists(os.devnull + ".part")
+
+
+@pytest.mark.parametrize("preset,model", [("tabddpm", {"epochs": 1, "hidden": [16, 16], "embedding_dim": 8}),
+                                          ("gem", {"iters": 2, "hidden": [16]})])
+def test_a_file_fitted_on_cuda_samples_where_there_is_none(preset, model):
+    """A released file must not need its producer's GPU: device='cuda' without CUDA is a warning at
+    sampling and the CPU's rows (a fit still refuses it)."""
+    import warnings
+
+    if torch_module("test").cuda.is_available():
+        pytest.skip("needs a machine without CUDA")
+    df, schema = make_demo(n=300, seed=1)
+    eps = 1.0 if preset == "gem" else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = sz.make(preset, epsilon=eps, schema=schema, seed=0, model={**model, "device": "cpu"}).fit(df)
+        with pytest.raises(ConfigError, match="device='cuda': no CUDA device"):
+            sz.make(preset, epsilon=eps, schema=schema, seed=0, model={**model, "device": "cuda"}).fit(df)
+    doc = s.to_json()
+    doc["config"]["model"]["device"] = doc["model_state"]["params"]["device"] = "cuda"  # as a GPU machine writes it
+    loaded = sz.Synthesizer.from_json(doc)
+    with pytest.warns(RuntimeWarning, match="device='cuda' but no CUDA device is available: sampling on the CPU"):
+        rows = loaded.sample(50, seed=3)
+    pd.testing.assert_frame_equal(rows, s.sample(50, seed=3))

@@ -289,7 +289,7 @@ class DPMERF(TorchMLP, Model):
         self._require_fit()
         n = self._check_n(n)
         torch = _torch()
-        dev = self._device()
+        dev = self._device(sampling=True)
         out = np.empty((n, len(self.domain_)), dtype=np.int64)
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2 ** 62)))
         cols = [self.domain_.index(a) for a in self.attrs_]

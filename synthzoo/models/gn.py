@@ -322,13 +322,14 @@ class GN(TorchMLP, MeasurementModel):
         gen = torch.Generator().manual_seed(int(rng.integers(0, 2 ** 62)))
         out = np.empty((n, d), dtype=np.int64)
         sizes = list(self.domain_.shape)
-        net = self._sampling_net([w.to(self._device()) for w in self._weights], sizes)
+        dev = self._device(sampling=True)
+        net = self._sampling_net([w.to(dev) for w in self._weights], sizes)
         per = int(self.draws_per_z)
         step = 8192 * per
         for lo in range(0, n, step):
             hi = min(n, lo + step)
             g = -(-(hi - lo) // per)  # noise vectors of this step, each giving `per` records
-            z = torch.randn(g, int(self.noise_dim), generator=gen).to(self._device())
+            z = torch.randn(g, int(self.noise_dim), generator=gen).to(dev)
             out[lo:hi] = self._draw_codes(net, z, sizes, rng.random((g * per, d)), per)[:hi - lo]
         return out
 

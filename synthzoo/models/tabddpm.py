@@ -517,7 +517,7 @@ class TabDDPM(OneNetwork, Model):
         labels first, from the noisy label distribution, when conditional."""
         self._require_fit()
         torch = torch_module()
-        dev = resolve_device(self.device, self.name)
+        dev = resolve_device(self.device, self.name, sampling=True)
         lay = self._layout(self.domain_, dev)
         diff = _Diffusion(torch, lay, int(self.steps), dev)
         probs = torch.as_tensor(self.label_probs_, dtype=torch.float64) if lay.n_labels else None

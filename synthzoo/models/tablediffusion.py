@@ -243,7 +243,7 @@ class TableDiffusion(OneNetwork, Model):
         """``n`` feature rows: T reverse steps from standard normal noise (16,384 rows at a time)."""
         self._require_fit()
         torch = torch_module()
-        dev = resolve_device(self.device, self.name)
+        dev = resolve_device(self.device, self.name, sampling=True)
         lay = _Layout(torch, self.domain_, dev)
         scale = np.sqrt(noise_schedule(int(self.steps)))
         net = self._net

@@ -717,7 +717,7 @@ class TLDM(OneNetwork, Model):
         self._require_fit()
         torch = torch_module()
         tok = Tokens(self.domain_)
-        dev = resolve_device(self.device, self.name)
+        dev = resolve_device(self.device, self.name, sampling=True)
         net = self._net if dev.type == "cpu" else _copy_to(torch, self._net, self.domain_, self, dev)
         d, steps, argmax = int(self.d_token), int(self.sampling_steps), self.decode == "argmax"
         dim = tok.n_tokens * d

@@ -138,13 +138,23 @@ class Head:
         return out.numpy()
 
 
-def resolve_device(spec: str, who: str):
-    """``"auto"`` (CUDA when available, else the CPU), ``"cpu"`` or ``"cuda"`` as a torch device."""
+def resolve_device(spec: str, who: str, sampling: bool = False):
+    """``"auto"`` (CUDA when available, else the CPU), ``"cpu"`` or ``"cuda"`` as a torch device.
+
+    ``"cuda"`` without a CUDA device is an error for a fit; for ``sampling`` it is a warning and the
+    CPU: a released model file must not need its producer's hardware (the rows are the GPU's up to
+    float rounding, which can move a category drawn at a boundary)."""
+    import warnings
+
     torch = torch_module()
     if spec == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if spec == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"{who} parameter device='cuda': no CUDA device is available")
+        if not sampling:
+            raise ConfigError(f"{who} parameter device='cuda': no CUDA device is available")
+        warnings.warn(f"{who} has device='cuda' but no CUDA device is available: sampling on the CPU",
+                      RuntimeWarning, stacklevel=3)
+        return torch.device("cpu")
     return torch.device(spec)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.params import Integral, Interval, Options, Sequence
-from .torch_features import draw_categories
+from .torch_features import draw_categories, resolve_device
 
 #: Constraints of the parameters every torch MLP model has.
 MLP_CONSTRAINTS = {"hidden": [Interval(Integral, 1, None), Sequence(Interval(Integral, 1, None), min_length=1)],
@@ -36,13 +36,8 @@ class TorchMLP:
         sizes = self._layers()
         return [s for a, b in zip(sizes[:-1], sizes[1:]) for s in ((b, a), (b,))]
 
-    def _device(self):
-        torch = torch_module(self.name)
-        if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ConfigError(f"{self._label()} parameter device='cuda': no CUDA device is available")
-        return torch.device(self.device)
+    def _device(self, sampling: bool = False):
+        return resolve_device(self.device, self._label(), sampling)
 
     def _init_weights(self, gen) -> list:
         """PyTorch's default Linear initialisation, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn from ``gen``."""
