@@ -102,10 +102,11 @@ def _check_sqlite_path(url: str) -> None:
 
 
 @contextlib.contextmanager
-def storage_errors(url: str, given: str | None = None):
+def storage_errors(url: str, given: str | None = None, during: bool = False):
     """Turn what the database layer raises while opening or reading the storage ``url`` (a malformed URL,
     an unreachable server, an unwritable file, a missing driver) into a :class:`ConfigError` that names
-    the URL without its password, instead of SQLAlchemy's traceback."""
+    the URL without its password, instead of SQLAlchemy's traceback.  ``during``: the storage was open
+    and stopped answering while a study ran (a server restarted, a file removed or made read-only)."""
     from sqlalchemy import exc
 
     shown = redact(given or url)  # the URL as the user gave it (``url`` may name the driver)
@@ -115,6 +116,9 @@ def storage_errors(url: str, given: str | None = None):
         raise ConfigError(f"storage {shown!r}: not a database URL SQLAlchemy can read ({_hide(e, url)})") from e
     except exc.SQLAlchemyError as e:
         why = _hide(getattr(e, "orig", None) or e, url)
+        if during:
+            raise ConfigError(f"storage {shown!r} stopped answering during the study: {why}. The trials it "
+                              "recorded before are kept there; run the same command again to resume") from e
         if url.startswith("sqlite:") and "unable to open" in why:
             why += " (is the folder writable?)"
         raise ConfigError(f"storage {shown!r}: cannot open it: {why}") from e

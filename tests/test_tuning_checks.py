@@ -220,3 +220,31 @@ def test_postgresqls_duplicate_type_or_table_counts_as_the_creation_race():
     dup = exc.ProgrammingError("CREATE TYPE studydirection", {}, Exception('type "studydirection" already exists'))
     other = exc.ProgrammingError("SELECT", {}, Exception('relation "nope" does not exist'))
     assert _creation_race(dup) and not _creation_race(other)
+
+
+def test_a_storage_that_stops_answering_mid_study_is_a_clear_error(demo, tmp_path, monkeypatch):
+    """A server restarted or a file removed while the study runs: a ConfigError naming the storage (no
+    SQLAlchemy traceback, no password) that says the recorded trials are kept and the command resumes."""
+    import sqlalchemy.exc
+
+    calls = []
+    real = optuna.storages.RDBStorage._create_new_trial  # what Optuna's cached storage calls for each trial
+
+    def flaky(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == 2:  # the second trial: the server has gone
+            raise sqlalchemy.exc.OperationalError("INSERT INTO trials", {}, Exception(
+                "server closed the connection unexpectedly"))
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "_create_new_trial", flaky)
+    url = f"sqlite:///{tmp_path / 'gone.db'}"
+    with pytest.raises(ConfigError, match=r"storage 'sqlite:///.*gone\.db' stopped answering during the study: "
+                                          r"server closed the connection unexpectedly.*run the same command "
+                                          r"again to resume") as info:
+        _tune(demo, tmp_path, storage=url, n_trials=3)
+    assert len(calls) == 2
+    monkeypatch.setattr(optuna.storages.RDBStorage, "_create_new_trial", real)
+    done = [t for t in optuna.load_study(study_name=optuna.get_all_study_names(url)[0], storage=url).trials
+            if t.state.is_finished()]
+    assert len(done) == 1  # the first trial is kept

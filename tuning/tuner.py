@@ -485,36 +485,38 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     try:
         quiet = _quiet_optuna(accounted or verbose)
         quiet.__enter__()
-        while True:
-            if accounted:
-                if ABORTED in study.user_attrs:  # a run ended without output, here or in another worker
-                    break
-                if stopped(study):
-                    # every worker selects from all the runs: wait for those still running elsewhere (a dead
-                    # worker's run is failed: same host at once, elsewhere after the heartbeat grace period)
-                    if not runs(study, states=(optuna.trial.TrialState.RUNNING,)):
+        # the storage stopping mid-study (a server restarted, a file removed) is a ConfigError naming it
+        with storage_errors(getattr(rdb, "url", None) or str(storage), during=True):
+            while True:
+                if accounted:
+                    if ABORTED in study.user_attrs:  # a run ended without output, here or in another worker
                         break
-                    wait_for_others()
-                    continue
-            else:
-                if len(_finished(study)) >= int(n_trials):
-                    break
-                if _slots_taken(study) >= int(n_trials):
-                    # the last trials are running in other workers: wait for them, so that every worker
-                    # selects from all the trials.  A dead worker's trial is failed (same host: at once;
-                    # elsewhere: after the heartbeat grace period) and re-enqueued, and then a waiting
-                    # worker runs it.
-                    wait_for_others()
-                    continue
-            mine: list = []  # this process's trial (study.trials[-1] may be another worker's)
-            study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False,
-                           callbacks=[lambda _study, frozen: mine.append(frozen)])
-            if verbose and not accounted and mine:
-                last = mine[-1]
-                shown = f" value={last.values}" if last.state == optuna.trial.TrialState.COMPLETE else ""
-                print(f"  trial {last.number}: {last.state.name}{shown}"
-                      + (f" ({last.user_attrs['pruned_reason']})" if "pruned_reason" in last.user_attrs else ""),
-                      flush=True)
+                    if stopped(study):
+                        # every worker selects from all the runs: wait for those still running elsewhere (a dead
+                        # worker's run is failed: same host at once, elsewhere after the heartbeat grace period)
+                        if not runs(study, states=(optuna.trial.TrialState.RUNNING,)):
+                            break
+                        wait_for_others()
+                        continue
+                else:
+                    if len(_finished(study)) >= int(n_trials):
+                        break
+                    if _slots_taken(study) >= int(n_trials):
+                        # the last trials are running in other workers: wait for them, so that every worker
+                        # selects from all the trials.  A dead worker's trial is failed (same host: at once;
+                        # elsewhere: after the heartbeat grace period) and re-enqueued, and then a waiting
+                        # worker runs it.
+                        wait_for_others()
+                        continue
+                mine: list = []  # this process's trial (study.trials[-1] may be another worker's)
+                study.optimize(objective, n_trials=1, catch=(), gc_after_trial=False, show_progress_bar=False,
+                               callbacks=[lambda _study, frozen: mine.append(frozen)])
+                if verbose and not accounted and mine:
+                    last = mine[-1]
+                    shown = f" value={last.values}" if last.state == optuna.trial.TrialState.COMPLETE else ""
+                    print(f"  trial {last.number}: {last.state.name}{shown}"
+                          + (f" ({last.user_attrs['pruned_reason']})" if "pruned_reason" in last.user_attrs else ""),
+                          flush=True)
     finally:
         runner.close()
         quiet.__exit__(None, None, None)
