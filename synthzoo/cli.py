@@ -568,7 +568,7 @@ def cmd_eval(a) -> int:
     test = None if a.test is None else read_csv(a.test, role="test", **csv)
     if schema is None:
         schema = Schema.infer(real)  # warns: fine for evaluation, not a differentially private schema
-    metrics = [m.strip() for m in a.metrics.split(",") if m.strip()] if a.metrics else None
+    metrics = None if a.metrics is None else [m.strip() for m in a.metrics.split(",") if m.strip()]  # "" names none
     names = _resolve_metrics(metrics, test is not None, False, _task_of(schema))
     if metrics is None:  # say what the default run leaves out, and why, before the minutes it takes
         from synthzoo.metrics.evaluate import _NEEDS_TEST
