@@ -252,3 +252,43 @@ def test_a_worker_whose_data_differ_from_the_grids_refuses_to_start(demo_files, 
     with pytest.raises(ConfigError, match="is not the one the grid was created on"):
         distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None)
     assert optuna.load_study(study_name="g", storage=url).trials[0].state == optuna.trial.TrialState.WAITING
+
+
+def test_cells_enqueued_twice_by_racing_creators_run_once(demo_files, tmp_path, monkeypatch):
+    # two creators on a fresh study both saw no trials and both enqueued every cell, interleaved: a worker
+    # ran each cell as often as it was queued
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    monkeypatch.setattr(distributed, "_enqueue_missing", lambda study, n: 0)
+    n = _small_grid(url, demo_files, epsilons=[1.0, 5.0])
+    monkeypatch.undo()
+    study = optuna.load_study(study_name="g", storage=url)
+    for i in (0, 0, 1, 1):
+        study.enqueue_trial({"cell": i}, skip_if_exists=False)
+    assert distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None) == n
+    trials = optuna.load_study(study_name="g", storage=url).trials
+    complete = [t.params["cell"] for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert sorted(complete) == [0, 1]
+    pruned = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert pruned and all(t.user_attrs.get("surplus") for t in pruned)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cell with two results
+        res = distributed.grid_result(url, "g")
+    assert len(res) == n and (res["status"] == "ok").all()
+
+
+def test_a_cell_with_two_results_keeps_the_successful_one_and_says_so(demo_files, tmp_path):
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    n = _small_grid(url, demo_files, epsilons=[1.0, 5.0])
+    distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None)
+    study = optuna.load_study(study_name="g", storage=url)
+    cell = distributed.grid_cells(study.user_attrs[distributed.SPEC_ATTR])[0]
+    bad = distributed.status_row(cell, "error", "a late duplicate")
+    for _ in range(2):  # recorded before and after the good one: the good one is kept either way
+        study.add_trial(optuna.trial.create_trial(
+            params={"cell": 0}, distributions={"cell": optuna.distributions.IntDistribution(0, n - 1)}, value=0.0,
+            user_attrs={distributed.ROW_ATTR: json.dumps(bad)}))
+    with pytest.warns(RuntimeWarning, match=r"1 cell\(s\) have more than one result.*cell 0 \(3 results\)"):
+        res = distributed.grid_result(url, "g")
+    assert len(res) == n and res.loc[0, "status"] == "ok"

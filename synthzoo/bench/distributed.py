@@ -208,6 +208,22 @@ def _cell_state(study, n_cells: int) -> tuple[set, set, set, bool]:
     return done, crashed, live, waiting
 
 
+def _claimed_elsewhere(study, number: int, cell: int) -> int | None:
+    """The number of another trial that owns ``cell`` -- one with its result, or a queued or running one
+    numbered before trial ``number`` -- else None.  Two creators racing on a fresh study can both enqueue
+    every cell (neither saw the other's trials when it looked): the lower number always wins, so of two
+    such trials exactly one runs, whichever worker looks first."""
+    optuna = _optuna()
+    S = optuna.trial.TrialState
+    for t in study.get_trials(deepcopy=False):
+        if t.number == number or t.params.get("cell", t.system_attrs.get("fixed_params", {}).get("cell")) != cell:
+            continue
+        if (t.state == S.COMPLETE and ROW_ATTR in t.user_attrs) or (t.state in (S.RUNNING, S.WAITING)
+                                                                    and t.number < number):
+            return t.number
+    return None
+
+
 def grid_worker(storage: str, study_name: str, heartbeat_interval: int = 10, grace_period: int | None = None,
                 poll: float = 2.0, max_cells: int | None = None, log: Callable[[str], None] = print) -> int:
     """Run cells of the grid study until every cell has a result (or its worker died twice); returns
@@ -242,6 +258,10 @@ def grid_worker(storage: str, study_name: str, heartbeat_interval: int = 10, gra
             trial.set_user_attr("surplus", True)
             raise optuna.TrialPruned("no cell was waiting")
         i = trial.suggest_int("cell", 0, len(cells) - 1)  # the enqueued value
+        owner = _claimed_elsewhere(study, trial.number, i)
+        if owner is not None:  # a second trial for the cell (two creators raced): it runs once, as the other
+            trial.set_user_attr("surplus", True)
+            raise optuna.TrialPruned(f"cell {i} is trial {owner}'s")
         trial.set_user_attr("worker", me)  # a dead worker on this host is seen at once
         retry = study._storage.get_trial_system_attrs(trial._trial_id).get("failed_trial")
         try:
@@ -293,10 +313,18 @@ def grid_result(storage: str, study_name: str) -> pd.DataFrame:
     study = optuna.load_study(study_name=study_name, storage=_open(storage))
     spec = study.user_attrs[SPEC_ATTR]
     cells = grid_cells(spec)
-    rows: dict[int, dict] = {}
-    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+    found: dict[int, list[dict]] = {}
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):  # in trial order
         if ROW_ATTR in t.user_attrs and "cell" in t.params:
-            rows.setdefault(int(t.params["cell"]), json.loads(t.user_attrs[ROW_ATTR]))
+            found.setdefault(int(t.params["cell"]), []).append(json.loads(t.user_attrs[ROW_ATTR]))
+    # a cell run twice (a worker judged dead that finished after all, or trials of racing creators run by
+    # workers of an older version): its first successful row, else its first, and the grid says so
+    rows = {i: next((r for r in rs if r.get("status") == "ok"), rs[0]) for i, rs in found.items()}
+    twice = {i: len(rs) for i, rs in found.items() if len(rs) > 1}
+    if twice:
+        warnings.warn(f"grid {study_name!r}: {len(twice)} cell(s) have more than one result, the first successful "
+                      "one kept: " + ", ".join(f"cell {i} ({n} results)" for i, n in sorted(twice.items())[:10]),
+                      RuntimeWarning, stacklevel=2)
     _, crashed, _, _ = _cell_state(study, len(cells))
     out = []
     for i, cell in enumerate(cells):
