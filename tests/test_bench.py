@@ -167,3 +167,30 @@ def test_grid_runs_the_transformer_on_tokens(demo_csv):
                      epsilons=[1.0], seeds=[0], isolate=False, ml=False, references=False, log=lambda _: None)
     assert res["status"].tolist() == ["ok"], res["reason"].tolist()
     assert res["budget_ok"].all() and (res["eps_spent"] > 0.99).all()
+
+
+def test_grid_variants_of_one_model_get_labels_of_their_own(demo_csv):
+    """Two configurations of one model were both labelled 'gum': rows, tables and heatmaps merged them."""
+    from synthzoo.core.errors import ConfigError
+
+    csv, sch = demo_csv
+    models = [{"name": "gum", "iterations": 5}, {"name": "gum", "iterations": 20}, "pgm"]
+    res = bench.grid(csv, schema=sch, selectors=["indif"], models=models, epsilons=[1.0], seeds=[0], isolate=False,
+                     ml=False, references=False, log=lambda _: None)
+    assert res["model"].tolist() == ["gum(iterations=5)", "gum(iterations=20)", "pgm"]
+    assert (res["status"] == "ok").all(), res["reason"].tolist()
+    with pytest.raises(ConfigError, match=r"models 'gum' and \{'name': 'gum'\} are the same model"):
+        bench.grid(csv, schema=sch, selectors=["indif"], models=["gum", {"name": "gum"}], epsilons=[1.0],
+                   isolate=False, ml=False, references=False, log=lambda _: None)
+
+
+def test_heatmap_says_when_a_cell_averages_fewer_seeds_than_it_ran(tmp_path):
+    from synthzoo.bench.plot import plot_grid
+
+    base = {"dataset": "d", "kind": "cell", "selector": "indif", "epsilon": 1.0, "reason": ""}
+    res = pd.DataFrame([{**base, "model": "gum", "seed": s, "status": st, "tvd_2way": v}
+                        for s, st, v in ((0, "ok", 0.10), (1, "error", float("nan")), (2, "ok", 0.20))]
+                       + [{**base, "model": "pgm", "seed": s, "status": "ok", "tvd_2way": 0.3} for s in range(3)])
+    with pytest.warns(RuntimeWarning, match=r"1 heatmap cell\(s\) average fewer seeds.*d eps=1 indif x gum: 2/3"):
+        assert plot_grid(res, str(tmp_path / "g.png"))
+    assert (tmp_path / "g.png").stat().st_size > 1000

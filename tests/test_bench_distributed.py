@@ -292,3 +292,19 @@ def test_a_cell_with_two_results_keeps_the_successful_one_and_says_so(demo_files
     with pytest.warns(RuntimeWarning, match=r"1 cell\(s\) have more than one result.*cell 0 \(3 results\)"):
         res = distributed.grid_result(url, "g")
     assert len(res) == n and res.loc[0, "status"] == "ok"
+
+
+def test_distributed_grid_labels_model_variants_as_the_local_grid(demo_files, tmp_path):
+    from synthzoo.core.errors import ConfigError
+
+    csv, schema = demo_files
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    models = [{"name": "gum", "iterations": 5}, {"name": "gum", "iterations": 20}]
+    assert distributed.create_grid_study(url, "v", [csv], ["indif"], models, [1.0], [0], schema=schema, ml=False,
+                                         references=False) == 2
+    res = distributed.grid_result(url, "v")  # nothing run yet: pending rows name the cell's model too
+    assert res["model"].tolist() == ["gum(iterations=5)", "gum(iterations=20)"]
+    assert (res["status"] == "pending").all()
+    with pytest.raises(ConfigError, match="are the same model"):
+        distributed.create_grid_study(url, "w", [csv], ["indif"], ["gum", "gum"], [1.0], [0], schema=schema)
+    assert "w" not in optuna.get_all_study_names(url)  # refused before a study existed

@@ -78,6 +78,39 @@ def _name(module) -> str:
     return module.get("name", "?") if isinstance(module, dict) else str(module)
 
 
+def model_labels(models) -> list[str]:
+    """The grid's label of each model: its name, and where two models share a name (variants of one
+    model, ``{"name": "gum", "iterations": 50}`` and ``{"name": "gum", "iterations": 500}``) the name
+    with the parameters in which the variants differ, sorted (``gum(iterations=50)``), so that rows,
+    tables and heatmaps never merge them.  Two entries that are the same model are a ConfigError."""
+    from ..core.errors import ConfigError
+
+    def params(m) -> dict:
+        return {k: v for k, v in m.items() if k != "name"} if isinstance(m, dict) else {}
+
+    labels = []
+    for i, m in enumerate(models):
+        same = [o for o in models if _name(o) == _name(m)]
+        if len(same) == 1:
+            labels.append(_name(m))
+            continue
+        keys = sorted({k for o in same for k in params(o)
+                       if any(params(o).get(k, _UNSET) != params(x).get(k, _UNSET) for x in same)})
+        shown = ", ".join(f"{k}={params(m)[k]!r}" if isinstance(params(m)[k], str) else f"{k}={params(m)[k]}"
+                          for k in keys if k in params(m))
+        labels.append(f"{_name(m)}({shown})" if shown else _name(m))  # the plain one keeps its name
+    seen: dict[str, int] = {}
+    for i, lab in enumerate(labels):
+        if lab in seen:
+            raise ConfigError(f"grid: models {models[seen[lab]]!r} and {models[i]!r} are the same model (label "
+                              f"{lab!r}); each cell would run twice")
+        seen[lab] = i
+    return labels
+
+
+_UNSET = object()
+
+
 def _load(data: str, schema, root) -> tuple[str, pd.DataFrame, object]:
     """``data`` is a shared dataset name or a CSV path (then ``schema`` is a Schema or a JSON path)."""
     from ..core.errors import ConfigError
@@ -149,8 +182,9 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     The framework is the one of Chen et al., "Benchmarking Differentially Private Tabular Data
     Synthesis": a cell is the preset ``base``'s preprocessing with one selector and one model
     (``selectors`` may hold ``"none"`` for record models; ``models`` names, or ``{"name": ...,
-    **params}`` for a model with its own parameters, e.g. a short training run).  ``data`` is a shared dataset name, a list of them, or a CSV path (with ``schema``: a
-    :class:`Schema` or a JSON path).  Each cell fits on an 80 % split (seed 0), samples as many
+    **params}`` for a model with its own parameters, e.g. a short training run; variants of one model
+    are labelled by the parameters in which they differ, :func:`model_labels`).  ``data`` is a shared
+    dataset name, a list of them, or a CSV path (with ``schema``: a :class:`Schema` or a JSON path).  Each cell fits on an 80 % split (seed 0), samples as many
     rows, and is scored on the held-out 20 %: 2-way TVD (numeric columns in 10 quantile bins),
     mean error of 1,000 random 3-way queries and, when the schema names a target, the macro F1
     (classification) or R² (regression) of LightGBM trained on the synthetic rows.  Wall time
@@ -177,6 +211,7 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
         raise ConfigError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
     if cell_timeout is not None and not isolate:
         log("# note: cell_timeout applies to isolated cells only; running in this process without one")
+    labels = model_labels(models)
     loaded = [_load(d, schema, root) for d in names]
     total = len(loaded) * len(selectors) * len(models) * len(epsilons) * len(seeds)
     log(f"# synthzoo bench grid: {len(loaded)} dataset(s) x {len(selectors)} selectors x {len(models)} models x "
@@ -191,13 +226,13 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
                 log(f"[ref] {name} {label}: tvd2={rows[-1]['tvd_2way']:.4f} q3={rows[-1]['query_3way']:.4f}"
                     f"{_ml_txt(rows[-1])}")
         for sel in selectors:
-            for mod in models:
+            for mod, label in zip(models, labels):
                 for eps in epsilons:
                     for seed in seeds:
                         done += 1
                         rows.append(cell_row(name, train, test, sch, sel, mod, eps, seed, delta=delta, base=base,
                                              preprocess=preprocess, isolate=isolate, cell_timeout=cell_timeout,
-                                             ml=ml))
+                                             ml=ml, label=label))
                         log(f"[{done}/{total}] {_cell_txt(rows[-1])}")
                         if out:  # rewritten after every cell: a long grid stopped midway keeps what it did
                             pd.DataFrame(rows).reindex(columns=GRID_COLUMNS).to_csv(out, index=False)
@@ -227,15 +262,16 @@ def reference_row(name: str, train: pd.DataFrame, test: pd.DataFrame, sch, label
 
 def cell_row(name: str, train: pd.DataFrame, test: pd.DataFrame, sch, selector: str, model, epsilon: float,
              seed: int, delta: float = 1e-5, base: str = "privsyn", preprocess=None, isolate: bool = True,
-             cell_timeout: float | None = None, ml: bool = True) -> dict:
+             cell_timeout: float | None = None, ml: bool = True, label: str | None = None) -> dict:
     """One grid cell, fitted on ``train`` and scored on ``test``: the row :func:`grid` writes
-    (``status`` "skipped" with the reason when the pipeline refuses the combination)."""
+    (``status`` "skipped" with the reason when the pipeline refuses the combination); ``label`` names
+    the model in the row (:func:`model_labels`; default its name)."""
     from ..core.errors import ConfigError
     from ..pipeline import Synthesizer
 
     cfg = grid_config(selector, model, base, preprocess)
     row = {"dataset": name, "n_train": len(train), "n_test": len(test), "kind": "cell", "selector": selector,
-           "model": _name(model), "epsilon": float(epsilon), "seed": int(seed), "status": "ok", "reason": ""}
+           "model": label or _name(model), "epsilon": float(epsilon), "seed": int(seed), "status": "ok", "reason": ""}
     try:  # construction checks names and combination before any data is read
         Synthesizer(epsilon=epsilon, delta=delta, schema=sch, seed=seed, **cfg)
     except ConfigError as e:

@@ -8,8 +8,11 @@ import pandas as pd
 
 def plot_grid(res: pd.DataFrame, path: str) -> bool:
     """Heatmaps of the mean 2-way TVD over seeds: selector (rows) x model (columns), one panel per
-    dataset and epsilon; cells that did not run are marked with their status. Returns False when
+    dataset and epsilon; cells that did not run are marked with their status, and a mean over fewer
+    seeds than the cell ran says how many (``2/3 seeds``; a warning lists them). Returns False when
     there is no cell to draw."""
+    import warnings
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -26,6 +29,7 @@ def plot_grid(res: pd.DataFrame, path: str) -> bool:
     ok = cells[cells["status"] == "ok"]
     vmin, vmax = (float(ok["tvd_2way"].min()), float(ok["tvd_2way"].max())) if len(ok) else (0.0, 1.0)
     vmax = max(vmax, vmin + 1e-6)
+    partial = []  # (dataset, epsilon, selector, model, ok seeds, seeds)
     for i, ds in enumerate(dsets):
         for j, eps in enumerate(epss):
             ax = axes[i, j]
@@ -38,7 +42,11 @@ def plot_grid(res: pd.DataFrame, path: str) -> bool:
                     if len(good):
                         m[a, b] = good.mean()
                         dark = (m[a, b] - vmin) / (vmax - vmin) > 0.6  # viridis_r is dark at the top end
-                        ax.text(b, a, f"{m[a, b]:.3f}", ha="center", va="center", fontsize=7,
+                        text = f"{m[a, b]:.3f}"
+                        if len(good) < len(c):  # a mean of the survivors is not the cell's mean: say so
+                            text += f"\n{len(good)}/{len(c)} seeds"
+                            partial.append((ds, eps, s, mo, len(good), len(c)))
+                        ax.text(b, a, text, ha="center", va="center", fontsize=7,
                                 color="white" if dark else "black")
                     elif len(c):
                         ax.text(b, a, c["status"].iloc[0], ha="center", va="center", fontsize=6, color="grey")
@@ -49,4 +57,8 @@ def plot_grid(res: pd.DataFrame, path: str) -> bool:
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="2-way TVD (held-out, lower is better)")
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+    if partial:
+        warnings.warn(f"{path}: {len(partial)} heatmap cell(s) average fewer seeds than they ran (the others "
+                      "failed): " + "; ".join(f"{d} eps={e:g} {s} x {m}: {k}/{n}" for d, e, s, m, k, n in partial[:10]),
+                      RuntimeWarning, stacklevel=2)
     return True
