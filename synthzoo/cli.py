@@ -445,9 +445,9 @@ def cmd_bench(a) -> int:
                  or (a.data is not None and os.path.isfile(a.data)))
     if grid_mode:
         return _bench_grid(a, bench)
-    if a.no_ml or a.in_process or a.plot:
-        print("synthzoo: error: --no-ml, --in-process and --plot belong to the grid mode (give --select/--model)",
-              file=sys.stderr)
+    if a.no_ml or a.in_process or a.plot or a.resume:
+        print("synthzoo: error: --no-ml, --in-process, --plot and --resume belong to the grid mode (give "
+              "--select/--model)", file=sys.stderr)
         return 2
     res = bench.run(datasets=_names(a.data or "adult,hmeq,housing"), epsilons=_floats(a.epsilon), synth=a.synth,
                     seeds=range(a.seeds), delta=a.delta, root=a.root)
@@ -478,15 +478,17 @@ def _bench_grid(a, bench) -> int:
     out = a.out or "bench_grid.csv"
     plot = a.plot or os.path.splitext(out)[0] + ".png"
     if a.storage:  # the grid as a shared study: this process starts --workers, others join with bench-worker
-        if a.in_process:
-            print("synthzoo: error: --in-process does not apply to a shared grid (--storage): its workers run each "
-                  "cell in a process of its own", file=sys.stderr)
+        if a.in_process or a.resume:
+            flag = "--in-process" if a.in_process else "--resume"
+            why = ("its workers run each cell in a process of its own" if a.in_process else
+                   "the study keeps every finished cell: the same command joins it and runs the rest")
+            print(f"synthzoo: error: {flag} does not apply to a shared grid (--storage): {why}", file=sys.stderr)
             return 2
         return _bench_shared(a, sel, mod, pre, data, out, plot)
     res = bench.grid(data, selectors=sel, models=mod, epsilons=_floats(a.epsilon), seeds=range(a.seeds),
                      delta=a.delta, schema=a.schema, base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout,
                      isolate=not a.in_process, ml=not a.no_ml, root=a.root, out=out, plot=plot,
-                     log=lambda s: print(s, flush=True))
+                     log=lambda s: print(s, flush=True), resume=a.resume)
     print(GRID_NOTE)
     cells = res[res["kind"] == "cell"]
     n_ok, n_skip = int((cells["status"] == "ok").sum()), int((cells["status"] == "skipped").sum())
@@ -832,6 +834,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--in-process", action="store_true",
                    help="grid: run cells in this process (faster start; no per-cell memory or timeout)")
     b.add_argument("--plot", help="grid: heatmap PNG (default: the CSV's name with .png)")
+    b.add_argument("--resume", action="store_true",
+                   help="grid: keep the rows an earlier run of the same grid wrote to --out and run only the "
+                        "missing cells (an --out of another grid is refused)")
     b.add_argument("--root", help="datasets folder (default ../shared/datasets or $SYNTHZOO_DATASETS)")
     b.add_argument("--out", help="write the table as CSV (grid default: bench_grid.csv)")
     b.add_argument("--storage", help="grid: run the cells as a shared Optuna study in this storage (SQLite file or "

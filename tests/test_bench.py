@@ -194,3 +194,36 @@ def test_heatmap_says_when_a_cell_averages_fewer_seeds_than_it_ran(tmp_path):
     with pytest.warns(RuntimeWarning, match=r"1 heatmap cell\(s\) average fewer seeds.*d eps=1 indif x gum: 2/3"):
         assert plot_grid(res, str(tmp_path / "g.png"))
     assert (tmp_path / "g.png").stat().st_size > 1000
+
+
+def test_a_stopped_local_grid_resumes_without_rerunning_its_rows(demo_csv, tmp_path, monkeypatch, capsys):
+    """The local grid lost everything on Ctrl-C or a crash: --resume keeps an earlier run's rows of the
+    same grid and runs only the missing cells; another grid's CSV is refused, naming what differs."""
+    import importlib
+
+    grid_mod = importlib.import_module("synthzoo.bench.grid")  # the module (synthzoo.bench.grid is the function)
+
+    csv, sch = demo_csv
+    out = str(tmp_path / "g.csv")
+    kw = dict(schema=sch, selectors=["indif", "mst"], models=["gum"], epsilons=[1.0, 5.0], seeds=[0],
+              isolate=False, ml=False, out=out, log=lambda _: None)
+    full = bench.grid(csv, **kw)
+    assert len(full) == 2 + 4
+    pd.read_csv(out).head(3).to_csv(out, index=False)  # stopped after two references and one cell
+    ran = []
+    real = grid_mod.cell_row
+    monkeypatch.setattr(grid_mod, "cell_row", lambda *a, **k: ran.append(a[4:8]) or real(*a, **k))
+    res = bench.grid(csv, resume=True, **kw)
+    assert ran == [("indif", "gum", 5.0, 0), ("mst", "gum", 1.0, 0), ("mst", "gum", 5.0, 0)]
+    keys = list(zip(res["kind"], res["selector"], res["model"], res["epsilon"].fillna(-1)))
+    assert len(keys) == len(set(keys)) == 6 and (res["status"] == "ok").all()
+    assert res.loc[2, "tvd_2way"] == pytest.approx(full.loc[2, "tvd_2way"])  # the kept row, as written
+    assert len(pd.read_csv(out)) == 6
+    with pytest.raises(ConfigError, match=r"g\.csv holds another grid \(it differs in \['epsilons'\]\)"):
+        bench.grid(csv, resume=True, **{**kw, "epsilons": [1.0]})
+    monkeypatch.undo()
+    (tmp_path / "g.csv.spec.json").unlink()
+    with pytest.raises(ConfigError, match="has no .*spec.json beside it"):
+        bench.grid(csv, resume=True, **kw)
+    assert main(["bench", "--storage", str(tmp_path / "s.db"), "--select", "indif", "--resume"]) == 2
+    assert "--resume does not apply to a shared grid" in capsys.readouterr().err

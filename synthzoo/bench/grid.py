@@ -172,11 +172,62 @@ def check_grid_values(names, epsilons, seeds, delta) -> None:
         raise ConfigError("grid: an epsilon or seed is listed twice (each cell would run twice)")
 
 
+def data_fingerprint(train: pd.DataFrame, test: pd.DataFrame, sch) -> str:
+    """SHA-256 of a dataset's split rows and schema as loaded: equal wherever the same data are read, so
+    that a grid resumed or shared across machines never mixes rows of two versions of a dataset."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256(json.dumps(sch.to_dict(), sort_keys=True, default=str).encode())
+    for part in (train, test):
+        h.update(pd.util.hash_pandas_object(part, index=True).to_numpy().tobytes())
+    return h.hexdigest()[:32]
+
+
+def _row_key(r) -> tuple:
+    """A result row's cell: (dataset, selector, model label, epsilon, seed); references by their label."""
+    if r["kind"] == "reference":
+        return (str(r["dataset"]), "-", str(r["model"]), None, 0)
+    return (str(r["dataset"]), str(r["selector"]), str(r["model"]), float(r["epsilon"]), int(r["seed"]))
+
+
+def _resumed_rows(out: str, spec: dict) -> dict:
+    """The rows of an earlier run of the same grid in ``out`` (keyed by :func:`_row_key`), checked
+    against its ``<out>.spec.json``; {} when there is no earlier run."""
+    import json
+
+    from ..core.errors import ConfigError
+
+    spec_path = out + ".spec.json"
+    if not os.path.exists(out):
+        return {}
+    if not os.path.exists(spec_path):
+        raise ConfigError(f"--resume: {out} has no {spec_path} beside it (written by an older version or by "
+                          "hand), so it cannot be told to be this grid's; move it away to start afresh")
+    have = json.loads(open(spec_path, encoding="utf-8").read())
+    if have != spec:
+        diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
+        raise ConfigError(f"--resume: {out} holds another grid (it differs in {diff}); give another --out or "
+                          "the same grid")
+    rows = {}
+    for r in pd.read_csv(out).to_dict("records"):
+        rows.setdefault(_row_key(r), r)  # a row written twice by an older version: the first
+    return rows
+
+
+def _write_atomic(res: pd.DataFrame, out: str) -> None:
+    """The table to ``out`` through a temporary file renamed over it: a crash while writing never
+    leaves a cut CSV (a resume would read it)."""
+    tmp = out + ".part"
+    res.to_csv(tmp, index=False)
+    os.replace(tmp, out)
+
+
 def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), models: Iterable[str] = ("gum", "pgm"),
          epsilons: Iterable = (0.2, 1.0, 5.0), seeds: Iterable[int] = (0,), delta: float = 1e-5, schema=None,
          base: str = "privsyn", preprocess=None, cell_timeout: float | None = None, isolate: bool = True,
          ml: bool = True, references: bool = True, root=None, out: str | None = None, plot: str | None = None,
-         log: Callable[[str], None] = print) -> pd.DataFrame:
+         log: Callable[[str], None] = print, resume: bool = False) -> pd.DataFrame:
     """Ablation grid: every selector x model cell on each dataset, epsilon and seed.
 
     The framework is the one of Chen et al., "Benchmarking Differentially Private Tabular Data
@@ -184,10 +235,11 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     (``selectors`` may hold ``"none"`` for record models; ``models`` names, or ``{"name": ...,
     **params}`` for a model with its own parameters, e.g. a short training run; variants of one model
     are labelled by the parameters in which they differ, :func:`model_labels`).  ``data`` is a shared
-    dataset name, a list of them, or a CSV path (with ``schema``: a :class:`Schema` or a JSON path).  Each cell fits on an 80 % split (seed 0), samples as many
-    rows, and is scored on the held-out 20 %: 2-way TVD (numeric columns in 10 quantile bins),
-    mean error of 1,000 random 3-way queries and, when the schema names a target, the macro F1
-    (classification) or R² (regression) of LightGBM trained on the synthetic rows.  Wall time
+    dataset name, a list of them, or a CSV path (with ``schema``: a :class:`Schema` or a JSON path).
+    Each cell fits on an 80 % split (seed 0), samples as many rows, and is scored on the held-out
+    20 %: 2-way TVD (numeric columns in 10 quantile bins), mean error of 1,000 random 3-way queries
+    and, when the schema names a target, the macro F1 (classification) or R² (regression) of
+    LightGBM trained on the synthetic rows.  Wall time
     and peak RSS come from a child process per cell (``isolate=False`` runs in this process and
     leaves the memory columns empty); the (epsilon, delta) spent is checked against the request.
 
@@ -196,7 +248,10 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     ``"error"``, one past ``cell_timeout`` seconds ``"timeout"``.  Reference rows (``kind=
     "reference"``): TRAIN (the real training rows themselves: the floor set by sampling noise)
     and INDEPENDENT (each training column resampled alone).  Writes ``out`` (CSV) and ``plot``
-    (PNG heatmaps) when given; ``log`` gets one line per cell as it finishes.
+    (PNG heatmaps) when given; ``log`` gets one line per cell as it finishes.  ``out`` is rewritten
+    after every cell, with the grid's specification in ``<out>.spec.json``; ``resume=True`` keeps the
+    rows an earlier run of the same grid left in ``out`` (a ConfigError names what differs if it was
+    another grid) and runs only the cells it lacks.
     """
     from ..core.errors import ConfigError
 
@@ -212,34 +267,58 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     if cell_timeout is not None and not isolate:
         log("# note: cell_timeout applies to isolated cells only; running in this process without one")
     labels = model_labels(models)
+    if resume and not out:
+        raise ConfigError("resume needs out: the CSV an earlier run of the grid wrote")
     loaded = [_load(d, schema, root) for d in names]
+    splits = [(name, *train_test_split(df, test_size=0.2, seed=0), sch) for name, df, sch in loaded]
+    spec = None
+    kept: dict = {}
+    if out:
+        import json
+
+        spec = json.loads(json.dumps({
+            "data": names, "selectors": selectors, "models": labels, "epsilons": epsilons, "seeds": seeds,
+            "delta": float(delta), "base": base, "preprocess": None if preprocess is None else list(preprocess),
+            "ml": bool(ml), "references": bool(references),
+            "fingerprints": [data_fingerprint(tr, te, sch) for _, tr, te, sch in splits]}, default=str))
+        if resume:
+            kept = _resumed_rows(out, spec)
+        with open(out + ".spec.json", "w", encoding="utf-8") as fh:
+            json.dump(spec, fh, indent=1)
     total = len(loaded) * len(selectors) * len(models) * len(epsilons) * len(seeds)
     log(f"# synthzoo bench grid: {len(loaded)} dataset(s) x {len(selectors)} selectors x {len(models)} models x "
         f"{len(epsilons)} epsilons x {len(seeds)} seeds = {total} cells; base={base} delta={delta:g} "
         f"isolate={isolate}; {thread_settings()}; python {platform.python_version()}")
+    if kept:
+        log(f"# resuming {out}: {len(kept)} row(s) kept from the earlier run")
     rows, done = [], 0
-    for name, df, sch in loaded:
-        train, test = train_test_split(df, test_size=0.2, seed=0)
+    for name, train, test, sch in splits:
         if references:
             for label in REFERENCES:
-                rows.append(reference_row(name, train, test, sch, label, ml))
+                key = (name, "-", label, None, 0)
+                rows.append(kept[key] if key in kept else reference_row(name, train, test, sch, label, ml))
                 log(f"[ref] {name} {label}: tvd2={rows[-1]['tvd_2way']:.4f} q3={rows[-1]['query_3way']:.4f}"
-                    f"{_ml_txt(rows[-1])}")
+                    f"{_ml_txt(rows[-1])}{' (kept)' if key in kept else ''}")
         for sel in selectors:
             for mod, label in zip(models, labels):
                 for eps in epsilons:
                     for seed in seeds:
                         done += 1
+                        key = (name, sel, label, eps, seed)
+                        if key in kept:
+                            rows.append(kept[key])
+                            log(f"[{done}/{total}] {_cell_txt(rows[-1])} (kept)")
+                            continue
                         rows.append(cell_row(name, train, test, sch, sel, mod, eps, seed, delta=delta, base=base,
                                              preprocess=preprocess, isolate=isolate, cell_timeout=cell_timeout,
                                              ml=ml, label=label))
                         log(f"[{done}/{total}] {_cell_txt(rows[-1])}")
-                        if out:  # rewritten after every cell: a long grid stopped midway keeps what it did
-                            pd.DataFrame(rows).reindex(columns=GRID_COLUMNS).to_csv(out, index=False)
+                        if out:  # rewritten after every cell: a grid stopped midway keeps what it did (resume)
+                            _write_atomic(pd.DataFrame(rows).reindex(columns=GRID_COLUMNS), out)
     res = pd.DataFrame(rows).reindex(columns=GRID_COLUMNS)
     res.attrs["threads"] = thread_settings()
     if out:
-        res.to_csv(out, index=False)
+        _write_atomic(res, out)
         log(f"# wrote {out}")
     if plot:
         if plot_grid(res, plot):
