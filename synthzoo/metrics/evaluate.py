@@ -352,7 +352,8 @@ def _check_holdout(train: pd.DataFrame, test: pd.DataFrame, singling_out: bool =
         warnings.warn(f"evaluate: singling_out_risk compares both sides at the holdout's size ({len(test):,} of "
                       f"{len(train):,} training rows): a release copying its training rows would score at most "
                       f"about {ceiling:.2f}, not 1. For the full scale use a holdout as large as the training rows "
-                      "(e.g. train_test_split(test_size=0.5))", HoldoutWarning, stacklevel=3)
+                      "(synthzoo split --test-size 0.5; train_test_split(test_size=0.5) in Python)", HoldoutWarning,
+                      stacklevel=3)
     overlap, chance = holdout_overlap(train, test)
     if overlap >= 0.999 and len(test) == len(train):
         warnings.warn("evaluate: the holdout (test) holds the same rows as the training table: every privacy "
