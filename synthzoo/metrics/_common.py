@@ -353,7 +353,10 @@ def join_parts(parts) -> pd.DataFrame:
 #: what the metrics import lazily (keeping ``import synthzoo`` light).  Two threads importing one
 #: package at once can deadlock on Python's per-module import locks (``_DeadlockError`` in
 #: ``sklearn.metrics._dist_metrics``, seen with ``evaluate(n_jobs=2)`` in a fresh process), so
-#: :func:`import_lazy_dependencies` imports them in the calling thread before workers start.
+#: :func:`import_lazy_dependencies` imports them in the calling thread before workers start.  It is
+#: the one guard: every entry point that runs metric code on several threads calls it first --
+#: ``evaluate`` (and through it ``evaluate_files``, ``risk_response`` and ``synthzoo eval``) before
+#: its thread pool, ``attribute_disclosure(n_jobs > 1)`` before its forests' joblib threads.
 LAZY_IMPORTS = ("scipy.optimize", "scipy.spatial", "scipy.special", "scipy.stats", "sklearn.decomposition",
                 "sklearn.ensemble", "sklearn.linear_model", "sklearn.metrics", "sklearn.model_selection",
                 "sklearn.neighbors", "sklearn.neural_network", "sklearn.preprocessing", "sklearn.utils",

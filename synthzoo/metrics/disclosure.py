@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import check_positive_int, views
+from ._common import check_positive_int, import_lazy_dependencies, views
 from .distance import GowerSpace, take_rows
 from .ml import encode_features
 from .privacy import _Tables
@@ -282,7 +282,8 @@ def attribute_disclosure(train, synthetic, schema: Schema, holdout=None, columns
     predicted exactly, a number when within ``threshold`` x its public range.  Returns the mean
     over columns of ``accuracy`` and of macro ``precision``/``recall``/``f1`` (each computed as
     SynthEval does: for a number, of the "disclosed" indicator against all-ones), and ``columns``
-    (a frame per column).  ``max_rows`` caps the synthetic rows a forest trains on."""
+    (a frame per column).  ``max_rows`` caps the synthetic rows a forest trains on; ``n_jobs``
+    threads fit and apply each forest (scikit-learn's ``n_jobs``)."""
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
     from sklearn.metrics import f1_score, precision_score, recall_score
     t = _tables(train, synthetic, holdout, schema)
@@ -292,6 +293,8 @@ def attribute_disclosure(train, synthetic, schema: Schema, holdout=None, columns
     if bad:
         raise ConfigError(f"columns: {bad} are not schema columns")
     n_estimators = check_positive_int(n_estimators, "n_estimators")
+    if n_jobs not in (None, 1):  # the forests' worker threads must not be the first to import a library
+        import_lazy_dependencies()
     rng = np.random.default_rng(seed)
     xs = _ordinal_matrix(t.synthetic, schema, "synthetic")
     if max_rows is not None and len(xs) > max_rows:

@@ -384,3 +384,33 @@ def test_first_threaded_evaluate_in_a_fresh_process_does_not_deadlock_on_imports
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_attribute_disclosure_threads_start_after_the_lazy_imports_in_a_fresh_process():
+    """``attribute_disclosure(n_jobs=2)`` runs its forests on joblib threads; like ``evaluate`` it
+    must import the metrics' lazy dependencies (the one guard, ``import_lazy_dependencies``)
+    before the first of them starts, or two of them may import one package at once (the
+    ``_DeadlockError`` the evaluate test above guards against)."""
+    import os
+    import subprocess
+    import sys
+
+    import synthzoo
+    root = os.path.dirname(os.path.dirname(synthzoo.__file__))
+    # every thread start (joblib's pool threads are threading.Thread) records which lazy
+    # dependencies were still missing at that moment
+    code = ("import sys, threading\nfrom synthzoo.metrics._common import LAZY_IMPORTS\nstarts = []\n"
+            "start = threading.Thread.start\n"
+            "def recorded(self):\n"
+            "    starts.append([m for m in LAZY_IMPORTS if m not in sys.modules])\n"
+            "    return start(self)\n"
+            "threading.Thread.start = recorded\n"
+            "from synthzoo.datasets import make_demo\nfrom synthzoo.metrics import attribute_disclosure\n"
+            "tr, s = make_demo(300, seed=0); syn, _ = make_demo(300, seed=2)\n"
+            "attribute_disclosure(tr, syn, s, n_estimators=4, n_jobs=2)\n"
+            "print(len(starts), sorted({m for missing in starts for m in missing}))\n")
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    started, missing = out.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert int(started) > 0 and missing == "[]", out.stdout
