@@ -571,7 +571,7 @@ def cmd_eval(a) -> int:
     if schema is None:
         schema = Schema.infer(real)  # warns: fine for evaluation, not a differentially private schema
     metrics = None if a.metrics is None else [m.strip() for m in a.metrics.split(",") if m.strip()]  # "" names none
-    names = _resolve_metrics(metrics, test is not None, False, _task_of(schema))
+    names = _resolve_metrics(metrics, test is not None, False, _task_of(schema), field="--metrics")
     if metrics is None:  # say what the default run leaves out, and why, before the minutes it takes
         from synthzoo.metrics.evaluate import _NEEDS_TEST
 

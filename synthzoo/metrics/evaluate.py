@@ -125,16 +125,37 @@ def metric_names() -> str:
             f"('privacy' names the set, a superset of the privacy group); metrics: {', '.join(METRICS)}")
 
 
-def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | None) -> list[str]:
+def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | None,
+                     field: str = "metrics") -> list[str]:
+    """The metric names ``metrics`` asks for (``None``: the default run), checked against the tables.
+
+    Parameters
+    ----------
+    metrics : str, list of str or None
+        Names, groups or sets, as :func:`evaluate` takes them.
+    has_test, has_factory : bool
+        Whether held-out rows / a synthesizer factory are given.
+    task : str or None
+        The schema's task (``None``: no target).
+    field : str
+        The option the errors name: ``"metrics"`` for :func:`evaluate`, ``"--metrics"`` for the CLI.
+
+    Returns
+    -------
+    list of str
+        The metrics to run, in order, without repeats.
+    """
     if metrics is None:
         names = GROUPS["fidelity"] + GROUPS["utility"] + (GROUPS["privacy"] if has_test else [])
         if has_factory:
             names.append("mds")
     else:
         if isinstance(metrics, str):
+            if not metrics.strip():  # "" is no name, not an unknown one: say so as for []
+                raise ConfigError(f"{field}: an empty string names no metric; choose from {metric_names()}")
             metrics = [metrics]
         if not len(metrics):
-            raise ConfigError(f"metrics: an empty list names no metric; choose from {metric_names()}")
+            raise ConfigError(f"{field}: an empty list names no metric; choose from {metric_names()}")
         names = []
         for m in metrics:
             if m in PRESETS:
@@ -144,7 +165,7 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
             elif m in METRICS:
                 names.append(m)
             else:
-                raise ConfigError(f"metrics: unknown metric or set {m!r}; choose from {metric_names()}")
+                raise ConfigError(f"{field}: unknown metric or set {m!r}; choose from {metric_names()}")
     explicit = metrics is not None and not any(m in PRESETS for m in metrics)
     reg = task is not None and "regress" in task
     drop = {"ml_f1", "ml_auc"} | _NEEDS_CLASSIFICATION if reg else {"ml_rmse", "ml_r2"}

@@ -481,6 +481,16 @@ def test_a_metric_named_that_does_not_apply_is_said_not_dropped_silently():
     assert "ml_rmse" not in _resolve_metrics(["utility"], True, False, "binary classification")  # a group: quiet
 
 
+@pytest.mark.parametrize("given", ["", "  "])
+def test_evaluate_empty_metric_string_is_an_error_naming_the_field_and_the_metrics(given):
+    # metrics="" read as the one name '' ("unknown metric or set ''"); it names no metric, as [] does
+    from synthzoo.datasets import make_demo
+
+    tr, s = make_demo(60, seed=0)
+    with pytest.raises(ConfigError, match=r"^metrics: an empty string names no metric; choose from .*tvd_2way"):
+        evaluate(tr, tr, schema=s, metrics=given)
+
+
 def test_html_reading_follows_the_better_direction_and_copies():
     """The report's "reading" column: a value better than both references (INDEPENDENT above HALF
     for a higher-is-better metric) read "no better than independent columns", and 100 verbatim rows
