@@ -414,3 +414,52 @@ def test_attribute_disclosure_threads_start_after_the_lazy_imports_in_a_fresh_pr
     assert out.returncode == 0, out.stderr[-2000:]
     started, missing = out.stdout.strip().splitlines()[-1].split(" ", 1)
     assert int(started) > 0 and missing == "[]", out.stdout
+
+
+#: records every module first imported on a thread other than the main one (a meta-path finder
+#: sees each import of a module not yet in sys.modules, and finds nothing itself)
+_IMPORT_SPY = """
+import sys, threading
+first_in_thread = []
+class _Spy:
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is not threading.main_thread():
+            first_in_thread.append(name)
+        return None
+sys.meta_path.insert(0, _Spy())
+"""
+#: the libraries whose concurrent first import deadlocked; numba's own typing modules are left out:
+#: numba imports them while compiling, under its global compiler lock, so they never race
+_GUARDED = ("sklearn", "scipy", "synthzoo", "lightgbm", "ot", "xgboost", "catboost")
+
+
+def test_synthzoo_eval_in_a_fresh_process_imports_nothing_on_its_worker_threads(tmp_path):
+    """``synthzoo eval`` (like ``evaluate_files`` and ``risk_response``) reaches the worker threads
+    through ``evaluate``: in a fresh process no sklearn/scipy/synthzoo/... module may be imported
+    first on a worker thread -- the deadlock needs two threads in one first import, so a module
+    imported there is the hazard whether or not this run hits it (the evaluate test above fails
+    only when the race does)."""
+    import os
+    import subprocess
+    import sys
+
+    import synthzoo
+    from synthzoo.datasets import make_demo
+
+    tr, s = make_demo(300, seed=0)
+    make_demo(300, seed=2)[0].to_csv(tmp_path / "syn.csv", index=False)
+    make_demo(100, seed=1)[0].to_csv(tmp_path / "test.csv", index=False)
+    tr.to_csv(tmp_path / "train.csv", index=False)
+    s.to_json(tmp_path / "schema.json")
+    args = ["eval", str(tmp_path / "train.csv"), str(tmp_path / "syn.csv"), "--test", str(tmp_path / "test.csv"),
+            "--schema", str(tmp_path / "schema.json"), "--out", str(tmp_path / "r.html"),
+            "--metrics", "wasserstein,ml_f1,dcr_risk,mia_max_auc,mia_classifier_f1,attr_disclosure"]
+    code = (_IMPORT_SPY + "from synthzoo.cli import main\n"
+            f"rc = main({args!r})\n"
+            f"bad = sorted({{n for n in first_in_thread if n.split('.')[0] in {_GUARDED!r}}})\n"
+            "print('rc', rc, 'imported on worker threads:', bad)\n")
+    root = os.path.dirname(os.path.dirname(synthzoo.__file__))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    last = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+    assert last == "rc 0 imported on worker threads: []", (last[:3000], out.stderr[-2000:])
