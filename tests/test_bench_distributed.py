@@ -289,9 +289,31 @@ def test_a_cell_with_two_results_keeps_the_successful_one_and_says_so(demo_files
         study.add_trial(optuna.trial.create_trial(
             params={"cell": 0}, distributions={"cell": optuna.distributions.IntDistribution(0, n - 1)}, value=0.0,
             user_attrs={distributed.ROW_ATTR: json.dumps(bad)}))
-    with pytest.warns(RuntimeWarning, match=r"1 cell\(s\) have more than one result.*cell 0 \(3 results\)"):
+    with pytest.warns(RuntimeWarning, match=r"1 cell\(s\) have more than one result.*cell 0 .* \(3 results\)"):
         res = distributed.grid_result(url, "g")
     assert len(res) == n and res.loc[0, "status"] == "ok"
+
+
+def test_a_cell_with_two_successful_results_keeps_the_earliest_completed_and_names_it(demo_files, tmp_path):
+    # the first by trial number was kept, whichever finished first, and the warning said "cell 0" only
+    from datetime import datetime
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    n = _small_grid(url, demo_files, epsilons=[1.0, 5.0])
+    distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None)
+    study = optuna.load_study(study_name="g", storage=url)
+    first = distributed.grid_result(url, "g").loc[1].to_dict()
+    early = {k: v for k, v in first.items() if isinstance(v, str) or v == v}  # a row as JSON holds it
+    early["tvd_2way"] = 0.5
+    late = optuna.trial.create_trial(  # numbered after the worker's trial, but completed before it
+        params={"cell": 1}, distributions={"cell": optuna.distributions.IntDistribution(0, n - 1)}, value=0.5,
+        user_attrs={distributed.ROW_ATTR: json.dumps(early)})
+    late.datetime_start, late.datetime_complete = datetime(2026, 1, 1), datetime(2026, 1, 1, 0, 1)
+    study.add_trial(late)
+    with pytest.warns(RuntimeWarning) as caught:
+        res = distributed.grid_result(url, "g")
+    assert res.loc[1, "tvd_2way"] == 0.5 and res.loc[0, "tvd_2way"] != 0.5
+    assert "cell 1 demo indif x gum eps=5 seed=0 (2 results)" in str(caught[0].message)
 
 
 def test_distributed_grid_labels_model_variants_as_the_local_grid(demo_files, tmp_path):
@@ -308,3 +330,56 @@ def test_distributed_grid_labels_model_variants_as_the_local_grid(demo_files, tm
     with pytest.raises(ConfigError, match="are the same model"):
         distributed.create_grid_study(url, "w", [csv], ["indif"], ["gum", "gum"], [1.0], [0], schema=schema)
     assert "w" not in optuna.get_all_study_names(url)  # refused before a study existed
+
+
+
+def _create_after(barrier, url, demo_files, q):
+    """In a process: create three grid studies, opening each the moment the other creator does; send the
+    numbers of cells or the error."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    csv, schema = demo_files
+    real = distributed._open
+
+    def in_step(*a, **k):  # the datasets are read; both creators reach the study together
+        rdb = real(*a, **k)
+        barrier.wait(timeout=120)
+        return rdb
+
+    def enqueue(self, *a, real_enqueue=optuna.study.Study.enqueue_trial, **k):
+        real_enqueue(self, *a, **k)
+        time.sleep(0.005)  # a database over the network: SQLite's lock would hold the other creator back
+
+    distributed._open = in_step  # in this forked process only
+    optuna.study.Study.enqueue_trial = enqueue
+    try:
+        q.put([distributed.create_grid_study(url, f"race{i}", [csv], ["indif", "mst"], ["gum"], [1.0, 5.0],
+                                             list(range(10)), schema=schema, ml=False) for i in range(3)])
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        q.put(f"{type(e).__name__}: {e}")
+
+
+def test_two_creators_of_one_grid_at_once_leave_each_cell_queued_once(demo_files, tmp_path):
+    # both saw no trials (or part of the other's) and both enqueued: cells queued twice; or the second
+    # refused the study as "not a synthzoo grid", the first having enqueued after the second read no spec
+    import multiprocessing as mp
+
+    from synthzoo.optuna_storage import rdb_storage
+
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    rdb_storage(url)  # the tables exist: both creators go straight to the study
+    ctx = mp.get_context("fork")
+    barrier, q = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_create_after, args=(barrier, url, demo_files, q)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    got = [q.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join()
+    assert got == [[42] * 3] * 2  # 2 references + 2 selectors x 1 model x 2 epsilons x 10 seeds
+    S = optuna.trial.TrialState
+    for i in range(3):
+        live = [distributed._cell_of(t) for t in optuna.load_study(study_name=f"race{i}", storage=url).trials
+                if t.state in (S.WAITING, S.RUNNING, S.COMPLETE)]
+        assert sorted(live) == list(range(42)), f"race {i}: {len(live)} queued trials for 42 cells"

@@ -29,6 +29,7 @@ import os
 import socket
 import time
 import warnings
+from datetime import datetime
 from typing import Callable, Iterable
 
 import numpy as np
@@ -107,16 +108,18 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
     study = optuna.create_study(storage=rdb, study_name=study_name, direction="minimize", load_if_exists=True)
     have = study.user_attrs.get(SPEC_ATTR)
     cells = grid_cells(spec)
-    if have is not None:
-        if have != spec:
-            diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
-            raise ConfigError(f"study {study_name!r} already holds another grid (it differs in {diff}); choose "
-                              "another --study name")
-        _enqueue_missing(study, len(cells))  # a creator stopped while enqueuing left cells without a trial
-        return len(cells)
-    if study.trials:
-        raise ConfigError(f"study {study_name!r} exists and is not a synthzoo grid")
-    study.set_user_attr(SPEC_ATTR, spec)
+    if have is None and study.trials:
+        have = study.user_attrs.get(SPEC_ATTR)  # a racing creator may have written its spec after we read
+        if have is None:
+            raise ConfigError(f"study {study_name!r} exists and is not a synthzoo grid")
+    if have is None:
+        study.set_user_attr(SPEC_ATTR, spec)
+        have = study.user_attrs.get(SPEC_ATTR)  # two racing creators of different grids: the last write holds
+    if have != spec:
+        diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
+        raise ConfigError(f"study {study_name!r} already holds another grid (it differs in {diff}); choose "
+                          "another --study name")
+    # also completes a grid whose creator stopped while enqueuing; a racing creator's duplicates are dropped
     _enqueue_missing(study, len(cells))
     return len(cells)
 
@@ -131,7 +134,58 @@ def _enqueue_missing(study, n_cells: int) -> int:
         warnings.simplefilter("ignore")  # enqueue_trial is "experimental" in some Optuna versions
         for i in missing:
             study.enqueue_trial({"cell": i}, skip_if_exists=False)
+    _drop_surplus(study)
     return len(missing)
+
+
+def _cell_of(t):
+    """The grid cell of trial ``t`` (its enqueued parameter), or None for a trial that is not a cell."""
+    return t.params.get("cell", t.system_attrs.get("fixed_params", {}).get("cell"))
+
+
+def _drop_surplus(study) -> int:
+    """Prune every queued trial of a cell that has a result or a lower-numbered queued or running trial,
+    so that one trial per cell remains; returns how many were pruned.
+
+    Two creators (or workers) enqueuing at once each saw the other's cells missing and queued them again.
+    Each enqueuer calls this after its own enqueues, so the last one to finish sees every trial; the rule
+    (the lowest number wins) is the one :func:`_claimed_elsewhere` applies to a trial a worker popped, so
+    the trial kept here is never the one a worker yields.  A trial is claimed the way a worker pops one
+    (WAITING to RUNNING, refused if another process took it first) before it is pruned, so a trial a
+    worker is running is never pruned from under it."""
+    optuna = _optuna()
+    S = optuna.trial.TrialState
+    keep, queued = {}, []
+    for t in study.get_trials(deepcopy=False):
+        cell = _cell_of(t)
+        if cell is None:
+            continue
+        if t.state == S.COMPLETE and ROW_ATTR in t.user_attrs:
+            keep[cell] = -1  # a result: every queued trial of the cell is surplus
+        elif t.state in (S.RUNNING, S.WAITING):
+            keep[cell] = min(keep.get(cell, t.number), t.number)
+            if t.state == S.WAITING:
+                queued.append((cell, t))
+    pruned = 0
+    storage = study._storage
+    for cell, t in queued:
+        try:
+            if t.number == keep[cell] or not storage.set_trial_state_values(t._trial_id, state=S.RUNNING):
+                continue  # the cell's own trial, or a worker popped it first (it yields it to the lower one)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue  # another enqueuer pruned it first
+        storage.set_trial_user_attr(t._trial_id, "surplus", True)
+        storage.set_trial_state_values(t._trial_id, state=S.PRUNED)
+        pruned += 1
+    return pruned
+
+
+def _cell_name(cell: dict) -> str:
+    """A cell as its row names it (a CSV by its file's name): ``adult indif x gum(iterations=5) eps=1 seed=0``."""
+    data = os.path.splitext(os.path.basename(cell["data"]))[0] if cell["data"].lower().endswith(".csv") else cell["data"]
+    if "reference" in cell:
+        return f"{data} {cell['reference']}"
+    return f"{data} {cell['selector']} x {cell['label']} eps={cell['epsilon']:g} seed={cell['seed']}"
 
 
 def status_row(cell: dict, status: str, reason: str) -> dict:
@@ -196,7 +250,7 @@ def _cell_state(study, n_cells: int) -> tuple[set, set, set, bool]:
     S = optuna.trial.TrialState
     done, failed, live, waiting = set(), {}, set(), False
     for t in study.get_trials(deepcopy=False):
-        cell = t.params.get("cell", t.system_attrs.get("fixed_params", {}).get("cell"))
+        cell = _cell_of(t)
         if cell is None:
             continue
         if t.state == S.COMPLETE and ROW_ATTR in t.user_attrs:
@@ -218,7 +272,7 @@ def _claimed_elsewhere(study, number: int, cell: int) -> int | None:
     optuna = _optuna()
     S = optuna.trial.TrialState
     for t in study.get_trials(deepcopy=False):
-        if t.number == number or t.params.get("cell", t.system_attrs.get("fixed_params", {}).get("cell")) != cell:
+        if t.number == number or _cell_of(t) != cell:
             continue
         if (t.state == S.COMPLETE and ROW_ATTR in t.user_attrs) or (t.state in (S.RUNNING, S.WAITING)
                                                                     and t.number < number):
@@ -315,17 +369,22 @@ def grid_result(storage: str, study_name: str) -> pd.DataFrame:
     study = optuna.load_study(study_name=study_name, storage=_open(storage))
     spec = study.user_attrs[SPEC_ATTR]
     cells = grid_cells(spec)
-    found: dict[int, list[dict]] = {}
-    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):  # in trial order
+    found: dict[int, list] = {}
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         if ROW_ATTR in t.user_attrs and "cell" in t.params:
-            found.setdefault(int(t.params["cell"]), []).append(json.loads(t.user_attrs[ROW_ATTR]))
+            found.setdefault(int(t.params["cell"]), []).append(t)
     # a cell run twice (a worker judged dead that finished after all, or trials of racing creators run by
-    # workers of an older version): its first successful row, else its first, and the grid says so
-    rows = {i: next((r for r in rs if r.get("status") == "ok"), rs[0]) for i, rs in found.items()}
-    twice = {i: len(rs) for i, rs in found.items() if len(rs) > 1}
+    # workers of an older version): its earliest completed successful row, else its earliest, and a warning
+    rows = {}
+    for i, ts in found.items():
+        t = min(ts, key=lambda t: (json.loads(t.user_attrs[ROW_ATTR]).get("status") != "ok",
+                                   t.datetime_complete or datetime.max, t.number))
+        rows[i] = json.loads(t.user_attrs[ROW_ATTR])
+    twice = {i: len(ts) for i, ts in found.items() if len(ts) > 1}
     if twice:
-        warnings.warn(f"grid {study_name!r}: {len(twice)} cell(s) have more than one result, the first successful "
-                      "one kept: " + ", ".join(f"cell {i} ({n} results)" for i, n in sorted(twice.items())[:10]),
+        warnings.warn(f"grid {study_name!r}: {len(twice)} cell(s) have more than one result, the earliest "
+                      "successful one kept: " + "; ".join(f"cell {i} {_cell_name(cells[i])} ({n} results)"
+                                                           for i, n in sorted(twice.items())[:10]),
                       RuntimeWarning, stacklevel=2)
     _, crashed, _, _ = _cell_state(study, len(cells))
     out = []
