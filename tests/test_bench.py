@@ -227,3 +227,56 @@ def test_a_stopped_local_grid_resumes_without_rerunning_its_rows(demo_csv, tmp_p
         bench.grid(csv, resume=True, **kw)
     assert main(["bench", "--storage", str(tmp_path / "s.db"), "--select", "indif", "--resume"]) == 2
     assert "--resume does not apply to a shared grid" in capsys.readouterr().err
+
+
+def test_grid_variants_of_one_selector_get_labels_of_their_own(demo_csv):
+    """Two configurations of one selector: the selector column held the dicts themselves (the
+    heatmap could not group them) and nothing refused one selector listed twice."""
+    csv, sch = demo_csv
+    sels = [{"name": "indif", "select_share": 0.1}, {"name": "indif", "select_share": 0.3}]
+    res = bench.grid(csv, schema=sch, selectors=sels, models=["gum"], epsilons=[1.0], seeds=[0], isolate=False,
+                     ml=False, references=False, log=lambda _: None)
+    assert res["selector"].tolist() == ["indif(select_share=0.1)", "indif(select_share=0.3)"]
+    assert (res["status"] == "ok").all(), res["reason"].tolist()
+    with pytest.raises(ConfigError, match=r"selectors 'indif' and \{'name': 'indif'\} are the same selector"):
+        bench.grid(csv, schema=sch, selectors=["indif", {"name": "indif"}], models=["gum"], epsilons=[1.0],
+                   isolate=False, ml=False, references=False, log=lambda _: None)
+
+
+def test_resume_refuses_the_rows_of_another_variant_of_a_model(demo_csv, tmp_path):
+    """The resume check compared model labels only, and a lone variant is labelled by its name: a grid
+    of gum(iterations=5) resumed as one of gum(iterations=20) kept the other's rows."""
+    csv, sch = demo_csv
+    out = str(tmp_path / "g.csv")
+    kw = dict(schema=sch, selectors=["indif"], epsilons=[1.0], seeds=[0], isolate=False, ml=False, out=out,
+              references=False, log=lambda _: None)
+    bench.grid(csv, models=[{"name": "gum", "iterations": 5}], **kw)
+    with pytest.raises(ConfigError, match=r"holds another grid \(it differs in \['models'\]\)"):
+        bench.grid(csv, models=[{"name": "gum", "iterations": 20}], resume=True, **kw)
+
+
+def test_resume_never_keeps_the_rows_of_a_grid_started_afresh_over_them(demo_csv, tmp_path, monkeypatch):
+    """A grid started afresh over another's CSV wrote its spec at once but the CSV only after its first
+    cell: stopped before then, a resume took the other grid's rows as its own."""
+    import importlib
+
+    grid_mod = importlib.import_module("synthzoo.bench.grid")
+    csv, sch = demo_csv
+    out = str(tmp_path / "g.csv")
+    kw = dict(schema=sch, selectors=["indif"], models=["gum"], epsilons=[1.0, 5.0], seeds=[0], isolate=False,
+              ml=False, out=out, log=lambda _: None)
+    bench.grid(csv, **kw)
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grid_mod, "cell_row", stop)
+    with pytest.raises(KeyboardInterrupt):  # another grid (delta) over the same CSV, stopped in its first cell
+        bench.grid(csv, delta=1e-6, **kw)
+    monkeypatch.undo()
+    ran = []
+    real = grid_mod.cell_row
+    monkeypatch.setattr(grid_mod, "cell_row", lambda *a, **k: ran.append(a[4:8]) or real(*a, **k))
+    res = bench.grid(csv, delta=1e-6, resume=True, **kw)
+    assert ran == [("indif", "gum", 1.0, 0), ("indif", "gum", 5.0, 0)]  # none of the first grid's rows kept
+    assert len(res) == 4 and (res["delta_spent"].dropna() <= 1e-6).all()

@@ -383,3 +383,22 @@ def test_two_creators_of_one_grid_at_once_leave_each_cell_queued_once(demo_files
         live = [distributed._cell_of(t) for t in optuna.load_study(study_name=f"race{i}", storage=url).trials
                 if t.state in (S.WAITING, S.RUNNING, S.COMPLETE)]
         assert sorted(live) == list(range(42)), f"race {i}: {len(live)} queued trials for 42 cells"
+
+
+def test_distributed_grid_labels_selector_variants_as_the_local_grid(demo_files, tmp_path):
+    from synthzoo.core.errors import ConfigError
+
+    csv, schema = demo_files
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    sels = [{"name": "indif", "select_share": 0.1}, {"name": "indif", "select_share": 0.3}]
+    assert distributed.create_grid_study(url, "v", [csv], sels, ["gum"], [1.0], [0], schema=schema, ml=False,
+                                         references=False) == 2
+    assert distributed.grid_result(url, "v")["selector"].tolist() == ["indif(select_share=0.1)",
+                                                                      "indif(select_share=0.3)"]
+    distributed.grid_worker(url, "v", heartbeat_interval=1, poll=0.1, log=lambda s: None)
+    res = distributed.grid_result(url, "v")
+    assert res["selector"].tolist() == ["indif(select_share=0.1)", "indif(select_share=0.3)"]
+    assert (res["status"] == "ok").all(), res["reason"].tolist()
+    with pytest.raises(ConfigError, match="are the same selector"):
+        distributed.create_grid_study(url, "w", [csv], ["indif", "indif"], ["gum"], [1.0], [0], schema=schema)
+    assert "w" not in optuna.get_all_study_names(url)

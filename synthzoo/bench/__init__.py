@@ -1,8 +1,9 @@
 """Benchmarks: the preset table of ``synthzoo bench`` (:mod:`.table`), the selector x model ablation
 grid (:mod:`.grid`) and its heatmaps (:mod:`.plot`)."""
 
-from .grid import GRID_COLUMNS, fit_sample, grid, grid_config, model_labels
+from .grid import GRID_COLUMNS, fit_sample, grid, grid_config, model_labels, module_labels
 from .plot import plot_grid
 from .table import run, score
 
-__all__ = ["GRID_COLUMNS", "fit_sample", "grid", "grid_config", "model_labels", "plot_grid", "run", "score"]
+__all__ = ["GRID_COLUMNS", "fit_sample", "grid", "grid_config", "model_labels", "module_labels",
+           "plot_grid", "run", "score"]

@@ -55,19 +55,19 @@ def _open(storage, heartbeat_interval: int = 10, grace_period: int | None = None
 def grid_cells(spec: dict) -> list[dict]:
     """The cells of a grid specification, in :func:`synthzoo.bench.grid`'s order: per dataset its
     reference rows, then selector x model x epsilon x seed."""
-    from .grid import model_labels
+    from .grid import model_labels, module_labels
 
     cells = []
-    labels = model_labels(spec["models"])
+    labels, sel_labels = model_labels(spec["models"]), module_labels(spec["selectors"], "selector")
     for data in spec["data"]:
         if spec.get("references", True):
             cells += [{"data": data, "reference": label} for label in ("TRAIN", "INDEPENDENT")]
-        for sel in spec["selectors"]:
+        for sel, sel_label in zip(spec["selectors"], sel_labels):
             for mod, label in zip(spec["models"], labels):
                 for eps in spec["epsilons"]:
                     for seed in spec["seeds"]:
-                        cells.append({"data": data, "selector": sel, "model": mod, "label": label, "epsilon": eps,
-                                      "seed": seed})
+                        cells.append({"data": data, "selector": sel, "selector_label": sel_label, "model": mod,
+                                      "label": label, "epsilon": eps, "seed": seed})
     return cells
 
 
@@ -87,10 +87,11 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
     optuna = _optuna()
     names = [data] if isinstance(data, str) else list(data)
     epsilons, seeds = list(epsilons), list(seeds)
-    from .grid import check_grid_values, model_labels
+    from .grid import check_grid_values, model_labels, module_labels
 
     check_grid_values(names, epsilons, seeds, delta)
-    model_labels(list(models))  # two entries of one model: refused before a study exists
+    model_labels(list(models))  # two entries of one module: refused before a study exists
+    module_labels(list(selectors), "selector")
     spec = {"data": names, "selectors": list(selectors), "models": list(models),
             "epsilons": [float(e) for e in epsilons], "seeds": [int(s) for s in seeds], "delta": float(delta),
             "schema": schema, "base": base, "preprocess": None if preprocess is None else list(preprocess),
@@ -182,16 +183,17 @@ def _drop_surplus(study) -> int:
 
 def _cell_name(cell: dict) -> str:
     """A cell as its row names it (a CSV by its file's name): ``adult indif x gum(iterations=5) eps=1 seed=0``."""
-    data = os.path.splitext(os.path.basename(cell["data"]))[0] if cell["data"].lower().endswith(".csv") else cell["data"]
+    data = cell["data"]
+    data = os.path.splitext(os.path.basename(data))[0] if data.lower().endswith(".csv") else data
     if "reference" in cell:
         return f"{data} {cell['reference']}"
-    return f"{data} {cell['selector']} x {cell['label']} eps={cell['epsilon']:g} seed={cell['seed']}"
+    return f"{data} {cell['selector_label']} x {cell['label']} eps={cell['epsilon']:g} seed={cell['seed']}"
 
 
 def status_row(cell: dict, status: str, reason: str) -> dict:
     """The row of a cell without a score: ``status`` (error, crashed, pending) and why."""
     return {"dataset": cell["data"], "kind": "reference" if "reference" in cell else "cell",
-            "selector": cell.get("selector", "-"), "model": cell.get("reference") or cell.get("label"),
+            "selector": cell.get("selector_label", "-"), "model": cell.get("reference") or cell.get("label"),
             "epsilon": cell.get("epsilon", np.nan), "seed": cell.get("seed", 0), "status": status, "reason": reason}
 
 
@@ -241,7 +243,8 @@ def run_cell(spec: dict, cell: dict, data: Callable) -> dict:
         return reference_row(label, train, test, sch, cell["reference"], spec["ml"])
     return cell_row(label, train, test, sch, cell["selector"], cell["model"], cell["epsilon"], cell["seed"],
                     delta=spec["delta"], base=spec["base"], preprocess=spec["preprocess"], isolate=True,
-                    cell_timeout=spec["cell_timeout"], ml=spec["ml"], label=cell.get("label"))
+                    cell_timeout=spec["cell_timeout"], ml=spec["ml"], label=cell.get("label"),
+                    selector_label=cell.get("selector_label"))
 
 
 def _cell_state(study, n_cells: int) -> tuple[set, set, set, bool]:

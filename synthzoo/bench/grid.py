@@ -75,22 +75,25 @@ def grid_config(selector: str, model: str, base: str = "privsyn", preprocess=Non
 
 
 def _name(module) -> str:
+    if module is None:
+        return "none"
     return module.get("name", "?") if isinstance(module, dict) else str(module)
 
 
-def model_labels(models) -> list[str]:
-    """The grid's label of each model: its name, and where two models share a name (variants of one
-    model, ``{"name": "gum", "iterations": 50}`` and ``{"name": "gum", "iterations": 500}``) the name
-    with the parameters in which the variants differ, sorted (``gum(iterations=50)``), so that rows,
-    tables and heatmaps never merge them.  Two entries that are the same model are a ConfigError."""
+def module_labels(modules, role: str = "model") -> list[str]:
+    """The grid's label of each module (``role``: model or selector): its name, and where two share a
+    name (variants of one module, ``{"name": "gum", "iterations": 50}`` and ``{"name": "gum",
+    "iterations": 500}``) the name with the parameters in which the variants differ, sorted
+    (``gum(iterations=50)``), so that rows, tables and heatmaps never merge them.  Two entries that
+    are the same module are a ConfigError naming both."""
     from ..core.errors import ConfigError
 
     def params(m) -> dict:
         return {k: v for k, v in m.items() if k != "name"} if isinstance(m, dict) else {}
 
     labels = []
-    for i, m in enumerate(models):
-        same = [o for o in models if _name(o) == _name(m)]
+    for m in modules:
+        same = [o for o in modules if _name(o) == _name(m)]
         if len(same) == 1:
             labels.append(_name(m))
             continue
@@ -102,10 +105,15 @@ def model_labels(models) -> list[str]:
     seen: dict[str, int] = {}
     for i, lab in enumerate(labels):
         if lab in seen:
-            raise ConfigError(f"grid: models {models[seen[lab]]!r} and {models[i]!r} are the same model (label "
+            raise ConfigError(f"grid: {role}s {modules[seen[lab]]!r} and {modules[i]!r} are the same {role} (label "
                               f"{lab!r}); each cell would run twice")
         seen[lab] = i
     return labels
+
+
+def model_labels(models) -> list[str]:
+    """:func:`module_labels` of the grid's models."""
+    return module_labels(models, "model")
 
 
 _UNSET = object()
@@ -233,9 +241,10 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     The framework is the one of Chen et al., "Benchmarking Differentially Private Tabular Data
     Synthesis": a cell is the preset ``base``'s preprocessing with one selector and one model
     (``selectors`` may hold ``"none"`` for record models; ``models`` names, or ``{"name": ...,
-    **params}`` for a model with its own parameters, e.g. a short training run; variants of one model
-    are labelled by the parameters in which they differ, :func:`model_labels`).  ``data`` is a shared
-    dataset name, a list of them, or a CSV path (with ``schema``: a :class:`Schema` or a JSON path).
+    **params}`` for a model with its own parameters, e.g. a short training run, and selectors alike;
+    variants of one module are labelled by the parameters in which they differ, :func:`module_labels`).
+    ``data`` is a shared dataset name, a list of them, or a CSV path (with ``schema``: a
+    :class:`Schema` or a JSON path).
     Each cell fits on an 80 % split (seed 0), samples as many rows, and is scored on the held-out
     20 %: 2-way TVD (numeric columns in 10 quantile bins), mean error of 1,000 random 3-way queries
     and, when the schema names a target, the macro F1 (classification) or R² (regression) of
@@ -249,9 +258,9 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     "reference"``): TRAIN (the real training rows themselves: the floor set by sampling noise)
     and INDEPENDENT (each training column resampled alone).  Writes ``out`` (CSV) and ``plot``
     (PNG heatmaps) when given; ``log`` gets one line per cell as it finishes.  ``out`` is rewritten
-    after every cell, with the grid's specification in ``<out>.spec.json``; ``resume=True`` keeps the
-    rows an earlier run of the same grid left in ``out`` (a ConfigError names what differs if it was
-    another grid) and runs only the cells it lacks.
+    after every cell, with the grid's specification in ``<out>.spec.json`` (a fresh start empties it
+    first); ``resume=True`` keeps the rows an earlier run of the same grid left in ``out`` (a
+    ConfigError names what differs if it was another grid) and runs only the cells it lacks.
     """
     from ..core.errors import ConfigError
 
@@ -266,7 +275,7 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
         raise ConfigError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
     if cell_timeout is not None and not isolate:
         log("# note: cell_timeout applies to isolated cells only; running in this process without one")
-    labels = model_labels(models)
+    labels, sel_labels = model_labels(models), module_labels(selectors, "selector")
     if resume and not out:
         raise ConfigError("resume needs out: the CSV an earlier run of the grid wrote")
     loaded = [_load(d, schema, root) for d in names]
@@ -277,12 +286,15 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
         import json
 
         spec = json.loads(json.dumps({
-            "data": names, "selectors": selectors, "models": labels, "epsilons": epsilons, "seeds": seeds,
+            # the configurations, not only their labels: a lone variant is labelled by its name alone
+            "data": names, "selectors": selectors, "models": models, "epsilons": epsilons, "seeds": seeds,
             "delta": float(delta), "base": base, "preprocess": None if preprocess is None else list(preprocess),
             "ml": bool(ml), "references": bool(references),
             "fingerprints": [data_fingerprint(tr, te, sch) for _, tr, te, sch in splits]}, default=str))
         if resume:
             kept = _resumed_rows(out, spec)
+        if not kept:  # a fresh start: an earlier grid's rows must not sit beside this grid's spec (a resume keeps them)
+            _write_atomic(pd.DataFrame(columns=GRID_COLUMNS), out)
         with open(out + ".spec.json", "w", encoding="utf-8") as fh:
             json.dump(spec, fh, indent=1)
     total = len(loaded) * len(selectors) * len(models) * len(epsilons) * len(seeds)
@@ -299,19 +311,21 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
                 rows.append(kept[key] if key in kept else reference_row(name, train, test, sch, label, ml))
                 log(f"[ref] {name} {label}: tvd2={rows[-1]['tvd_2way']:.4f} q3={rows[-1]['query_3way']:.4f}"
                     f"{_ml_txt(rows[-1])}{' (kept)' if key in kept else ''}")
-        for sel in selectors:
+                if out:
+                    _write_atomic(pd.DataFrame(rows).reindex(columns=GRID_COLUMNS), out)
+        for sel, sel_label in zip(selectors, sel_labels):
             for mod, label in zip(models, labels):
                 for eps in epsilons:
                     for seed in seeds:
                         done += 1
-                        key = (name, sel, label, eps, seed)
+                        key = (name, sel_label, label, eps, seed)
                         if key in kept:
                             rows.append(kept[key])
                             log(f"[{done}/{total}] {_cell_txt(rows[-1])} (kept)")
                             continue
                         rows.append(cell_row(name, train, test, sch, sel, mod, eps, seed, delta=delta, base=base,
                                              preprocess=preprocess, isolate=isolate, cell_timeout=cell_timeout,
-                                             ml=ml, label=label))
+                                             ml=ml, label=label, selector_label=sel_label))
                         log(f"[{done}/{total}] {_cell_txt(rows[-1])}")
                         if out:  # rewritten after every cell: a grid stopped midway keeps what it did (resume)
                             _write_atomic(pd.DataFrame(rows).reindex(columns=GRID_COLUMNS), out)
@@ -341,15 +355,18 @@ def reference_row(name: str, train: pd.DataFrame, test: pd.DataFrame, sch, label
 
 def cell_row(name: str, train: pd.DataFrame, test: pd.DataFrame, sch, selector: str, model, epsilon: float,
              seed: int, delta: float = 1e-5, base: str = "privsyn", preprocess=None, isolate: bool = True,
-             cell_timeout: float | None = None, ml: bool = True, label: str | None = None) -> dict:
+             cell_timeout: float | None = None, ml: bool = True, label: str | None = None,
+             selector_label: str | None = None) -> dict:
     """One grid cell, fitted on ``train`` and scored on ``test``: the row :func:`grid` writes
-    (``status`` "skipped" with the reason when the pipeline refuses the combination); ``label`` names
-    the model in the row (:func:`model_labels`; default its name)."""
+    (``status`` "skipped" with the reason when the pipeline refuses the combination); ``label`` and
+    ``selector_label`` name the model and the selector in the row (:func:`module_labels`; default their
+    names)."""
     from ..core.errors import ConfigError
     from ..pipeline import Synthesizer
 
     cfg = grid_config(selector, model, base, preprocess)
-    row = {"dataset": name, "n_train": len(train), "n_test": len(test), "kind": "cell", "selector": selector,
+    row = {"dataset": name, "n_train": len(train), "n_test": len(test), "kind": "cell",
+           "selector": selector_label or _name(selector),
            "model": label or _name(model), "epsilon": float(epsilon), "seed": int(seed), "status": "ok", "reason": ""}
     try:  # construction checks names and combination before any data is read
         Synthesizer(epsilon=epsilon, delta=delta, schema=sch, seed=seed, **cfg)
