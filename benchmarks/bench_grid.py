@@ -53,6 +53,20 @@ def cpu_of_children() -> float:
     return r.children_user + r.children_system
 
 
+def print_tables(res) -> None:
+    """Mean 2-way TVD and CPU seconds per selector x model over the successful cells; a mean that lacks
+    failed cells says so (``n=k/N``, and a warning), a selector x model without one reads ``-``."""
+    import pandas as pd
+
+    from synthzoo.bench import summary_table
+
+    with pd.option_context("display.width", 200):
+        print("\n# mean 2-way TVD over datasets and epsilons, selector x model")
+        print(summary_table(res, "tvd_2way"))
+        print("\n# mean CPU s per cell, selector x model")
+        print(summary_table(res, "cpu_s", digits=1, warn=False))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="adult,hmeq,housing")
@@ -124,14 +138,7 @@ def main(argv=None) -> int:
     print(f"# cells per worker: {res['worker'].value_counts().to_dict()}")
     print(f"# wall {wall:.0f} s; CPU of the workers and their cells {cpu:.0f} s; budget kept in every cell: "
           f"{bool((cells['eps_spent'].fillna(0) <= cells['epsilon'] * (1 + 1e-9)).all())}")
-    import pandas as pd
-
-    ok = cells[cells["status"] == "ok"]
-    with pd.option_context("display.width", 200):
-        print("\n# mean 2-way TVD over datasets and epsilons, selector x model")
-        print(ok.pivot_table(index="selector", columns="model", values="tvd_2way", aggfunc="mean").round(3))
-        print("\n# mean CPU s per cell, selector x model")
-        print(ok.pivot_table(index="selector", columns="model", values="cpu_s", aggfunc="mean").round(1))
+    print_tables(res)
     if a.out:
         res.to_csv(a.out, index=False)
     return 0 if once and killed is not None or (once and a.kill_at <= 0) else 1

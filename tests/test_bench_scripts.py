@@ -74,3 +74,22 @@ def test_bench_dp_schema_counts_what_each_draw_clips(capsys):
                                                            "priors_count", "screening_date",
                                                            "days_b_screening_arrest", "decile_score"}
     assert '"draws": 3' in capsys.readouterr().out
+
+
+def test_bench_grid_tables_say_which_means_lack_failed_cells(capsys):
+    # the tables averaged the successful cells only without saying so, and a pair that never ran was absent
+    import bench_grid
+
+    base = {"dataset": "d", "kind": "cell", "selector": "indif", "epsilon": 1.0, "seed": 0, "reason": ""}
+    rows = [{**base, "model": "gum", "epsilon": e, "status": st, "tvd_2way": v, "cpu_s": 2.0}
+            for e, st, v in ((0.2, "ok", 0.10), (1.0, "error", float("nan")), (5.0, "ok", 0.20))]
+    rows += [{**base, "model": "pgm", "epsilon": e, "status": "ok", "tvd_2way": 0.3, "cpu_s": 1.0} for e in (0.2, 1, 5)]
+    rows += [{**base, "selector": "mst", "model": "pgm", "epsilon": e, "status": "timeout", "tvd_2way": float("nan"),
+              "cpu_s": float("nan")} for e in (0.2, 1, 5)]
+    with pytest.warns(RuntimeWarning, match=r"tvd_2way: 1 cell\(s\) average fewer rows.*indif x gum: 2/3") as caught:
+        bench_grid.print_tables(pd.DataFrame(rows))
+    assert len(caught) == 1  # once for the rows, not once per table
+    lines = capsys.readouterr().out.splitlines()
+    tvd = lines[lines.index("# mean 2-way TVD over datasets and epsilons, selector x model") + 1:][:3]
+    assert tvd[1].split() == ["indif", "0.150", "n=2/3", "0.300"]
+    assert tvd[2].split() == ["mst", "-"]  # no successful cell: missing, not 0 (mst x gum was not in the grid)

@@ -62,3 +62,50 @@ def plot_grid(res: pd.DataFrame, path: str) -> bool:
                       "failed): " + "; ".join(f"{d} eps={e:g} {s} x {m}: {k}/{n}" for d, e, s, m, k, n in partial[:10]),
                       RuntimeWarning, stacklevel=2)
     return True
+
+
+def summary_table(res: pd.DataFrame, value: str = "tvd_2way", index: str = "selector", columns: str = "model",
+                  digits: int = 3, warn: bool = True) -> pd.DataFrame:
+    """The grid's cells as a printable ``index`` x ``columns`` table of the mean ``value`` over their
+    successful rows (every other dimension pooled: datasets, epsilons, seeds).
+
+    A mean over fewer rows than the group ran says so (``0.412 n=5/6``, and a RuntimeWarning lists
+    them): the failed seeds are missing from it, not averaged in.  A group with no successful row is
+    ``-`` (missing), never 0.
+
+    Parameters
+    ----------
+    res : DataFrame
+        Rows of :func:`synthzoo.bench.grid` or :func:`synthzoo.bench.distributed.grid_result`.
+    value : str, default "tvd_2way"
+        The column averaged.
+    index, columns : str
+        The table's rows and columns.
+    digits : int, default 3
+        Decimals shown.
+    warn : bool, default True
+        Warn listing the means over fewer rows than ran (off for a second table of the same rows).
+
+    Returns
+    -------
+    DataFrame
+        Strings, one per ``index`` x ``columns`` group (empty where ``res`` has no such group).
+    """
+    import warnings
+
+    cells = res[res["kind"] == "cell"]
+    ok = cells["status"] == "ok"
+    g = pd.DataFrame({"i": cells[index], "c": cells[columns], "ok": ok,
+                      "v": cells[value].where(ok)}).groupby(["i", "c"], sort=False)
+    n, n_ok, mean = g.size(), g["ok"].sum(), g["v"].mean()
+    text = {}
+    for key in n.index:
+        k, m = int(n_ok[key]), int(n[key])
+        text[key] = "-" if k == 0 else f"{mean[key]:.{digits}f}" + (f" n={k}/{m}" if k < m else "")
+    partial = [f"{i} x {c}: {int(n_ok[(i, c)])}/{int(n[(i, c)])}" for i, c in n.index if 0 < n_ok[(i, c)] < n[(i, c)]]
+    if partial and warn:
+        warnings.warn(f"{value}: {len(partial)} cell(s) average fewer rows than they ran (the others failed): "
+                      + "; ".join(partial[:10]), RuntimeWarning, stacklevel=2)
+    out = pd.Series(text, dtype=object).unstack()
+    return out.reindex(index=list(dict.fromkeys(cells[index])),
+                       columns=list(dict.fromkeys(cells[columns]))).fillna("")  # "": not in the grid
