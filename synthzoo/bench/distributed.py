@@ -170,12 +170,14 @@ def _drop_surplus(study) -> int:
     pruned = 0
     storage = study._storage
     for cell, t in queued:
-        try:
-            if t.number == keep[cell] or not storage.set_trial_state_values(t._trial_id, state=S.RUNNING):
-                continue  # the cell's own trial, or a worker popped it first (it yields it to the lower one)
+        if t.number == keep[cell]:
+            continue
+        try:  # marked first: surplus whoever runs it, and the claimed trial is pruned at once
+            storage.set_trial_user_attr(t._trial_id, "surplus", True)
+            if not storage.set_trial_state_values(t._trial_id, state=S.RUNNING):
+                continue  # a worker popped it first (and yields it to the lower-numbered trial)
         except optuna.exceptions.UpdateFinishedTrialError:
             continue  # another enqueuer pruned it first
-        storage.set_trial_user_attr(t._trial_id, "surplus", True)
         storage.set_trial_state_values(t._trial_id, state=S.PRUNED)
         pruned += 1
     return pruned
