@@ -243,6 +243,22 @@ def test_grid_variants_of_one_selector_get_labels_of_their_own(demo_csv):
                    isolate=False, ml=False, references=False, log=lambda _: None)
 
 
+def test_one_configuration_spelled_two_ways_is_refused_as_the_same_module(demo_csv):
+    """Labels show the parameters in which same-named entries differ, so 'gum' and {"name": "gum",
+    "iterations": 100} (gum's default) were 'gum' and 'gum(iterations=100)': the default model ran
+    every cell twice under two labels.  A tuple default given as a list is the same configuration."""
+    csv, sch = demo_csv
+    kw = dict(schema=sch, epsilons=[1.0], seeds=[0], isolate=False, ml=False, references=False, log=lambda _: None)
+    with pytest.raises(ConfigError, match=r"models 'gum' and \{'name': 'gum', 'iterations': 100\} are the same "
+                                          r"model \(the same parameters once its defaults are filled in\)"):
+        bench.grid(csv, selectors=["indif"], models=["gum", {"name": "gum", "iterations": 100}], **kw)
+    with pytest.raises(ConfigError, match=r"selectors \{'name': 'mst', 'shares': \[0\.5, 0\.25, 0\.25\]\} and "
+                                          r"\{'name': 'mst', 'shares': \(0\.5, 0\.25, 0\.25\)\} are the same"):
+        bench.module_labels(["mst", {"name": "mst", "shares": [0.5, 0.25, 0.25]},
+                             {"name": "mst", "shares": (0.5, 0.25, 0.25)}], "selector")
+    assert bench.module_labels(["gum", {"name": "gum", "iterations": 5}]) == ["gum", "gum(iterations=5)"]
+
+
 def test_resume_refuses_the_rows_of_another_variant_of_a_model(demo_csv, tmp_path):
     """The resume check compared model labels only, and a lone variant is labelled by its name: a grid
     of gum(iterations=5) resumed as one of gum(iterations=20) kept the other's rows."""

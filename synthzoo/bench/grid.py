@@ -108,7 +108,38 @@ def module_labels(modules, role: str = "model") -> list[str]:
             raise ConfigError(f"grid: {role}s {modules[seen[lab]]!r} and {modules[i]!r} are the same {role} (label "
                               f"{lab!r}); each cell would run twice")
         seen[lab] = i
+    # labels differ where parameters are spelled differently: 'gum' and {"name": "gum", "iterations": 100}
+    # (its default) are one model under two labels, so the parameters are compared with the defaults filled in
+    same: dict[str, int] = {}
+    for i, m in enumerate(modules):
+        key = _effective(m, "select" if role == "selector" else "model")
+        if key in same:
+            raise ConfigError(f"grid: {role}s {modules[same[key]]!r} and {modules[i]!r} are the same {role} (the same "
+                              "parameters once its defaults are filled in); each cell would run twice")
+        same[key] = i
     return labels
+
+
+def _effective(module, registry_role: str) -> str:
+    """A module's name and every parameter it runs with (its registered defaults filled in), as JSON:
+    equal for two spellings of one configuration."""
+    import inspect
+    import json
+
+    from ..core.base import REGISTRY, load_plugins
+    from ..core.errors import ConfigError
+
+    params = {k: v for k, v in module.items() if k != "name"} if isinstance(module, dict) else {}
+    try:
+        load_plugins()  # a plugin's defaults as in the cell that builds it
+    except ConfigError:
+        pass  # the cell reports the broken plugin
+    cls = REGISTRY[registry_role].get(_name(module))
+    defaults = {} if cls is None else {k: p.default for k, p in inspect.signature(cls).parameters.items()
+                                       if p.default is not p.empty}
+    # via JSON: a tuple default and a list given, or NumPy and Python numbers, compare equal
+    return json.dumps([_name(module), {**defaults, **params}], sort_keys=True,
+                      default=lambda o: o.item() if isinstance(o, np.generic) else repr(o))
 
 
 def model_labels(models) -> list[str]:
