@@ -402,3 +402,21 @@ def test_distributed_grid_labels_selector_variants_as_the_local_grid(demo_files,
     with pytest.raises(ConfigError, match="are the same selector"):
         distributed.create_grid_study(url, "w", [csv], ["indif", "indif"], ["gum"], [1.0], [0], schema=schema)
     assert "w" not in optuna.get_all_study_names(url)
+
+
+def test_a_creator_whose_grid_another_wrote_over_while_it_enqueued_is_refused(demo_files, tmp_path, monkeypatch):
+    """Creators of two grids on one fresh study name both saw no grid and both wrote theirs; the spec
+    was read back once, before enqueueing, so the creator written over during its enqueueing queued its
+    cells under the other's grid and returned as if its own grid were there."""
+    from synthzoo.core.errors import ConfigError
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    real = distributed._enqueue_missing
+
+    def other_creator_writes(study, n):  # the other creator's write lands after our read-back
+        study.set_user_attr(distributed.SPEC_ATTR, {**study.user_attrs[distributed.SPEC_ATTR], "epsilons": [2.0]})
+        return real(study, n)
+
+    monkeypatch.setattr(distributed, "_enqueue_missing", other_creator_writes)
+    with pytest.raises(ConfigError, match=r"created at the same time with another grid \(it differs in \['epsilons'\]"):
+        _small_grid(url, demo_files)

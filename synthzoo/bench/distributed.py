@@ -122,6 +122,11 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
                           "another --study name")
     # also completes a grid whose creator stopped while enqueuing; a racing creator's duplicates are dropped
     _enqueue_missing(study, len(cells))
+    have = study.user_attrs.get(SPEC_ATTR)  # read again: another grid's creator may have written over ours meanwhile
+    if have != spec:
+        diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
+        raise ConfigError(f"study {study_name!r} was created at the same time with another grid (it differs in "
+                          f"{diff}); choose another --study name")
     return len(cells)
 
 
