@@ -125,6 +125,17 @@ def test_cli_bench_grid(demo_csv, tmp_path, capsys):
     assert "[1/2]" in text and "[2/2]" in text and "SKIPPED" in text
 
 
+def test_cli_bench_grid_takes_a_presets_selector_with_parameters(demo_csv, tmp_path):
+    """`bench --synth aim --model gum` gives the grid the aim preset's selector, a dict of parameters;
+    before selectors had labels the grid stopped at its first cell (TypeError: unhashable type: 'dict')."""
+    csv, sch = demo_csv
+    out = tmp_path / "g.csv"
+    assert main(["bench", "--synth", "aim", "--model", "gum", "--data", csv, "--schema", sch, "--epsilon", "1",
+                 "--in-process", "--no-ml", "--out", str(out)]) == 0
+    cells = pd.read_csv(out).query("kind == 'cell'")
+    assert cells[["selector", "model", "status"]].values.tolist() == [["aim", "gum", "ok"]]
+
+
 def test_cli_bench_grid_needs_schema_for_csv(demo_csv, capsys):
     csv, _ = demo_csv
     assert main(["bench", "--select", "indif", "--model", "gum", "--data", csv, "--in-process"]) == 2
