@@ -87,7 +87,7 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
     optuna = _optuna()
     names = [data] if isinstance(data, str) else list(data)
     epsilons, seeds = list(epsilons), list(seeds)
-    from .grid import check_grid_values, model_labels, module_labels
+    from .grid import check_grid_values, model_labels, module_labels, spec_differences
 
     check_grid_values(names, epsilons, seeds, delta)
     model_labels(list(models))  # two entries of one module: refused before a study exists
@@ -117,16 +117,14 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
         study.set_user_attr(SPEC_ATTR, spec)
         have = study.user_attrs.get(SPEC_ATTR)  # two racing creators of different grids: the last write holds
     if have != spec:
-        diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
-        raise ConfigError(f"study {study_name!r} already holds another grid (it differs in {diff}); choose "
-                          "another --study name")
+        raise ConfigError(f"study {study_name!r} already holds another grid (it differs in "
+                          f"{spec_differences(have, spec)}); choose another --study name")
     # also completes a grid whose creator stopped while enqueuing; a racing creator's duplicates are dropped
     _enqueue_missing(study, len(cells))
     have = study.user_attrs.get(SPEC_ATTR)  # read again: another grid's creator may have written over ours meanwhile
     if have != spec:
-        diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
         raise ConfigError(f"study {study_name!r} was created at the same time with another grid (it differs in "
-                          f"{diff}); choose another --study name")
+                          f"{spec_differences(have, spec)}); choose another --study name")
     return len(cells)
 
 

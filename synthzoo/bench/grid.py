@@ -223,6 +223,11 @@ def data_fingerprint(train: pd.DataFrame, test: pd.DataFrame, sch) -> str:
     return h.hexdigest()[:32]
 
 
+def spec_differences(have: dict, spec: dict) -> list[str]:
+    """The fields in which two grid specifications differ, sorted (for the error that names them)."""
+    return sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
+
+
 def _row_key(r) -> tuple:
     """A result row's cell: (dataset, selector, model label, epsilon, seed); references by their label."""
     if r["kind"] == "reference":
@@ -245,8 +250,8 @@ def _resumed_rows(out: str, spec: dict) -> dict:
                           "hand), so it cannot be told to be this grid's; move it away to start afresh")
     have = json.loads(open(spec_path, encoding="utf-8").read())
     if have != spec:
-        diff = sorted(k for k in set(have) | set(spec) if have.get(k) != spec.get(k))
-        raise ConfigError(f"--resume: {out} holds another grid (it differs in {diff}); give another --out or "
+        raise ConfigError(f"--resume: {out} holds another grid (it differs in {spec_differences(have, spec)}); "
+                          "give another --out or "
                           "the same grid")
     rows = {}
     for r in pd.read_csv(out).to_dict("records"):
@@ -326,8 +331,9 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
             kept = _resumed_rows(out, spec)
         if not kept:  # a fresh start: an earlier grid's rows must not sit beside this grid's spec (a resume keeps them)
             _write_atomic(pd.DataFrame(columns=GRID_COLUMNS), out)
-        with open(out + ".spec.json", "w", encoding="utf-8") as fh:
+        with open(out + ".spec.json.part", "w", encoding="utf-8") as fh:  # renamed whole: a cut spec never reads
             json.dump(spec, fh, indent=1)
+        os.replace(out + ".spec.json.part", out + ".spec.json")
     total = len(loaded) * len(selectors) * len(models) * len(epsilons) * len(seeds)
     log(f"# synthzoo bench grid: {len(loaded)} dataset(s) x {len(selectors)} selectors x {len(models)} models x "
         f"{len(epsilons)} epsilons x {len(seeds)} seeds = {total} cells; base={base} delta={delta:g} "
