@@ -420,3 +420,70 @@ def test_a_creator_whose_grid_another_wrote_over_while_it_enqueued_is_refused(de
     monkeypatch.setattr(distributed, "_enqueue_missing", other_creator_writes)
     with pytest.raises(ConfigError, match=r"created at the same time with another grid \(it differs in \['epsilons'\]"):
         _small_grid(url, demo_files)
+
+
+def test_two_creators_of_different_grids_on_one_fresh_study_do_not_both_win(demo_files, tmp_path, monkeypatch):
+    """The creator read the study's spec (none, no trials), then wrote its own: another grid's creator that
+    ran whole in between returned its grid as created, then the first wrote over it and returned too; both
+    believed they had won.  Creating the study is now the compare-and-set: the other creator finds a study
+    it did not create and no grid in it yet (here the first is held just before writing its grid)."""
+    from synthzoo.core.errors import ConfigError
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    real = optuna.study.Study.set_user_attr
+    outcome = {}
+
+    def other_creator_runs_whole_first(self, key, value):
+        if key == distributed.SPEC_ATTR and "other" not in outcome:
+            outcome["other"] = None
+            try:
+                outcome["other"] = _small_grid(url, demo_files, epsilons=[2.0], spec_wait=0.5)
+            except ConfigError as e:
+                outcome["other"] = e
+        return real(self, key, value)
+
+    monkeypatch.setattr(optuna.study.Study, "set_user_attr", other_creator_runs_whole_first)
+    try:
+        outcome["first"] = _small_grid(url, demo_files, epsilons=[1.0])
+    except ConfigError as e:
+        outcome["first"] = e
+    monkeypatch.undo()
+    assert isinstance(outcome["other"], ConfigError), outcome
+    assert "'g' exists but holds no grid 0.5 s after it was found" in str(outcome["other"])
+    assert outcome["first"] == 1
+    spec = optuna.load_study(study_name="g", storage=url).user_attrs[distributed.SPEC_ATTR]
+    assert spec["epsilons"] == [1.0]
+
+
+def test_a_creator_that_lost_the_race_waits_for_the_winners_grid(demo_files, tmp_path):
+    from synthzoo.core.errors import ConfigError
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    spec_writer = optuna.create_study(study_name="g", storage=url)  # the winner, before it writes its grid
+    import threading
+
+    def winner_writes():
+        time.sleep(0.5)
+        _small_grid(url, demo_files, name="other", epsilons=[1.0])  # the same grid's spec, made elsewhere
+        spec_writer.set_user_attr(distributed.SPEC_ATTR,
+                                  optuna.load_study(study_name="other", storage=url).user_attrs[distributed.SPEC_ATTR])
+
+    th = threading.Thread(target=winner_writes)
+    th.start()
+    with pytest.raises(ConfigError, match=r"'g' already holds another grid \(it differs in \['epsilons'\]"):
+        _small_grid(url, demo_files, epsilons=[5.0], spec_wait=30)
+    th.join()
+    assert _small_grid(url, demo_files, epsilons=[1.0], spec_wait=0) == 1  # the same grid: joined
+
+
+def test_a_study_that_holds_no_grid_is_refused_by_name(demo_files, tmp_path):
+    from synthzoo.core.errors import ConfigError
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    optuna.create_study(study_name="empty", storage=url)
+    with pytest.raises(ConfigError, match=r"'empty' exists but holds no grid 0.2 s after it was found"):
+        _small_grid(url, demo_files, name="empty", spec_wait=0.2)
+    tuned = optuna.create_study(study_name="tuned", storage=url)
+    tuned.add_trial(optuna.trial.create_trial(value=1.0))
+    with pytest.raises(ConfigError, match=r"'tuned' exists and is not a synthzoo grid"):
+        _small_grid(url, demo_files, name="tuned", spec_wait=30)

@@ -76,10 +76,11 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
                       epsilons: Iterable = (0.2, 1.0, 5.0), seeds: Iterable[int] = (0,), delta: float = 1e-5,
                       schema: str | None = None, base: str = "privsyn", preprocess=None,
                       cell_timeout: float | None = None, ml: bool = True, references: bool = True,
-                      root: str | None = None) -> int:
+                      root: str | None = None, spec_wait: float = 30.0) -> int:
     """Create the study ``study_name`` in ``storage`` holding the grid and one enqueued trial per cell;
     returns the number of cells.  An existing study of that name with the same grid is joined as it
-    is (nothing enqueued twice); one with another grid is an error.  The arguments are those of
+    is (nothing enqueued twice); one with another grid is an error, and so is one that holds no grid
+    ``spec_wait`` seconds after it is found (its creator writes the grid right after creating it).  The arguments are those of
     :func:`synthzoo.bench.grid`; ``data`` names shared datasets (or CSV paths, then with ``schema``, a
     JSON path) that every worker's machine can read."""
     from ..core.errors import ConfigError
@@ -106,26 +107,50 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
     # a worker whose copy differs (another machine's file, a file replaced between sessions) refuses to start
     spec["fingerprints"] = {name: loader.fingerprint(name) for name in names}
     rdb = _open(storage)
-    study = optuna.create_study(storage=rdb, study_name=study_name, direction="minimize", load_if_exists=True)
-    have = study.user_attrs.get(SPEC_ATTR)
-    cells = grid_cells(spec)
-    if have is None and study.trials:
-        have = study.user_attrs.get(SPEC_ATTR)  # a racing creator may have written its spec after we read
-        if have is None:
-            raise ConfigError(f"study {study_name!r} exists and is not a synthzoo grid")
-    if have is None:
+    # Study names are unique in the storage, so creating the study is the compare-and-set that decides
+    # which creator's grid it holds: only the one whose creation succeeded writes its spec, the others wait
+    # for it and compare.  (Reading the spec, then writing it, let two creators of different grids that
+    # both read none each write theirs and both believe they had won.)
+    try:
+        study = optuna.create_study(storage=rdb, study_name=study_name, direction="minimize")
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(storage=rdb, study_name=study_name)
+        have = _spec_of(study, study_name, spec_wait)
+    else:
         study.set_user_attr(SPEC_ATTR, spec)
-        have = study.user_attrs.get(SPEC_ATTR)  # two racing creators of different grids: the last write holds
+        have = spec
+    cells = grid_cells(spec)
     if have != spec:
         raise ConfigError(f"study {study_name!r} already holds another grid (it differs in "
                           f"{spec_differences(have, spec)}); choose another --study name")
     # also completes a grid whose creator stopped while enqueuing; a racing creator's duplicates are dropped
     _enqueue_missing(study, len(cells))
-    have = study.user_attrs.get(SPEC_ATTR)  # read again: another grid's creator may have written over ours meanwhile
+    # read again: this version writes a spec only into a study it created, but the storage is shared with
+    # any process (an older creator read, then wrote); the grid the workers run is the one checked here
+    have = study.user_attrs.get(SPEC_ATTR)
     if have != spec:
         raise ConfigError(f"study {study_name!r} was created at the same time with another grid (it differs in "
                           f"{spec_differences(have, spec)}); choose another --study name")
     return len(cells)
+
+
+def _spec_of(study, study_name: str, wait: float):
+    """The grid spec of a study another creator made: written right after the study's creation, so a
+    creator that lost the race polls for it up to ``wait`` seconds."""
+    from ..core.errors import ConfigError
+
+    deadline = time.monotonic() + wait
+    while True:
+        have = study.user_attrs.get(SPEC_ATTR)
+        if have is not None:
+            return have
+        if study.get_trials(deepcopy=False):  # a grid's spec is written before its first trial
+            raise ConfigError(f"study {study_name!r} exists and is not a synthzoo grid")
+        if time.monotonic() >= deadline:
+            raise ConfigError(f"study {study_name!r} exists but holds no grid {wait:g} s after it was found: "
+                              "not a synthzoo grid, or its creator stopped before writing one; delete it "
+                              "(optuna delete-study) or choose another --study name")
+        time.sleep(0.05)
 
 
 def _enqueue_missing(study, n_cells: int) -> int:
