@@ -132,6 +132,12 @@ _RING_Z = (0.75, 1.0, 2.5)
 #: of the rows in [-2048, -32]) lost 4.3 % to a lower bound of -32 after an inner ring of 3.7 sigma.
 #: Data that ends (ages, counts) leaves the ring past the margin near empty, so this seldom fires there.
 _EXTEND_Z = 2.0
+#: Evidence (in standard deviations of the sum) the first two tail rings' noisy counts need together to
+#: take both.  A tail spread over both rings can miss each ring's own threshold and still show in the sum,
+#: whose noise grows only by sqrt(2): on the COMPAS-like table at epsilon 0.1 (2,000 draws) 1.25 cut the
+#: draws clipping over 2 % of days_b_screening_arrest from 45 to 23, for ranges of the count columns 11-29 %
+#: wider on average (1.5: 33 draws, 5-11 %; 1.0: 18, 28-54 %).
+_SUM_Z = 1.25
 #: Margin, in blocks, of a linear grid (datetimes) where the noise could hide a block's rows: two, since
 #: the walk stops at a block whose noisy count falls below sigma, which a block of 2.5 sigma does 1 % of
 #: the time (measured: one draw in 170 clipped 3.5 % of a birth-date column with one block).
@@ -420,6 +426,11 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         far_l += 1
     if far_r == 0 < tails[1] - 1 and ring_r[far_r] > _EXTEND_Z * sigma2:
         far_r += 1
+    # the first two tail rings together (_SUM_Z): a tail spread over both can show in their sum alone
+    if far_l < 1 < tails[0] and ring_l[0] + ring_l[1] > _SUM_Z * sigma2 * math.sqrt(2):
+        far_l = 1
+    if far_r < 1 < tails[1] and ring_r[0] + ring_r[1] > _SUM_Z * sigma2 * math.sqrt(2):
+        far_r = 1
     rings = (far_l + 1, far_r + 1)
     trim_l = trim_r = 0
     clipped = 0.0

@@ -519,8 +519,14 @@ def test_a_well_filled_tail_ring_takes_the_next_ring_too(monkeypatch):
     # 400 rows (2.9 sigma) in the first ring ([-16, -4)), 100 (0.7 sigma, unseen alone) in the next
     lo, _, rep = bounds(pile + [-10.0] * 400 + [-300.0] * 100)
     assert rep.rings[0] == 2 and lo <= -300
-    # 200 rows (1.4 sigma) in the first ring: found, but not taken as a tail that runs on
-    lo, _, rep = bounds(pile + [-10.0] * 200 + [-300.0] * 100)
+    # 200 rows (1.4 sigma) in the first ring and none in the next: found, not taken as a tail that runs on
+    lo, _, rep = bounds(pile + [-10.0] * 200)
+    assert rep.rings[0] == 1 and -300 < lo <= -10
+    # 150 rows (1.1 sigma) and 120 (0.9 sigma, below the second ring's own 1.0): together 1.4 sigma of their
+    # sum (_SUM_Z 1.25), so both are taken
+    lo, _, rep = bounds(pile + [-10.0] * 150 + [-300.0] * 120)
+    assert rep.rings[0] == 2 and lo <= -300
+    lo, _, rep = bounds(pile + [-10.0] * 150 + [-300.0] * 60)  # 1.06 sigma of the sum: not
     assert rep.rings[0] == 1 and -300 < lo <= -10
     # counts: a well-filled ring below the data's bulk takes the next one down to the smallest positive
     # bucket (edge 0), never into the negatives
