@@ -357,24 +357,11 @@ _NAN_REASONS = {
 MIN_HOLDOUT_ROWS = 40
 
 
-#: holdout / training rows below which singling out's ceiling is worth a warning
-SINGLING_OUT_RATIO = 0.8
-
-
-def _check_holdout(train: pd.DataFrame, test: pd.DataFrame, singling_out: bool = False) -> None:
+def _check_holdout(train: pd.DataFrame, test: pd.DataFrame) -> None:
     """Warn (:class:`HoldoutWarning`) when the holdout cannot support the privacy comparison:
     it is the training rows (all privacy risks then compare the release with its own training
     rows and read ~0 for a verbatim copy), it shares far more rows with them than a coarse table's
-    chance duplicates explain, or it is too small for the attacks' rates; and, for ``singling_out``,
-    when it is much smaller than the training rows (both sides are compared at its size, so even a
-    copy of the training rows scores at most about holdout / training rows)."""
-    if singling_out and len(test) < SINGLING_OUT_RATIO * len(train):
-        ceiling = len(test) / len(train)
-        warnings.warn(f"evaluate: singling_out_risk compares both sides at the holdout's size ({len(test):,} of "
-                      f"{len(train):,} training rows): a release copying its training rows would score at most "
-                      f"about {ceiling:.2f}, not 1. For the full scale use a holdout as large as the training rows "
-                      "(synthzoo split --test-size 0.5; train_test_split(test_size=0.5) in Python)", HoldoutWarning,
-                      stacklevel=3)
+    chance duplicates explain, or it is too small for the attacks' rates."""
     overlap, chance = holdout_overlap(train, test)
     if overlap >= 0.999 and len(test) == len(train):
         warnings.warn("evaluate: the holdout (test) holds the same rows as the training table: every privacy "
@@ -580,7 +567,7 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
     if test is not None and any(METRICS[m][0] == "privacy" for m in names):
-        _check_holdout(train, test, singling_out="singling_out_risk" in names)
+        _check_holdout(train, test)
     if any(m.startswith("ml_") for m in names) and task is None:
         raise ConfigError("ML metrics need the schema's 'target' (and 'task'); add them to the schema or "
                           "leave ml_* out of metrics")

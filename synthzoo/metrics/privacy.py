@@ -32,6 +32,7 @@ blow-ups.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -72,20 +73,25 @@ def _normalise(share: float, base: float) -> float:
     return (share - base) / (1.0 - base) if base < 1 else 0.0
 
 
-def normalised_risk(n_success_train: int, n_train: int, n_success_control: int, n_control: int) -> dict:
-    """R = (tau_train - tau_control) / (1 - tau_control) with a 95% confidence interval.
+def normalised_risk(n_success_train: int, n_train: int, n_success_control: int, n_control: int,
+                    top: float = 1.0) -> dict:
+    """R = (tau_train - tau_control) / (top - tau_control) with a 95% confidence interval.
 
-    Rates are binomial; the interval propagates both rates' standard errors through R with the
-    delta method (rates smoothed by +0.5/+1 so a 0 or 1 rate still has an uncertainty)."""
+    ``top`` is the rate an attack on a verbatim copy of the training rows reaches: 1 (Anonymeter's R),
+    or less where the training side is scored at a smaller size (singling out with a smaller
+    holdout), so that a copy reads 1 whatever that size.  The interval propagates both rates' standard
+    errors through R with the delta method (rates smoothed by +0.5/+1 so a 0 or 1 rate still has an
+    uncertainty): binomial for the control, and for the training side the largest variance of values
+    in [0, top] with its mean (Bhatia-Davis; binomial at ``top`` 1).  A control rate at or above ``top`` leaves no scale: risk NaN."""
     tt, tc = n_success_train / n_train, n_success_control / n_control
     ttp = (n_success_train + 0.5) / (n_train + 1)
     tcp = (n_success_control + 0.5) / (n_control + 1)
-    var_t, var_c = ttp * (1 - ttp) / n_train, tcp * (1 - tcp) / n_control
-    if tc >= 1:
-        r, se = 0.0, 0.0
+    var_t, var_c = ttp * (max(top, ttp) - ttp) / n_train, tcp * (1 - tcp) / n_control
+    if tc >= top:
+        r, se = (0.0, 0.0) if top >= 1 else (math.nan, math.nan)
     else:
-        r = (tt - tc) / (1 - tc)
-        se = math.sqrt(var_t / (1 - tc) ** 2 + var_c * ((1 - tt) / (1 - tc) ** 2) ** 2)
+        r = (tt - tc) / (top - tc)
+        se = math.sqrt(var_t / (top - tc) ** 2 + var_c * ((top - tt) / (top - tc) ** 2) ** 2)
     return {"risk": r, "ci_low": r - Z95 * se, "ci_high": r + Z95 * se,
             "tau_train": tt, "tau_control": tc, "n_train": n_train, "n_control": n_control}
 
@@ -671,10 +677,13 @@ def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str 
 
     ``"subsample"`` (default) compares both at the smaller size m, each predicate scored by its
     exact chance of isolating one row of a random m-row subset (:func:`_isolation_at_size`):
-    unbiased under the null at any ratio.  With a holdout smaller than the training rows, R is the
-    risk among m rows: a predicate isolating one training record counts m / n_train, so a release
-    copying its training rows scores below m / n_train rather than near 1 (0.12 for make_demo at
-    1000:250): a smaller holdout costs power, never bias; use an equal-size holdout for full power.
+    unbiased under the null at any ratio.  With a holdout smaller than the training rows, a predicate
+    isolating one training record counts m / n_train, so R is read against what a verbatim copy
+    reaches, R = (tau_train - tau_control) / (m / n_train - tau_control): a copy reads 1 and a
+    half-copied release about .5 at any ratio (as Anonymeter's R at equal sizes, where m / n_train is
+    1), and a smaller holdout costs power -- the interval widens by about (1 - tau_control) /
+    (m / n_train - tau_control), 7x on make_demo at 2000:500 -- never bias or scale.  Where the
+    control rate reaches m / n_train there is no scale: risk NaN, with a warning.
     ``"fit"`` is Anonymeter's curve fit (:func:`_control_size_correction`), ``"posterior"``
     :func:`_posterior_size_correction`, ``"none"`` raw rates: all three are biased
     for a non-member release when the sizes differ (``"posterior"``: about +0.15 at a 1:4
@@ -700,7 +709,7 @@ def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str 
     m = min(n_t, n_c) if size_correction == "subsample" else n_t
     if q == 0:
         return {**normalised_risk(0, 1, 0, 1), "n_predicates": 0, "mode": mode, "control_correction": 1.0,
-                "size_correction": size_correction, "compared_at": m}
+                "size_correction": size_correction, "compared_at": m, "tau_copy": m / n_t if n_t else 1.0}
     sub = size_correction == "subsample" and n_t != n_c
     tcounts = _BitIndex(train).counts(preds, cap=None if sub and n_t > m else 2)
     succ = float(_isolation_at_size(tcounts, n_t, m).sum()) if sub else float((tcounts == 1).sum())
@@ -717,9 +726,16 @@ def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str 
         correction = _posterior_size_correction(ccounts, n_c, n_t)
     if not sub:
         ctrl = min(ctrl * correction, q)
-    res = normalised_risk(succ, q, ctrl, q)
+    # a predicate isolating one training record isolates it in a random m-row subset with probability m / n_t:
+    # what a verbatim copy reaches, so the scale's 1
+    top = m / n_t if sub else 1.0
+    res = normalised_risk(succ, q, ctrl, q, top=top)
+    if math.isnan(res["risk"]):
+        warnings.warn(f"singling_out_risk: the holdout's {n_c:,} rows isolate records as often as a copy of the "
+                      f"{n_t:,} training rows would ({res['tau_control']:.3f} >= {top:.3f}), so no risk can be read; "
+                      "use a holdout as large as the training rows", RuntimeWarning, stacklevel=3)
     res.update(n_predicates=q, mode=mode, control_correction=correction, size_correction=size_correction,
-               compared_at=m)
+               compared_at=m, tau_copy=top)
     return res
 
 
@@ -759,16 +775,17 @@ def singling_out_risk(train, synthetic, holdout, schema, n_attacks: int = 500, n
     A holdout of another size than the training rows isolates records at another rate (a
     predicate of weight w isolates one of n rows with probability n w (1 - w)^(n - 1)); by default
     both sides are compared at the smaller size, exactly (``size_correction``, see
-    :func:`_singling_out`), so a release independent of the training rows scores ~0 at any
-    ratio.  Anonymeter instead scales the control count by one curve fitted to subsample counts
+    :func:`_singling_out`), so a release independent of the training rows scores ~0 and a verbatim
+    copy 1 at any ratio.  Anonymeter instead scales the control count by one curve fitted to subsample counts
     (``"fit"``; on adult (80/20) that factor swung from 0.25 to 2.4 between draws).  Other
     differences from Anonymeter 1.1: R is not clipped
     at 0 (a negative value says the release singles out non-members as often), rates are plain
     shares of the predicates found rather than Wilson-centred shares of ``n_attacks`` (the same
     when all ``n_attacks`` predicates are found), and ``max_attempts`` defaults to 100,000 rather
     than 10 million candidates.  Keys: ``risk``, ``ci_low``, ``ci_high``, ``tau_train``,
-    ``tau_control`` (both at the compared size), ``n_predicates``, ``control_correction``,
-    ``size_correction``, ``compared_at`` (the row count both rates refer to)."""
+    ``tau_control`` (both at the compared size), ``tau_copy`` (the rate a verbatim copy reaches at that
+    size, the 1 of the scale: R = (tau_train - tau_control) / (tau_copy - tau_control)), ``n_predicates``,
+    ``control_correction``, ``size_correction``, ``compared_at`` (the row count both rates refer to)."""
     return _singling_out(_Tables(train, synthetic, holdout, schema), check_positive_int(n_attacks, "n_attacks"),
                          check_positive_int(n_cols, "n_cols"), seed, mode,
                          check_positive_int(max_attempts, "max_attempts"), size_correction)

@@ -567,21 +567,23 @@ def test_holdout_equal_to_the_training_rows_warns():
         evaluate(tr, syn, test=te.iloc[:15], **m)
 
 
-def test_a_small_holdout_says_what_singling_out_can_reach():
-    """Both sides of singling out are compared at the holdout's size, so at 1:4 a verbatim copy scored
-    about 0.13 (hmeq, README's crosscheck) with nothing said; now a HoldoutWarning gives the ceiling."""
+def test_a_small_holdout_keeps_singling_outs_scale():
+    """Both sides of singling out are compared at the holdout's size, and R was read against 1: at 1:4 a
+    verbatim copy scored about 0.13 (hmeq, README's crosscheck; a HoldoutWarning then named that ceiling).
+    R is now read against what a copy reaches at that size, so a copy reads 1 at any ratio, with no
+    warning; the interval says what the smaller holdout costs."""
     from synthzoo.datasets import make_demo
-    from synthzoo.metrics import HoldoutWarning
     tr, s = make_demo(400, seed=0)
     te = make_demo(100, seed=1)[0]
-    with pytest.warns(HoldoutWarning, match=r"\(100 of 400 training rows\).*at most about 0\.25, not 1"):
-        r = evaluate(tr, tr, test=te, schema=s, metrics=["singling_out_risk"], baselines=False, n_jobs=1)
-    assert r.iloc[0]["value"] < 0.3  # the copy's score stays under that ceiling
     with warnings.catch_warnings():
-        warnings.simplefilter("error", HoldoutWarning)
-        evaluate(tr, tr, test=make_demo(400, seed=1)[0], schema=s, metrics=["singling_out_risk"], baselines=False,
-                 n_jobs=1)  # an equal-size holdout: no warning
-        evaluate(tr, tr, test=te, schema=s, metrics=["dcr_risk"], baselines=False, n_jobs=1)  # not singling out
+        warnings.simplefilter("error")
+        r = evaluate(tr, tr, test=te, schema=s, metrics=["singling_out_risk"], baselines=False, n_jobs=1)
+    assert r.iloc[0]["value"] == pytest.approx(1.0)
+    small = singling_out_risk(tr, tr, te, s, seed=0)
+    assert small["tau_copy"] == pytest.approx(0.25) and small["tau_train"] == pytest.approx(0.25)
+    assert small["risk"] == pytest.approx(1.0) and small["ci_low"] > 0.5
+    full = singling_out_risk(tr, tr, make_demo(400, seed=1)[0], s, seed=0)
+    assert full["tau_copy"] == 1.0 and full["risk"] > 0.9
 
 
 def test_degenerate_releases_give_values_with_warnings_or_clear_errors():
