@@ -80,9 +80,9 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
     """Create the study ``study_name`` in ``storage`` holding the grid and one enqueued trial per cell;
     returns the number of cells.  An existing study of that name with the same grid is joined as it
     is (nothing enqueued twice); one with another grid is an error, and so is one that holds no grid
-    ``spec_wait`` seconds after it is found (its creator writes the grid right after creating it).  The arguments are those of
-    :func:`synthzoo.bench.grid`; ``data`` names shared datasets (or CSV paths, then with ``schema``, a
-    JSON path) that every worker's machine can read."""
+    ``spec_wait`` seconds after it is found (its creator writes the grid right after creating it).  The
+    arguments are those of :func:`synthzoo.bench.grid`; ``data`` names shared datasets (or CSV paths, then
+    with ``schema``, a JSON path) that every worker's machine can read."""
     from ..core.errors import ConfigError
 
     optuna = _optuna()

@@ -52,8 +52,9 @@ def run(datasets: Iterable[str] = ("adult", "hmeq", "housing"), epsilons: Iterab
                 fake = s.sample()  # as many rows as the DP estimate of the training rows
                 t2 = time.perf_counter()
                 spent = s.privacy_spent()
-                rows.append({"dataset": name, "method": synth, "epsilon": eps, "seed": seed, **score(train, fake, schema),
-                             "fit_s": t1 - t0, "sample_s": t2 - t1, "eps_spent": spent.epsilon})
+                rows.append({"dataset": name, "method": synth, "epsilon": eps, "seed": seed,
+                             **score(train, fake, schema), "fit_s": t1 - t0, "sample_s": t2 - t1,
+                             "eps_spent": spent.epsilon})
                 log(_fmt(rows[-1]))
     rows_df = pd.DataFrame(rows)
     rows_df.attrs["threads"] = thread_settings()

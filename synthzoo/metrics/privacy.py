@@ -82,7 +82,8 @@ def normalised_risk(n_success_train: int, n_train: int, n_success_control: int, 
     holdout), so that a copy reads 1 whatever that size.  The interval propagates both rates' standard
     errors through R with the delta method (rates smoothed by +0.5/+1 so a 0 or 1 rate still has an
     uncertainty): binomial for the control, and for the training side the largest variance of values
-    in [0, top] with its mean (Bhatia-Davis; binomial at ``top`` 1).  A control rate at or above ``top`` leaves no scale: risk NaN."""
+    in [0, top] with its mean (Bhatia-Davis; binomial at ``top`` 1).  A control rate at or above ``top``
+    leaves no scale: risk NaN."""
     tt, tc = n_success_train / n_train, n_success_control / n_control
     ttp = (n_success_train + 0.5) / (n_train + 1)
     tcp = (n_success_control + 0.5) / (n_control + 1)
