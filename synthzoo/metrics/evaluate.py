@@ -64,7 +64,8 @@ METRICS = {
                   "(normalised like DCR)"),
     "domias_auc": ("privacy", "lower", "DOMIAS-style 1-NN density-ratio membership inference, ROC AUC (0.5 = none)"),
     "singling_out_risk": ("privacy", "lower", "Anonymeter singling out (multivariate, one-sided tail predicates): "
-                          "R = (tau_train - tau_control)/(1 - tau_control)"),
+                          "R = (tau_train - tau_control)/(tau_copy - tau_control), tau_copy the rate a copy of the "
+                          "training rows reaches (1 unless the holdout is smaller)"),
     "linkability_risk": ("privacy", "lower", "Anonymeter linkability attack, normalised risk R"),
     "inference_risk": ("privacy", "lower", "attribute-inference attack on the target column (the last column "
                        "where the schema names no target), normalised risk R"),

@@ -771,7 +771,8 @@ def singling_out_risk(train, synthetic, holdout, schema, n_attacks: int = 500, n
     predicates: values held by one record, each number's minimum and maximum, a lone missing value.
     A predicate counts when it isolates exactly one distinct synthetic record; the attack succeeds
     when it isolates exactly one distinct training record, the control rate is the same on the
-    holdout rows, and R = (tau_train - tau_control) / (1 - tau_control).
+    holdout rows, and R = (tau_train - tau_control) / (1 - tau_control) at equal sizes (1: the rate a
+    copy of the training rows reaches; ``tau_copy`` below where the holdout is smaller).
 
     A holdout of another size than the training rows isolates records at another rate (a
     predicate of weight w isolates one of n rows with probability n w (1 - w)^(n - 1)); by default
