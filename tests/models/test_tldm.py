@@ -239,3 +239,41 @@ def test_dp_latent_moments_recover_means_and_overall_scale():
     assert torch.allclose(std, true_std * float((std / true_std).mean()), atol=1e-5)  # one factor
     assert 0.95 < float((std / true_std).mean()) < 1.05
     assert [(c.module, c.mechanism) for c in ledger.charges] == [("tldm/latent_stats", "gaussian")]
+
+
+def test_dp_latent_moments_move_by_one_records_contribution_only(monkeypatch):
+    """The Gaussian release of the latent sums is charged at L2 sensitivity sqrt(2 D): a record moves
+    them by its own clipped ``(u, sqrt(D) |u|^2 / D)``.  Summed in float32 (the latents' dtype) the
+    rounding of a large table's sums moved them by more: removing one record changed them by 4.02 in
+    L2 at 1,000,000 rows and 4.14 at 4,000,000 (D = 8, charged sqrt(2 D) = 4)."""
+    import torch
+
+    import synthzoo.core.privacy.mechanisms as mech
+    from synthzoo.core.privacy.ledger import PrivacyLedger
+
+    n, dim = 200_000, 8
+    z = torch.randn(n, dim, generator=torch.Generator().manual_seed(0)) * 0.5 + 1.5
+    z[::97] = 10.0  # clipped in every coordinate: the largest contribution a record can make
+    released = []
+    real = mech.gaussian
+
+    def spy(budget, values, *args, **kwargs):
+        released.append(np.asarray(values, dtype=np.float64).copy())
+        return real(budget, values, *args, **kwargs)
+
+    monkeypatch.setattr(mech, "gaussian", spy)
+    model = TLDM(latent_clip=4.0)
+
+    def sums(rows):
+        budget = PrivacyLedger(1.0, 1e-5, noise_seed=0).stage("tldm/diffusion", 1.0)
+        model._dp_moments(torch, z[rows], torch.zeros(dim), torch.ones(dim), float(len(rows)), budget,
+                          "tldm/latent_stats")
+        return released.pop()
+
+    full = sums(torch.arange(n))
+    for i in (0, 97 * 1000, n - 2):
+        d = full - sums(torch.cat([torch.arange(i), torch.arange(i + 1, n)]))
+        u = z[i].double().clamp(-4, 4) / 4
+        own = np.concatenate([u.numpy(), [math.sqrt(dim) * float((u ** 2).mean())]])
+        assert np.abs(d - own).max() < 1e-6, (i, d, own)
+        assert np.linalg.norm(d) <= math.sqrt(2 * dim) * (1 + 1e-9)
