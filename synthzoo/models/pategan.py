@@ -156,7 +156,9 @@ class _ModeMoments:
         cols = [c for c in table.schema.names if getattr(table.encoders[c], "kind", "") == "modes" and c in freq]
         for c in cols:
             a, m = segs[c][0].start, segs[c][1]
-            onehot, alpha = data.x[:, m.start:m.stop], data.x[:, a]
+            # in float64: float32 sums of a large table round, so that removing a record moved them by up to
+            # 0.4 more than its own (alpha, alpha^2) at 10,000,000 rows, which the sensitivity does not allow for
+            onehot, alpha = data.x[:, m.start:m.stop].astype(np.float64), data.x[:, a].astype(np.float64)
             sums = np.concatenate([onehot.T @ alpha, onehot.T @ alpha ** 2])
             noisy, _ = gaussian(budget, sums, math.sqrt(2.0), rho / max(len(cols), 1),
                                 note=f"{who}: within-mode moments of {c}")
