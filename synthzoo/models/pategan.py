@@ -200,7 +200,9 @@ class _FlagRates:
         cols = self.idx.cpu().numpy()
         self.rates = []
         for j in cols:
-            noisy, _ = discrete_gaussian(budget, float(data.x[:, j].sum()), 1.0, rho / max(len(cols), 1),
+            # counted in float64 (a float32 sum is exact only up to 2^24)
+            count = float(data.x[:, j].sum(dtype=np.float64))
+            noisy, _ = discrete_gaussian(budget, count, 1.0, rho / max(len(cols), 1),
                                          note=f"{who}: flag count of feature {int(j)}")
             self.rates.append(float(np.clip(float(noisy) / max(n_hat, 1.0), 1e-4, 1 - 1e-4)))
 

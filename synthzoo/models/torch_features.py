@@ -359,15 +359,18 @@ class Conditions:
         blocks = cls.blocks_of(data.table, head, every_block)
         if not budget.private:
             budget.charge("record_count", None, math.inf, note=f"{who}: counts (non-private)")
-            cond = cls(data.table, head, [data.x[:, s:s + w].sum(axis=0) for _, s, w in blocks], every_block)
+            cond = cls(data.table, head, [data.x[:, s:s + w].sum(axis=0, dtype=np.float64) for _, s, w in blocks],
+                       every_block)
             cond.n_sigma = 0.0
             return float(data.n), cond
         rho_each = float(share) * budget.remaining / (1 + len(blocks))
         n_hat, n_sigma = noisy_count(budget, data.n, rho_each, note=f"{who}: record count", with_sigma=True)
         counts = []
         for col, s, w in blocks:
-            noisy, _ = discrete_gaussian(budget, data.x[:, s:s + w].sum(axis=0).round(), 1.0, rho_each,
-                                         note=f"{who}: one-way marginal of {col}")
+            # counted in float64: a float32 sum of the float32 features is exact only up to 2^24, past which
+            # one added record moved a count by 2 (or by 0), not the 1 the charge assumes
+            exact = data.x[:, s:s + w].sum(axis=0, dtype=np.float64).round()
+            noisy, _ = discrete_gaussian(budget, exact, 1.0, rho_each, note=f"{who}: one-way marginal of {col}")
             counts.append(noisy)
         cond = cls(data.table, head, counts, every_block)
         cond.n_sigma = n_sigma

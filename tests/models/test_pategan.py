@@ -182,3 +182,40 @@ def test_within_mode_sums_move_by_one_records_values_only(monkeypatch):
         own[mode], own[2 + mode] = alpha, alpha ** 2
         assert np.abs(d - own).max() < 1e-6, (i, d, own)
         assert np.linalg.norm(d) <= math.sqrt(2.0)
+
+
+def test_counts_past_two_to_the_24_move_by_one_per_record(monkeypatch):
+    """The category counts (CTGAN's and PATE-GAN's conditions) and PATE-GAN's flag counts get discrete
+    Gaussian noise charged at sensitivity 1.  They were float32 sums of the feature matrix, exact only up
+    to 2^24: a table of 2^24 + 1 rows counted 2^24 and one of 2^24 + 2 rows 2^24 + 2, so one added record
+    moved the count by 2 (a one-wide block, a flag), or not at all past 2^24 (wider blocks)."""
+    import synthzoo.core.privacy.mechanisms as mech
+    from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
+    from synthzoo.models.pategan import _FlagRates
+    from synthzoo.models.torch_features import Conditions, Head
+
+    seen = []
+    real = mech.discrete_gaussian
+
+    def spy(budget, counts, *args, **kwargs):
+        seen.append(np.asarray(counts, dtype=np.float64).copy())
+        return real(budget, counts, *args, **kwargs)
+
+    monkeypatch.setattr(mech, "discrete_gaussian", spy)
+    schema = sz.Schema.from_dict({"columns": {
+        "c": {"type": "categorical", "categories": ["a"]}, "d": {"type": "categorical", "categories": ["u", "v"]},
+        "v": {"type": "numerical", "lower": 0, "upper": 1, "missing": True}}})
+    table = FeatureTable(schema, {"c": OneHot(schema["c"]), "d": OneHot(schema["d"]), "v": ScaledNumber(schema["v"])})
+    head = Head(table, "cpu")
+    big = 2 ** 24 + 2
+    x = np.zeros((big, table.dim), dtype=np.float32)
+    x[:, 0] = x[:, 1] = x[:, 4] = 1.0  # every record: category a, category u, v missing
+    for n in (2 ** 24 + 1, big):
+        data = FeatureData(x[:n], table)
+        budget = PrivacyLedger(1.0, 1e-5, noise_seed=0).stage("pategan", 1.0)
+        seen.clear()
+        Conditions.from_data(data, head, budget, 0.5, "pategan")
+        assert [s.tolist() for s in seen[1:]] == [[n], [n, 0]]  # after the record count: c's block, d's block
+        seen.clear()
+        _FlagRates(head, data, float(n), budget, 0.001, "pategan")
+        assert [float(s) for s in seen] == [n]
