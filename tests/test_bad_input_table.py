@@ -550,3 +550,19 @@ def test_amounts_come_back_at_their_decimal_places():
     assert measured["amount"].decimals == 2
     with pytest.raises(SchemaError, match="'n': 'decimals' applies to numerical columns that are not integers"):
         Column("n", "numerical", lower=0, upper=9, integer=True, decimals=1)
+
+
+def test_small_magnitude_values_are_not_read_as_one_decimal():
+    # Schema.infer read "decimals": 1 for a column of values below 5e-5 (p-values, lengths in metres):
+    # its float tolerance was absolute, so every value rounded to 0.0 and the release was the lower bound
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"pval": rng.random(500) * 4e-5, "wl_m": (400 + rng.random(500) * 300).round(1) * 1e-9,
+                       "tiny2": np.round(rng.random(500), 2) * 1e-3, "f32": np.round(rng.random(500), 2).astype("float32"),
+                       "noisy": np.round(rng.random(500), 1) * 3})  # 0.1 * 3 == 0.30000000000000004
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["pval"].decimals is None and schema["wl_m"].decimals is None
+    assert schema["tiny2"].decimals == 5 and schema["f32"].decimals == 2 and schema["noisy"].decimals == 1
+    fake, _ = _sample(schema, df)
+    assert fake["pval"].nunique() > 50 and fake["wl_m"].nunique() > 50

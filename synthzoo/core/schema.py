@@ -548,7 +548,7 @@ class Schema:
                 v = s.astype(float)
                 integer = bool(np.all(np.mod(v.dropna(), 1) == 0))
                 cols.append(Column(name, kind, lower=float(v.min()), upper=float(v.max()),
-                                   integer=integer, missing=missing, decimals=None if integer else _decimals(v)))
+                                   integer=integer, missing=missing, decimals=None if integer else _decimals(v, dtype=s.dtype)))
         # the mark travels with the schema (JSON, model files): a release fitted on it reports that its
         # (epsilon, delta) does not cover the schema
         return cls(cols, {READ_FROM_ROWS: "Schema.infer: every column's kind, bounds, categories and missing values"})
@@ -705,12 +705,20 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
 #: A number written with a decimal comma (``3,14``, ``-1.234,5``): read as text unless read with decimal=','.
 _DECIMAL_COMMA = re.compile(r"-?\d{1,3}(\.\d{3})*,\d+|-?\d+,\d+")
 
-def _decimals(v: pd.Series, most: int = 6) -> int | None:
-    """The fewest decimal places (up to ``most``) that every value is written with, or None."""
+def _decimals(v: pd.Series, most: int = 6, dtype=None) -> int | None:
+    """The fewest decimal places (up to ``most``) that every value is written with, or None.
+
+    A value's distance to its rounding must be float noise both in absolute terms and relative to the
+    column's largest magnitude (at the precision of ``dtype``, the column's own float type): an absolute
+    tolerance alone read a column of values below 5e-5 as having one decimal place, so all of them
+    rounded to 0."""
     x = v.dropna().to_numpy(dtype=float)
     x = x[np.isfinite(x)]
+    eps = np.finfo(dtype).eps if dtype is not None and pd.api.types.is_float_dtype(dtype) else np.finfo(float).eps
+    scale = float(np.abs(x).max()) if x.size else 0.0
     for d in range(1, most + 1):
-        if np.allclose(np.round(x, d), x, rtol=0, atol=0.5 * 10.0 ** -(d + 3)):
+        off = np.abs(np.round(x, d) - x)
+        if np.all(off <= 0.5 * 10.0 ** -(d + 3)) and np.all(off <= 16 * eps * scale):
             return d
     return None
 
