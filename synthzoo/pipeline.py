@@ -44,6 +44,26 @@ DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled nu
 DEFAULT_TOKENS = {"name": "tokens"}  # a model that fits token rows: category tokens, digits of numbers
 
 
+def _unencodable(frame: pd.DataFrame, encoding: str, err: UnicodeEncodeError) -> str:
+    """The message for synthetic rows that the CSV's text encoding cannot write, naming the column (or
+    the header) that holds a character it lacks, instead of pandas' UnicodeEncodeError."""
+    def fits(text: str) -> bool:
+        return text.encode(encoding, errors="ignore").decode(encoding) == text
+
+    where, what = "the rows", f"character {err.object[err.start:err.end]!r}"
+    names = [str(c) for c in frame.columns if not fits(str(c))]
+    if names:
+        where, what = "the header", f"column name {names[0]!r}"
+    else:
+        for c in frame.columns:
+            hit = next((v for v in frame[c].dropna().astype(str).unique() if not fits(v)), None)
+            if hit is not None:
+                where, what = f"column {str(c)!r}", f"value {hit!r}"
+                break
+    return (f"the text encoding {encoding!r} cannot write the {what} of {where}; write the CSV in an encoding that "
+            "holds it, e.g. utf-8")
+
+
 class Synthesizer:
     """A differentially private synthesizer assembled from interchangeable modules.
 
@@ -418,7 +438,10 @@ class Synthesizer:
         try:
             with open(part_path, "w", newline="", encoding=encoding or "utf-8") as fh:
                 for part in chunks:
-                    part.to_csv(fh, header=rows == 0, **to_csv)
+                    try:
+                        part.to_csv(fh, header=rows == 0, **to_csv)
+                    except UnicodeEncodeError as e:
+                        raise ConfigError(_unencodable(part, encoding or "utf-8", e)) from None
                     rows += len(part)
             if not special:
                 part_path.replace(path)

@@ -153,6 +153,13 @@ def test_wrong_encoding_says_pass_encoding(tmp_path, capsys):
     assert main(args) == 2
     assert "--encoding" in capsys.readouterr().err
     assert main(args + ["--encoding", "latin-1"]) == 0
+    # sample writing in an encoding that lacks a category's character: pandas' UnicodeEncodeError and
+    # traceback, now an error naming the column and value, and no file left behind
+    out = tmp_path / "f.csv"
+    assert main(["sample", str(tmp_path / "m"), "-n", "50", "--encoding", "ascii", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "'ascii' cannot write the value" in err and "column 'city'" in err and "Traceback" not in err
+    assert not out.exists() and not (tmp_path / "f.csv.part").exists()
 
 
 def test_ragged_rows_point_at_sep(tmp_path, capsys):
