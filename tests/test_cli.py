@@ -373,6 +373,18 @@ def test_dp_schema_needs_a_type_for_every_column_and_suggests_one(tmp_path, caps
     assert pd.read_csv(tmp_path / "o.csv")["dob"].dropna().str.fullmatch(r"\d{4}-\d{2}-\d{2}").all()
 
 
+def test_dp_schema_suggests_the_resolution_date_times_are_written_at(tmp_path, capsys):
+    # the suggested schema said "resolution": "day" for every text column of dates, also for date-times such
+    # as pandas' to_csv of a timestamp column; taken as given, the fit then failed on resolution
+    rng = np.random.default_rng(0)
+    ts = pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 10 ** 5, 300), unit="min")
+    df = pd.DataFrame({"at": ts.astype(str), "x": rng.normal(size=300)})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    assert main(["fit", str(tmp_path / "d.csv"), "--dp-schema", "0.3", "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert '"at": {"type": "datetime", "resolution": "minute"}' in err
+
+
 def test_messages_and_warnings_use_the_command_lines_words(demo_files, tmp_path, capsys):
     # errors and warnings said epsilon=None, select=None and synthzoo.dp_schema(df, kinds, ...) on the command line
     d, df, schema = demo_files

@@ -552,6 +552,22 @@ def kind_from_dtype(dtype) -> str:
     return "categorical"
 
 
+def _written_resolution(s: pd.Series, layout: str | None) -> str:
+    """The coarsest resolution every value of a text column of dates is a whole multiple of, for
+    :func:`kind_hint`'s suggestion (an error message, before any charge): "day" for dates, finer for
+    date-times (a suggested "day" for '2021-11-21 07:30' made the fit it led to fail on resolution)."""
+    from . import datetimes as dtm
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v = dtm.to_seconds(s, str(s.name), fmt=layout, warn=False)
+    except (SchemaError, ValueError, TypeError, OverflowError):
+        return "day"
+    ok = v[np.isfinite(v)]
+    return next((r for r in RESOLUTIONS if not dtm.off_resolution(ok, r).any()), "nanosecond")
+
+
 def kind_hint(s: pd.Series) -> tuple[dict, str]:
     """What to declare for an undeclared column, and why, for an error message: text that reads as dates
     gets a datetime description (the values are read to say so, never to decide a release)."""
@@ -560,7 +576,8 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
         iso = _iso_text(s)
         layout = None if iso else date_layout(s, False)
         if iso or layout:
-            return ({"type": "datetime", "resolution": "day", **({"format": layout} if layout else {})},
+            return ({"type": "datetime", "resolution": _written_resolution(s, layout),
+                     **({"format": layout} if layout else {})},
                     f"its text reads as {'dates' if layout else 'ISO dates'}")
     return {"type": kind}, ""
 
