@@ -117,7 +117,7 @@ def check_document(doc) -> None:
         raise ConfigError(f"model file: tuning: a statement of at most {TUNING_CHARS} characters, got "
                           f"{len(doc['tuning']):,}")
     cfg = doc["config"]
-    _keys(cfg, _CONFIG, "config.")
+    _keys(cfg, _CONFIG, "config")
     if len(cfg["preprocess"]) > 16:
         raise ConfigError("model file: config.preprocess: more than 16 preprocessors")
     for i, p in enumerate(cfg["preprocess"]):

@@ -192,6 +192,19 @@ def test_unknown_and_missing_columns_are_named(docs):
         _load(d)
 
 
+def test_a_config_field_is_named_with_one_dot(docs):
+    # an edited config field was named "config..epsilon" (and a missing one "config.: missing key(s)")
+    doc = copy.deepcopy(docs["privsyn"])
+    doc["config"]["epsilon"] = "1"
+    with pytest.raises(ConfigError, match=r"model file: config\.epsilon: must be a number or null") as e:
+        _load(doc)
+    assert "config.." not in str(e.value)
+    del doc["config"]["seed"]
+    doc["config"]["epsilon"] = 1.0
+    with pytest.raises(ConfigError, match=r"model file: config: missing key\(s\) \['seed'\]"):
+        _load(doc)
+
+
 def test_a_typo_in_a_saved_schema_is_named(docs):
     d = copy.deepcopy(docs["mst"])
     d["schema"]["columns"]["age"]["lowr"] = 3
