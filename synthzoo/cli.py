@@ -85,6 +85,7 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
                "--privacy public needs --public FILE (a public or proxy table)"),
               ("(or None for a non-private run)", "(or 'none' for a non-private run)"),
               ("; use select=None", "; pass --select none"),
+              ("give a selector, e.g. select='indif'", "give a selector, e.g. --select indif"),
               ("number of records; pass n", "number of records; pass -n ROWS"),
               ("count); pass n", "count); pass -n ROWS"),
               ("epsilon=None: this is a NON-PRIVATE run", "--epsilon none: this is a NON-PRIVATE run"),

@@ -393,6 +393,9 @@ def test_messages_and_warnings_use_the_command_lines_words(demo_files, tmp_path,
     assert "(or 'none' for a non-private run)" in capsys.readouterr().err
     assert main(["fit", str(d / "data.csv"), "--synth", "tvae", "--select", "mst", "--out", out]) == 2
     assert "pass --select none" in capsys.readouterr().err
+    assert main(["fit", str(d / "data.csv"), "--select", "none", "--out", out]) == 2  # said select='indif'
+    err = capsys.readouterr().err
+    assert "give a selector, e.g. --select indif" in err and "select='indif'" not in err
     assert main(["fit", str(d / "data.csv"), "--epsilon", "none", "--synth", "mst", "--out", out]) == 0
     err = capsys.readouterr().err
     assert "--epsilon none: this is a NON-PRIVATE run" in err and "--schema FILE" in err
