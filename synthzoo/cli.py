@@ -237,12 +237,18 @@ def _sep_hint(header: str, sep: str) -> str | None:
 @contextlib.contextmanager
 def plain_warnings():
     """Warnings as one line each (``synthzoo: warning: ...``), without the source file and line
-    Python prints by default: on the command line the message is for the user, not a developer."""
+    Python prints by default: on the command line the message is for the user, not a developer.
+    A warning raised again with the same text (eval's metrics each read the same column) is printed once."""
     old = warnings.showwarning
+    seen = set()
 
     def show(message, category, filename, lineno, file=None, line=None):
         kind = "" if issubclass(category, UserWarning) else f" ({category.__name__})"
-        print(f"synthzoo: warning{kind}: {_cli_words(str(message))}", file=file or sys.stderr, flush=True)
+        text = f"synthzoo: warning{kind}: {_cli_words(str(message))}"
+        if text in seen:
+            return
+        seen.add(text)
+        print(text, file=file or sys.stderr, flush=True)
 
     warnings.showwarning = show
     try:

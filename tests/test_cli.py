@@ -477,3 +477,16 @@ def test_eval_privacy_set_without_test_says_what_it_drops(demo_files, tmp_path, 
     from synthzoo.cli import _metric_help
     h = _metric_help()
     assert "privacy (14 metrics)" in h and "privacy = " not in h and "default run's privacy metrics" in h
+
+
+def test_a_warning_repeated_by_several_metrics_is_printed_once(demo_files, tmp_path, capsys):
+    # eval printed "synthetic table, column ...: value(s) outside the schema's categories" once per metric
+    # that read the column (17 identical lines for a default eval); each distinct warning is now one line
+    d, df, _ = demo_files
+    fake = sz.Synthesizer.load(d / "model.szm").sample(500, seed=0)
+    fake.loc[0, "region"] = "atlantis"
+    fake.to_csv(tmp_path / "fake.csv", index=False)
+    assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(d / "schema.json"),
+                 "--metrics", "tvd_1way,tvd_2way,hellinger", "--out", str(tmp_path / "r.html")]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "atlantis" in ln]
+    assert len(lines) == 1 and lines[0].startswith("synthzoo: warning: synthetic table, column 'region'")
