@@ -566,3 +566,21 @@ def test_small_magnitude_values_are_not_read_as_one_decimal():
     assert schema["tiny2"].decimals == 5 and schema["f32"].decimals == 2 and schema["noisy"].decimals == 1
     fake, _ = _sample(schema, df)
     assert fake["pval"].nunique() > 50 and fake["wl_m"].nunique() > 50
+
+
+@pytest.mark.parametrize("odd", ["1983-02-30", "unknown"])
+def test_one_value_that_is_not_a_date_is_named_by_infer(odd):
+    # a text column of ISO dates with one impossible date or placeholder was silently taken as hundreds of
+    # categories (the release printing the rows' own dates as text); the only warning was about their number
+    rng = np.random.default_rng(0)
+    dob = (pd.Timestamp("1950-01-01") + pd.to_timedelta(rng.integers(0, 20000, 300), unit="D")).strftime("%Y-%m-%d")
+    df = pd.DataFrame({"dob": np.array(dob, dtype=object), "x": np.arange(300)})
+    df.loc[5, "dob"] = odd
+    with pytest.warns(UserWarning, match=rf"column 'dob': its text reads as ISO dates except 1 value\(s\), e\.g\. "
+                                         rf"\['{odd}'\], so it was taken as \d+ categories, not dates"):
+        Schema.infer(df)
+    with warnings.catch_warnings():  # all dates, or plain text: no such warning
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", category=PrivateSchemaWarning)
+        Schema.infer(df.assign(dob=np.array(dob, dtype=object)))
+        Schema.infer(df.assign(dob=["a", "b", "c"] * 100))

@@ -530,6 +530,12 @@ class Schema:
                     warnings.warn(f"column {name!r}: its text reads as numbers with a decimal comma (e.g. "
                                   f"{cats[0]!r}), taken as {len(cats):,} categories; read the file with decimal=',' "
                                   "(the command line's --decimal ',') to have numbers", UserWarning, stacklevel=2)
+                odd = _not_iso_dates(cats)
+                if odd and len(odd) <= 0.1 * len(cats):  # one typo or placeholder turned dates into text
+                    warnings.warn(f"column {name!r}: its text reads as ISO dates except {len(odd):,} value(s), e.g. "
+                                  f"{odd[:3]}, so it was taken as {len(cats):,} categories, not dates; correct or "
+                                  "blank those values, or describe the column as a datetime in a schema",
+                                  UserWarning, stacklevel=2)
                 if len(cats) > max_categories:  # one category per person prints their values in the release
                     warnings.warn(f"column {name!r}: {len(cats):,} distinct values taken as categories (more than "
                                   f"max_categories={max_categories}); each is a value of your rows and a release can "
@@ -864,6 +870,19 @@ def _iso_text(s: pd.Series) -> bool:
         warnings.simplefilter("ignore")
         parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
     return bool(parsed.notna().all())
+
+
+def _not_iso_dates(values: list) -> list:
+    """The values that are not ISO 8601 dates, when at least one is (else [])."""
+    text = [v for v in values if isinstance(v, str)]
+    iso = [v for v in text if _ISO.fullmatch(v)]
+    if not iso:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parsed = pd.to_datetime(pd.Series(iso, dtype=object), format="ISO8601", errors="coerce", utc=True)
+    ok = set(np.asarray(iso, dtype=object)[parsed.notna().to_numpy()])
+    return [v for v in values if v not in ok] if ok else []
 
 
 def _integral(s: pd.Series) -> bool:
