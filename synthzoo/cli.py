@@ -119,6 +119,27 @@ def _check_output(path, role: str = "--out") -> None:
         raise ConfigError(f"{role}: folder {str(parent)!r} is not writable")
 
 
+#: Each command's input files, by the name argparse gives them, that its --out must not replace.
+_INPUTS = {"fit": ("data", "schema"), "sample": ("model",), "eval": ("real", "fake", "test", "schema", "risk"),
+           "tune": ("data", "val", "public", "schema")}
+
+
+def _check_out_is_not_an_input(args) -> None:
+    """``fit data.csv --out data.csv`` replaced the private rows with the model file (and ``sample m.szm --out
+    m.szm`` the model with its sample): --out naming one of the command's own input files is an error."""
+    from .core.errors import ConfigError
+
+    out = Path(args.out)
+    if not out.exists():
+        return
+    for dest in _INPUTS.get(getattr(args, "cmd", None), ()):
+        given = getattr(args, dest, None)
+        if isinstance(given, str) and Path(given).exists() and os.path.samefile(out, given):
+            role = dest.upper() if dest in ("data", "model", "real", "fake") else f"--{dest}"
+            raise ConfigError(f"--out {str(args.out)!r} is the input file given as {role}; writing it would "
+                              "replace that file: name another output file")
+
+
 def _check_encoding(encoding) -> None:
     from .core.errors import ConfigError
 
@@ -942,6 +963,7 @@ def main(argv=None) -> int:
         try:
             if getattr(args, "out", None):
                 _check_output(args.out)
+                _check_out_is_not_an_input(args)
             _check_encoding(getattr(args, "encoding", None))
             return args.func(args)
         except (SynthzooError, FileNotFoundError) as e:

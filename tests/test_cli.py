@@ -490,3 +490,19 @@ def test_a_warning_repeated_by_several_metrics_is_printed_once(demo_files, tmp_p
                  "--metrics", "tvd_1way,tvd_2way,hellinger", "--out", str(tmp_path / "r.html")]) == 0
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "atlantis" in ln]
     assert len(lines) == 1 and lines[0].startswith("synthzoo: warning: synthetic table, column 'region'")
+
+
+def test_out_naming_an_input_file_is_refused_before_any_work(demo_files, tmp_path, capsys):
+    # `fit data.csv --out data.csv` replaced the private rows with the model file, and `sample m.szm --out m.szm`
+    # the model with its sample, without a word
+    d, _, _ = demo_files
+    data = tmp_path / "data.csv"
+    data.write_bytes((d / "data.csv").read_bytes())
+    assert main(["fit", str(data), "--schema", str(d / "schema.json"), "--out", str(data)]) == 2
+    assert "is the input file given as DATA" in capsys.readouterr().err
+    assert data.read_bytes() == (d / "data.csv").read_bytes()
+    model = tmp_path / "m.szm"
+    model.write_bytes((d / "model.szm").read_bytes())
+    assert main(["sample", str(model), "-n", "5", "--out", str(model)]) == 2
+    assert "is the input file given as MODEL" in capsys.readouterr().err
+    sz.Synthesizer.load(model)  # still the model
