@@ -970,7 +970,14 @@ def main(argv=None) -> int:
             msg = _cli_words(str(e))  # say it in the command line's words
             if (isinstance(e, SchemaError) and "non-numeric" in msg and getattr(args, "decimal", ",") != ","
                     and re.search(r"'-?\d+,\d+'", msg)):
-                msg += "; if the file writes decimals with a comma, pass --decimal ','"
+                examples = re.findall(r"'(-?\d+(?:,\d+)+)'", msg)
+                one = next((x for x in examples if x.count(",") == 1), None)
+                if one and all(re.fullmatch(r"-?\d{1,3}(,\d{3})+", x) for x in examples):
+                    msg += (f"; if its commas separate thousands, write the numbers without them (--decimal ',' "
+                            f"would read {one!r} as {one.replace(',', '.')}); if they are decimal commas, pass "
+                            "--decimal ','")
+                else:
+                    msg += "; if the file writes decimals with a comma, pass --decimal ','"
             print(f"synthzoo: error: {msg}", file=sys.stderr)
             return 2
 

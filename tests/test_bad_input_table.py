@@ -584,3 +584,16 @@ def test_one_value_that_is_not_a_date_is_named_by_infer(odd):
         warnings.filterwarnings("ignore", category=PrivateSchemaWarning)
         Schema.infer(df.assign(dob=np.array(dob, dtype=object)))
         Schema.infer(df.assign(dob=["a", "b", "c"] * 100))
+
+
+def test_thousands_separators_are_not_called_a_decimal_comma():
+    # a column of '4,324' (grams with a thousands separator) was warned about as "numbers with a decimal comma",
+    # and the --decimal ',' it suggested read every value as 4.324, 1000 times too small, without a word
+    df = pd.DataFrame({"mass": [f"{v:,}" for v in range(1936, 6806, 61)], "n": np.arange(80.0)})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        Schema.infer(df)
+    said = " ".join(str(w.message) for w in seen)
+    assert "column 'mass': its text reads as numbers with a comma every three digits (e.g. '1,936')" in said
+    assert "if the commas separate thousands, write the numbers without them" in said
+    assert "reads as numbers with a decimal comma" not in said

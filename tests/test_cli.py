@@ -506,3 +506,14 @@ def test_out_naming_an_input_file_is_refused_before_any_work(demo_files, tmp_pat
     assert main(["sample", str(model), "-n", "5", "--out", str(model)]) == 2
     assert "is the input file given as MODEL" in capsys.readouterr().err
     sz.Synthesizer.load(model)  # still the model
+
+
+def test_a_thousands_separator_is_not_only_called_a_decimal_comma(tmp_path, capsys):
+    # '4,324' in a numerical column: the error ended "pass --decimal ','", which reads it as 4.324
+    schema = sz.Schema.from_dict({"columns": {"mass": {"type": "numerical", "lower": 0, "upper": 9000}}})
+    pd.DataFrame({"mass": [f"{v:,}" for v in range(1936, 6806, 61)]}).to_csv(tmp_path / "d.csv", index=False)
+    schema.to_json(tmp_path / "s.json")
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"),
+                 "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert "if its commas separate thousands, write the numbers without them" in err and "--decimal ','" in err

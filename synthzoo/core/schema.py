@@ -526,7 +526,15 @@ class Schema:
                     raise SchemaError(f"column {name!r}: every value is missing, so nothing says what it holds; "
                                       "drop it, or describe it in a schema (its type and public bounds or "
                                       "categories)")
-                if len(cats) > 1 and all(_DECIMAL_COMMA.fullmatch(c) for c in cats):
+                grouped = [c for c in cats if _GROUPED.fullmatch(c)]
+                if len(cats) > 1 and grouped and all(c in grouped or _PLAIN_INT.fullmatch(c) for c in cats):
+                    # '4,324': thousands separators, or decimal commas -- a decimal mark must not be guessed
+                    warnings.warn(f"column {name!r}: its text reads as numbers with a comma every three digits (e.g. "
+                                  f"{grouped[0]!r}), taken as {len(cats):,} categories: if the commas separate "
+                                  "thousands, write the numbers without them; if they are decimal commas, read the "
+                                  "file with decimal=',' (the command line's --decimal ',')", UserWarning,
+                                  stacklevel=2)
+                elif len(cats) > 1 and all(_DECIMAL_COMMA.fullmatch(c) for c in cats):
                     warnings.warn(f"column {name!r}: its text reads as numbers with a decimal comma (e.g. "
                                   f"{cats[0]!r}), taken as {len(cats):,} categories; read the file with decimal=',' "
                                   "(the command line's --decimal ',') to have numbers", UserWarning, stacklevel=2)
@@ -710,6 +718,10 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
 
 #: A number written with a decimal comma (``3,14``, ``-1.234,5``): read as text unless read with decimal=','.
 _DECIMAL_COMMA = re.compile(r"-?\d{1,3}(\.\d{3})*,\d+|-?\d+,\d+")
+#: Whole numbers with a comma every three digits (``4,324``, ``1,234,567``): thousands separators, or (one
+#: group) a decimal comma; the text alone cannot tell which.
+_GROUPED = re.compile(r"-?\d{1,3}(,\d{3})+")
+_PLAIN_INT = re.compile(r"-?\d{1,3}")
 
 def _decimals(v: pd.Series, most: int = 6, dtype=None) -> int | None:
     """The fewest decimal places (up to ``most``) that every value is written with, or None.
