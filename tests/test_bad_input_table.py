@@ -597,3 +597,15 @@ def test_thousands_separators_are_not_called_a_decimal_comma():
     assert "column 'mass': its text reads as numbers with a comma every three digits (e.g. '1,936')" in said
     assert "if the commas separate thousands, write the numbers without them" in said
     assert "reads as numbers with a decimal comma" not in said
+
+
+def test_a_misnamed_column_is_shown_beside_the_one_it_replaces():
+    # a typo in the schema (or ' age' read from a header with spaces) said only "the table lacks schema
+    # column(s) ['bill_lenght_mm']", not which of the table's columns the schema did not describe
+    schema = Schema.from_dict({"columns": {"bill_lenght_mm": {"type": "numerical", "lower": 0, "upper": 9},
+                                           "sex": {"type": "categorical", "categories": ["f", "m"]}}})
+    df = pd.DataFrame({"bill_length_mm": [1.0, 2.0], " sex": ["f", "m"]})
+    with pytest.raises(SchemaError, match=r"the table lacks schema column\(s\) \['bill_lenght_mm', 'sex'\] and has "
+                                          r"column\(s\) \['bill_length_mm', ' sex'\] that the schema does not describe"
+                                          r".*' sex' is 'sex' with spaces around it"):
+        schema.validate(df)

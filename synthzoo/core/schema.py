@@ -611,7 +611,11 @@ class Schema:
         missing_cols = [c for c in want if c not in have]
         extra = [c for c in have if c not in want]
         if missing_cols:
-            raise SchemaError(f"the table lacks schema column(s) {missing_cols}")
+            also = f" and has column(s) {extra} that the schema does not describe" if extra else ""
+            spaced = [f"{c!r} is {c.strip()!r} with spaces around it" for c in extra
+                      if isinstance(c, str) and c != c.strip() and c.strip() in missing_cols]
+            raise SchemaError(f"the table lacks schema column(s) {missing_cols}{also}"
+                              + (f" ({'; '.join(spaced)})" if spaced else ""))
         if extra:
             raise SchemaError(f"the table has column(s) {extra} that the schema does not describe")
         if len(df) == 0:
