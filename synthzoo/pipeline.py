@@ -27,7 +27,8 @@ from .core.domain import EncodedData
 from .core.encoding import CategoricalEncoder, TableEncoder
 from .core.features import FeatureData, FeatureTable
 from .core.tokens import TokenData, TokenTable
-from .core.errors import ConfigError, NotFittedError, PrivacySettingsWarning, SchemaError, TimeZoneWarning
+from .core.errors import (BudgetExceededError, ConfigError, NotFittedError, PrivacySettingsWarning, SchemaError,
+                          TimeZoneWarning)
 from .core.measurements import estimate_total, total_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
                                   charge_owner, check_privacy_params, gaussian_sigma, privacy_warnings,
@@ -337,7 +338,18 @@ class Synthesizer:
         if prior is None:
             return PrivacyLedger(self.epsilon, self.delta, noise_seed=self._noise_seed)
         ledger = PrivacyLedger(self.epsilon, self.delta, reserved_delta=prior.extra_delta, noise_seed=self._noise_seed)
-        ledger.absorb(prior, "schema:")  # refused if the schema alone exceeds this request
+        try:
+            ledger.absorb(prior, "schema:")  # refused if the schema alone exceeds this request
+        except BudgetExceededError:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                alone = PrivacyLedger(1e9, self.delta, reserved_delta=prior.extra_delta)
+                alone.absorb(prior)
+            raise BudgetExceededError(
+                f"the schema's DP measurement (schema_ledger) alone comes to epsilon={alone.spent().epsilon:.4g} at "
+                f"this fit's delta={self.delta:g}, past its epsilon={self.epsilon:g}: a release on a schema dp_schema "
+                "measured reports their total, so ask for a larger epsilon, or measure the schema with a smaller "
+                "one") from None
         self._stage_rho = ledger.rho_remaining
         return ledger
 

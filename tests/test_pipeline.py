@@ -217,7 +217,9 @@ def test_schema_ledger_over_the_request_is_refused(demo):
     s = sz.make("privsyn", epsilon=1.0, delta=1e-5, schema=schema, seed=0, schema_ledger=led)
     with pytest.warns(UserWarning):
         private_df = sz.conform(df, schema)
-    with pytest.raises(sz.BudgetExceededError):
+    # the refusal said "schema:schema: histogram would bring the total to epsilon=1.07548 ... charge refused"
+    with pytest.raises(sz.BudgetExceededError, match=r"the schema's DP measurement \(schema_ledger\) alone comes to "
+                                                      r"epsilon=\d\.\d+ at this fit's delta=1e-05, past its epsilon=1"):
         s.fit(private_df)
 
 
