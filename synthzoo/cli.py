@@ -86,6 +86,7 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("(or None for a non-private run)", "(or 'none' for a non-private run)"),
               ("; use select=None", "; pass --select none"),
               ("give a selector, e.g. select='indif'", "give a selector, e.g. --select indif"),
+              ("trial_timeout must be", "--timeout must be"),
               ("number of records; pass n", "number of records; pass -n ROWS"),
               ("count); pass n", "count); pass -n ROWS"),
               ("epsilon=None: this is a NON-PRIVATE run", "--epsilon none: this is a NON-PRIVATE run"),
@@ -724,7 +725,7 @@ def cmd_tune(a) -> int:
         warnings.simplefilter("ignore", UserWarning)  # the privacy statement is printed in the summary below
         res = tune(a.synth, train, val, epsilon=a.epsilon, delta=a.delta, schema=schema, n_trials=a.trials,
                    privacy=a.privacy, public=public, storage=a.storage,
-                   study_name=a.study_name, weights=_floats(a.weights) if a.weights else None,
+                   study_name=a.study_name, weights=_floats(a.weights, "--weights") if a.weights else None,
                    multi_objective=a.multi_objective, choose_modules=not a.fixed_modules, choices=choices or None,
                    seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout, stopping=a.stopping,
                    models_dir=a.models_dir, isolate=not a.in_process, verbose=True, score_rows=a.score_rows,

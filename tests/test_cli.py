@@ -517,3 +517,17 @@ def test_a_thousands_separator_is_not_only_called_a_decimal_comma(tmp_path, caps
                  "--out", str(tmp_path / "m.szm")]) == 2
     err = capsys.readouterr().err
     assert "if its commas separate thousands, write the numbers without them" in err and "--decimal ','" in err
+
+
+def test_bad_tune_weights_and_timeout_name_their_own_options(demo_files, tmp_path, capsys):
+    # `tune --weights a,b,c` said "--epsilon 'a,b,c': give comma-separated numbers", and `--timeout -5`
+    # "trial_timeout must be a positive number of seconds" (the tuner's Python argument)
+    d, _, _ = demo_files
+    base = ["tune", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--trials", "1",
+            "--storage", str(tmp_path / "t.db"), "--in-process"]
+    assert main(base + ["--weights", "a,b,c"]) == 2
+    err = capsys.readouterr().err
+    assert "--weights 'a,b,c': give comma-separated numbers" in err and "--epsilon" not in err
+    assert main(base + ["--timeout", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert "--timeout must be a positive number of seconds" in err and "trial_timeout" not in err
