@@ -420,6 +420,14 @@ def cmd_split(a) -> int:
     stem = Path(a.data)
     out_train = Path(a.train) if a.train else stem.with_name(stem.stem + ".train.csv")
     out_test = Path(a.test) if a.test else stem.with_name(stem.stem + ".test.csv")
+    from .core.errors import ConfigError
+    if out_train.resolve() == out_test.resolve():  # the held-out rows were written over the training rows
+        raise ConfigError(f"--train and --test both name {str(out_test)!r}; the test rows would replace the "
+                          "training rows: name two files")
+    for path, option in ((out_train, "--train"), (out_test, "--test")):
+        if path.resolve() == Path(a.data).resolve():  # --force too: it overwrites outputs, not the input
+            raise ConfigError(f"{option} {str(path)!r} is the input file DATA; writing it would replace the rows "
+                              "being split: name another file")
     for path in (out_train, out_test):
         if path.exists() and not a.force:
             from .core.errors import ConfigError

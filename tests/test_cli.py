@@ -531,3 +531,17 @@ def test_bad_tune_weights_and_timeout_name_their_own_options(demo_files, tmp_pat
     assert main(base + ["--timeout", "-5"]) == 2
     err = capsys.readouterr().err
     assert "--timeout must be a positive number of seconds" in err and "trial_timeout" not in err
+
+
+def test_split_never_writes_its_outputs_over_each_other_or_its_input(demo_files, tmp_path, capsys):
+    # `split d.csv --train a.csv --test a.csv --force` wrote the test rows over the training rows (and said it
+    # wrote both), and `split d.csv --train d.csv --force` replaced the table being split with its training part
+    d, df, _ = demo_files
+    data = tmp_path / "d.csv"
+    data.write_bytes((d / "data.csv").read_bytes())
+    a = str(tmp_path / "a.csv")
+    assert main(["split", str(data), "--train", a, "--test", a, "--force"]) == 2
+    assert "--train and --test both name" in capsys.readouterr().err and not (tmp_path / "a.csv").exists()
+    assert main(["split", str(data), "--train", str(data), "--force"]) == 2
+    assert "--train" in capsys.readouterr().err
+    assert data.read_bytes() == (d / "data.csv").read_bytes()
