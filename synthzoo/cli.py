@@ -177,7 +177,20 @@ def _trials(s: str) -> int:
 
 
 def _sep(s: str) -> str:
-    return {"tab": "\t", "\\t": "\t", "semicolon": ";", "comma": ",", "pipe": "|"}.get(s.lower(), s)
+    import argparse
+
+    sep = {"tab": "\t", "\\t": "\t", "semicolon": ";", "comma": ",", "pipe": "|"}.get(s.lower(), s)
+    if len(sep) != 1:  # pandas read an empty one as a traceback and a longer one as a regular expression
+        raise argparse.ArgumentTypeError(f"a separator is one character (e.g. ';', '|') or 'tab', got {s!r}")
+    return sep
+
+
+def _decimal(s: str) -> str:
+    import argparse
+
+    if len(s) != 1:
+        raise argparse.ArgumentTypeError(f"a decimal mark is one character ('.' or ','), got {s!r}")
+    return s
 
 
 _SEP_NAMES = {";": "semicolons", "\t": "tabs", "|": "pipes", ",": "commas"}
@@ -770,7 +783,7 @@ def _csv_options(p, what: str = "input CSV files") -> None:
     p.add_argument("--sep", type=_sep, default=",",
                    help=f"field separator of the {what} (default ','; e.g. ';', 'tab')")
     p.add_argument("--encoding", help=f"text encoding of the {what} (default utf-8; e.g. latin-1, cp1252)")
-    p.add_argument("--decimal", default=".", help=f"decimal mark of the numbers in the {what} (default '.'; "
+    p.add_argument("--decimal", type=_decimal, default=".", help=f"decimal mark of the numbers in the {what} (default '.'; "
                                                   "',' for 3,14)")
 
 

@@ -545,3 +545,18 @@ def test_split_never_writes_its_outputs_over_each_other_or_its_input(demo_files,
     assert main(["split", str(data), "--train", str(data), "--force"]) == 2
     assert "--train" in capsys.readouterr().err
     assert data.read_bytes() == (d / "data.csv").read_bytes()
+
+
+@pytest.mark.parametrize("option, value", [("--sep", ""), ("--sep", ";;"), ("--sep", "auto"), ("--decimal", ""),
+                                           ("--decimal", ",,")])
+def test_a_separator_or_decimal_mark_of_other_than_one_character_is_refused(demo_files, tmp_path, capsys,
+                                                                            option, value):
+    # --sep '' and --decimal '' or ',,' ended in pandas' ValueError traceback, `sample --sep ';;'` in csv's
+    # TypeError, and `fit --sep ';;'` read the separator as a regular expression after pandas' ParserWarning
+    d, _, _ = demo_files
+    for cmd in (["fit", str(d / "data.csv"), "--out", str(tmp_path / "m.szm")],
+                ["sample", str(d / "model.szm"), "-n", "5", "--out", str(tmp_path / "f.csv")]):
+        with pytest.raises(SystemExit):
+            main(cmd + [option, value])
+        err = capsys.readouterr().err
+        assert f"argument {option}: a " in err and "one character" in err and "Traceback" not in err
