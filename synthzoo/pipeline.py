@@ -147,8 +147,9 @@ class Synthesizer:
             if schema_ledger.private and schema_ledger.extra_delta >= self.delta:
                 raise ConfigError("schema_ledger's additive delta uses up this synthesizer's delta")
         self.schema_ledger = schema_ledger
-        if not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        # below 2^63, as a model file holds it (a larger seed fitted and saved a file that would not load)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 63:
+            raise ConfigError(f"seed must be a non-negative integer below 2^63, got {seed!r}")
         if out_of_bounds not in ("raise", "clip"):
             raise ConfigError("out_of_bounds must be 'raise' or 'clip'")
         self.schema, self.seed, self.out_of_bounds = schema, int(seed), out_of_bounds

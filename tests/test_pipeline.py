@@ -251,3 +251,11 @@ def test_a_parameter_the_schema_rules_out_is_refused_before_any_budget(demo):
             synth.fit(df)  # a schema inferred at fit: checked before the ledger exists
     assert getattr(synth, "ledger_", None) is None
     sz.Synthesizer(select={"name": "aim", "rounds": 3}, model="pgm", schema=schema, epsilon=None)  # non-private: fine
+
+
+@pytest.mark.parametrize("seed", [2 ** 63, 10 ** 20, True])
+def test_a_seed_a_model_file_cannot_hold_is_refused_at_construction(seed):
+    # seed=10**20 fitted and saved a model file that Synthesizer.load refused ("config.seed: must be a whole
+    # number in [0, 2^63)"): the budget was spent on a release that could not be read back
+    with pytest.raises(ConfigError, match="seed must be a non-negative integer below 2\\^63"):
+        sz.make("mst", epsilon=1.0, seed=seed)
