@@ -340,6 +340,8 @@ def cmd_fit(a) -> int:
                     out_of_bounds="clip" if a.clip else "raise", noise_seed=a.noise_seed, **over)
     print(f"fitting {synth!r} on {a.data} ({len(df):,} rows x {df.shape[1]} columns)", file=sys.stderr)
     t0 = time.perf_counter()
+    # the model file must be loadable: a parameter past its limits is said before any budget is spent
+    synth.model._check_load_limits(f"model {synth.model.name!r}")
     synth.fit(df, progress=True)
     synth.save(a.out, sign_with=a.sign)
     print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)

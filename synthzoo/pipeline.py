@@ -599,6 +599,9 @@ class Synthesizer:
         encodings and model state, and the privacy account.  No private record, no executable code,
         no noise seed."""
         self._check_fitted()
+        # a parameter past what a model file may set (GUM's iterations, pool=None, ...) wrote a file that load
+        # refused; refuse it here instead, before anything is written
+        self.model._check_load_limits(f"cannot save: model {self.model.name!r}")
         doc = {"format": FORMAT, "version": __version__, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                "config": self.config(), "schema": self.schema_.to_dict(), "columns": self.columns_,
                "encoding": ("features" if isinstance(self.encoder_, FeatureTable)

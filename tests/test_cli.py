@@ -560,3 +560,15 @@ def test_a_separator_or_decimal_mark_of_other_than_one_character_is_refused(demo
             main(cmd + [option, value])
         err = capsys.readouterr().err
         assert f"argument {option}: a " in err and "one character" in err and "Traceback" not in err
+
+
+def test_fit_refuses_a_parameter_its_model_file_could_not_hold_before_fitting(demo_files, tmp_path, capsys):
+    # `fit --set model.iterations=10001` (or model.pool=null) spent the budget and saved a file that `sample`
+    # refused: "parameter iterations=10001 exceeds what a model file may set (10000)"
+    d, _, _ = demo_files
+    for value in ("iterations=10001", "pool=null"):
+        assert main(["fit", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--set", f"model.{value}",
+                     "--out", str(tmp_path / "m.szm")]) == 2
+        err = capsys.readouterr().err
+        assert f"parameter {value.replace('null', 'None')}" in err and "model file" in err
+        assert "fitting" in err and "privacy spent" not in err and not (tmp_path / "m.szm").exists()

@@ -750,3 +750,14 @@ def test_a_spender_edited_out_of_the_configuration_cannot_keep_its_encoder(docs,
     d = _recharged(d, [c for c in d["privacy"]["charges"] if c["module"] not in gone])
     with pytest.raises(ConfigError, match=match):
         _load(d)
+
+
+def test_save_refuses_what_load_would_refuse(tmp_path):
+    # a synthesizer fitted with GUM iterations=10001 saved a file that load refused (sample-cost limits)
+    df, schema = make_demo(n=300, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = sz.make("privsyn", epsilon=1.0, schema=schema, seed=0, model={"iterations": 10001}).fit(df)
+    with pytest.raises(ConfigError, match=r"cannot save: model 'gum': parameter iterations=10001 exceeds"):
+        s.save(tmp_path / "m.szm")
+    assert not (tmp_path / "m.szm").exists()
