@@ -572,3 +572,12 @@ def test_fit_refuses_a_parameter_its_model_file_could_not_hold_before_fitting(de
         err = capsys.readouterr().err
         assert f"parameter {value.replace('null', 'None')}" in err and "model file" in err
         assert "fitting" in err and "privacy spent" not in err and not (tmp_path / "m.szm").exists()
+
+
+def test_eval_risk_that_is_not_a_risk_table_is_named(demo_files, tmp_path, capsys):
+    # `eval --risk data.csv` (any plain CSV) ended in float()'s ValueError traceback from read_risk_csv
+    d, _, _ = demo_files
+    assert main(["eval", str(d / "data.csv"), str(d / "data.csv"), "--schema", str(d / "schema.json"),
+                 "--metrics", "tvd_1way", "--risk", str(d / "data.csv"), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a risk-response CSV" in err and "Traceback" not in err

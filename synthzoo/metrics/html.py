@@ -448,6 +448,19 @@ def evaluate_files(real, synthetic, test=None, schema=None, out="report.html", m
 
 def read_risk_csv(path) -> pd.DataFrame:
     """A risk-response table written by ``DataFrame.to_csv`` (two header rows: risk model, level)."""
-    df = pd.read_csv(path, header=[0, 1], index_col=0)
-    df.columns = pd.MultiIndex.from_tuples([(a, float(b)) for a, b in df.columns], names=["risk_model", "level"])
+    def not_one(why: str) -> ConfigError:
+        return ConfigError(f"risk: {str(path)!r} is not a risk-response CSV ({why}); it is the table that "
+                           "benchmarks/bench_risk.py --out writes: two header rows, risk model and level")
+
+    try:
+        df = pd.read_csv(path, header=[0, 1], index_col=0)
+    except (ValueError, IndexError, pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise not_one(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+    levels = []
+    for a, b in df.columns:
+        try:
+            levels.append((a, float(b)))
+        except (TypeError, ValueError):  # a plain CSV: its first row's values read as the second header
+            raise not_one(f"column {a!r} has the level {b!r}, not a number") from None
+    df.columns = pd.MultiIndex.from_tuples(levels, names=["risk_model", "level"])
     return df
