@@ -609,3 +609,13 @@ def test_a_misnamed_column_is_shown_beside_the_one_it_replaces():
                                           r"column\(s\) \['bill_length_mm', ' sex'\] that the schema does not describe"
                                           r".*' sex' is 'sex' with spaces around it"):
         schema.validate(df)
+
+
+def test_a_column_described_twice_in_a_schema_file_is_refused(tmp_path):
+    # json.loads keeps the last of two equal keys: a column pasted twice with different descriptions was
+    # silently read with the second one
+    p = tmp_path / "s.json"
+    p.write_text('{"columns": {"sex": {"type": "categorical", "categories": ["f", "m"]},\n'
+                 ' "sex": {"type": "categorical", "categories": ["f", "m", "x"], "missing": true}}}')
+    with pytest.raises(SchemaError, match=r"names 'sex' twice in one JSON object"):
+        Schema.from_json(p)

@@ -859,12 +859,30 @@ def read_json(path: str | Path, max_bytes: int):
     return parse_json_bytes(data)
 
 
+class _DuplicateKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    """A JSON object as a dict, refusing a key given twice (json.loads keeps the last: a column described
+    twice in a schema file silently lost its first description)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
 def parse_json_bytes(data: bytes):
     """``(document, None)`` for UTF-8 JSON bytes, else ``(None, what is wrong)`` in words a person can
     act on (invalid JSON with its line and column, not UTF-8, nested past the parser, an integer past
     Python's digit limit, too large for memory) -- for the callers' own error naming the file."""
     try:
-        return json.loads(data.decode("utf-8")), None
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys), None
+    except _DuplicateKey as e:
+        return None, (f"names {e.args[0]!r} twice in one JSON object; the second would silently replace the "
+                      "first: keep one")
     except json.JSONDecodeError as e:
         return None, f"is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
     except UnicodeDecodeError as e:
