@@ -10,6 +10,7 @@ os.environ.setdefault("JAX_ENABLE_COMPILATION_CACHE", "false")
 
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
@@ -52,3 +53,22 @@ def hmeq():
 @pytest.fixture(scope="session")
 def housing():
     return shared_dataset("housing")
+
+
+@pytest.fixture
+def mechanism_inputs(monkeypatch):
+    """What reaches a noise mechanism: ``mechanism_inputs("gaussian")`` returns a list to which every exact
+    value passed to ``synthzoo.core.privacy.mechanisms.gaussian`` from then on is appended (a float64 copy),
+    the mechanism itself still running (a test's sensitivity check compares these between neighbours)."""
+    import synthzoo.core.privacy.mechanisms as mech
+
+    def spy_on(name: str) -> list:
+        seen, real = [], getattr(mech, name)
+
+        def spy(budget, values, *args, **kwargs):
+            seen.append(np.asarray(values, dtype=np.float64).copy())
+            return real(budget, values, *args, **kwargs)
+
+        monkeypatch.setattr(mech, name, spy)
+        return seen
+    return spy_on

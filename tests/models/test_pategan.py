@@ -145,12 +145,11 @@ def test_a_numbers_missing_rate_is_learnt(epsilon):
     assert abs(s.sample(2000, seed=1)["m"].isna().mean() - 0.9) < 0.1
 
 
-def test_within_mode_sums_move_by_one_records_values_only(monkeypatch):
+def test_within_mode_sums_move_by_one_records_values_only(mechanism_inputs):
     """The Gaussian release of the within-mode sums assumes that a record moves them by its own
     ``(alpha, alpha^2)`` (L2 sensitivity sqrt(2)).  Summed in float32, as the feature matrix is
     stored, a large table's sums moved by something else: removing one record left them up to 0.19
     (L2) away from its own contribution at 4,000,000 rows, 0.40 at 10,000,000 (0.0017 here)."""
-    import synthzoo.core.privacy.mechanisms as mech
     from synthzoo.core.features import FeatureData, FeatureTable, ModeNormalised
     from synthzoo.models.pategan import _ModeMoments
     from synthzoo.models.torch_features import Conditions, Head
@@ -160,14 +159,7 @@ def test_within_mode_sums_move_by_one_records_values_only(monkeypatch):
     n = 400_000
     x = table.transform(pd.DataFrame({"x": np.random.default_rng(0).random(n)}), np.random.default_rng(1))
     cond = Conditions(table, Head(table, "cpu"), [np.array([1.0, 1.0])], every_block=True)
-    released = []
-    real = mech.gaussian
-
-    def spy(budget, values, *args, **kwargs):
-        released.append(np.asarray(values, dtype=np.float64).copy())
-        return real(budget, values, *args, **kwargs)
-
-    monkeypatch.setattr(mech, "gaussian", spy)
+    released = mechanism_inputs("gaussian")
 
     def sums(rows):
         budget = PrivacyLedger(1.0, 1e-5, noise_seed=0).stage("pategan", 1.0)
@@ -184,24 +176,16 @@ def test_within_mode_sums_move_by_one_records_values_only(monkeypatch):
         assert np.linalg.norm(d) <= math.sqrt(2.0)
 
 
-def test_counts_past_two_to_the_24_move_by_one_per_record(monkeypatch):
+def test_counts_past_two_to_the_24_move_by_one_per_record(mechanism_inputs):
     """The category counts (CTGAN's and PATE-GAN's conditions) and PATE-GAN's flag counts get discrete
     Gaussian noise charged at sensitivity 1.  They were float32 sums of the feature matrix, exact only up
     to 2^24: a table of 2^24 + 1 rows counted 2^24 and one of 2^24 + 2 rows 2^24 + 2, so one added record
     moved the count by 2 (a one-wide block, a flag), or not at all past 2^24 (wider blocks)."""
-    import synthzoo.core.privacy.mechanisms as mech
     from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
     from synthzoo.models.pategan import _FlagRates
     from synthzoo.models.torch_features import Conditions, Head
 
-    seen = []
-    real = mech.discrete_gaussian
-
-    def spy(budget, counts, *args, **kwargs):
-        seen.append(np.asarray(counts, dtype=np.float64).copy())
-        return real(budget, counts, *args, **kwargs)
-
-    monkeypatch.setattr(mech, "discrete_gaussian", spy)
+    seen = mechanism_inputs("discrete_gaussian")
     schema = sz.Schema.from_dict({"columns": {
         "c": {"type": "categorical", "categories": ["a"]}, "d": {"type": "categorical", "categories": ["u", "v"]},
         "v": {"type": "numerical", "lower": 0, "upper": 1, "missing": True}}})

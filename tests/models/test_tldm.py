@@ -241,27 +241,19 @@ def test_dp_latent_moments_recover_means_and_overall_scale():
     assert [(c.module, c.mechanism) for c in ledger.charges] == [("tldm/latent_stats", "gaussian")]
 
 
-def test_dp_latent_moments_move_by_one_records_contribution_only(monkeypatch):
+def test_dp_latent_moments_move_by_one_records_contribution_only(mechanism_inputs):
     """The Gaussian release of the latent sums is charged at L2 sensitivity sqrt(2 D): a record moves
     them by its own clipped ``(u, sqrt(D) |u|^2 / D)``.  Summed in float32 (the latents' dtype) the
     rounding of a large table's sums moved them by more: removing one record changed them by 4.02 in
     L2 at 1,000,000 rows and 4.14 at 4,000,000 (D = 8, charged sqrt(2 D) = 4)."""
     import torch
 
-    import synthzoo.core.privacy.mechanisms as mech
     from synthzoo.core.privacy.ledger import PrivacyLedger
 
     n, dim = 200_000, 8
     z = torch.randn(n, dim, generator=torch.Generator().manual_seed(0)) * 0.5 + 1.5
     z[::97] = 10.0  # clipped in every coordinate: the largest contribution a record can make
-    released = []
-    real = mech.gaussian
-
-    def spy(budget, values, *args, **kwargs):
-        released.append(np.asarray(values, dtype=np.float64).copy())
-        return real(budget, values, *args, **kwargs)
-
-    monkeypatch.setattr(mech, "gaussian", spy)
+    released = mechanism_inputs("gaussian")
     model = TLDM(latent_clip=4.0)
 
     def sums(rows):
