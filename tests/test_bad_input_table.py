@@ -465,6 +465,50 @@ def test_a_pandas_category_column_over_integers_keeps_integer_categories():
         Schema.from_dict({"columns": {"c": {"type": "categorical", "categories": ["a"], "dtype": "category[int]"}}})
 
 
+def test_an_ordered_category_column_keeps_its_order(tmp_path):
+    # a pandas ordered categorical ('lo' < 'mid' < 'hi') came back unordered, its categories sorted ('hi', 'lo',
+    # 'mid'): the schema had no word for order; "ordered": true keeps the listed order through fit, sample,
+    # save and load
+    rng = np.random.default_rng(0)
+    level = pd.Categorical(rng.choice(["lo", "mid", "hi"], 300), categories=["lo", "mid", "hi"], ordered=True)
+    size = pd.Categorical(rng.choice([3, 1, 2], 300), categories=[3, 1, 2], ordered=True)
+    df = pd.DataFrame({"level": level, "size": size, "x": np.arange(300.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["level"].ordered and schema["level"].categories == ["lo", "mid", "hi"]
+    assert schema["size"].ordered and schema["size"].dtype == "category[int]" and schema["size"].categories == [
+        "3", "1", "2"]
+    assert schema.to_dict()["columns"]["level"]["ordered"] is True
+    schema = Schema.from_dict(schema.to_dict())
+    fake, synth = _sample(schema, df)
+    for col, order in (("level", ["lo", "mid", "hi"]), ("size", [3, 1, 2])):
+        assert fake[col].cat.ordered and list(fake[col].cat.categories) == order, col
+    assert (fake["level"] >= "mid").any()  # comparisons follow the order
+    synth.save(tmp_path / "m.szm")
+    again = sz.Synthesizer.load(tmp_path / "m.szm").sample(300, seed=1)
+    pd.testing.assert_frame_equal(again, fake)
+    # unordered text stays as it was
+    assert not Schema.infer(df.assign(level=df["level"].astype(str)))["level"].ordered
+    # only where a category column can carry it, and a boolean
+    for spec, match in (({"type": "numerical", "lower": 0, "upper": 1, "ordered": True}, "'ordered' applies to"),
+                        ({"type": "categorical", "categories": ["a", "b"], "dtype": "str", "ordered": True},
+                         "of dtype 'str'"),
+                        ({"type": "categorical", "categories": ["a", "b"], "ordered": "yes"}, "true or false")):
+        with pytest.raises(SchemaError, match=match):
+            Schema.from_dict({"columns": {"c": spec}})
+    # dp_schema: an order needs the public list (measured categories have none)
+    with pytest.raises(SchemaError, match="'level': 'ordered' needs the column's public 'categories'"):
+        sz.dp_schema(df, {"level": {"type": "categorical", "ordered": True}, "size": "categorical",
+                          "x": "numerical"}, epsilon=1.0, delta=1e-6)
+    kinds = {"level": {"type": "categorical", "categories": ["lo", "mid", "hi"], "ordered": True},
+             "size": {"type": "categorical", "categories": ["3", "1", "2"]}, "x": "numerical"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dp, _ = sz.dp_schema(df, kinds, epsilon=1.0, delta=1e-6)
+    assert dp["level"].ordered and dp["level"].categories == ["lo", "mid", "hi"]
+
+
 def test_a_column_named_twice_is_an_error_naming_it(tmp_path, capsys):
     # Python: Schema.infer raised AttributeError ('DataFrame' object has no attribute 'dtype'), validate said only
     # "duplicate column names"; the CLI read the header 'age,x,age' as 'age', 'x', 'age.1' and fitted silently

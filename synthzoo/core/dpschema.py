@@ -667,6 +667,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         spec["type"] = spec.pop("kind", spec.get("type"))
         if spec["type"] not in KINDS:
             raise SchemaError(f"column {col!r}: unknown kind {spec['type']!r}; expected one of {KINDS}")
+        if spec.get("ordered") and "categories" not in spec:  # measured categories have no public order
+            raise SchemaError(f"column {col!r}: 'ordered' needs the column's public 'categories', listed in their "
+                              "order (categories measured from the rows have none)")
         specs[col] = spec
     if known is not None:
         if not isinstance(known, Schema):
@@ -715,7 +718,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             warnings.warn(f"column {c!r}: no \"resolution\" declared; dp_schema does not read it from the values, "
                           "so the column is measured and synthesized to the second. Declare it in kinds (e.g. "
                           f"{{{c!r}: {{'type': 'datetime', 'resolution': 'day'}}}} for dates)", UserWarning, stacklevel=2)
-    free = {c: _column(c, specs[c]) for c in cols if c not in todo}  # fully described: public, free
+    free = {c: Column.from_spec(c, specs[c]) for c in cols if c not in todo}  # fully described: public, free
     n_sel = sum(specs[c]["type"] == "categorical" and "categories" not in specs[c] for c in todo)
     span = tuple(_to_epoch_seconds(pd.Series(list(datetime_span)), "datetime_span"))
     if not span[0] < span[1]:
@@ -787,13 +790,13 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                    "selection_threshold": float(thr), "other": other}
         elif kind in ("numerical", "datetime") and ("lower" not in spec or "upper" not in spec):
             if kind == "datetime":
-                probe = _column(c, {**spec, "lower": 0.0, "upper": 0.0})  # the public facts, for parsing
+                probe = Column.from_spec(c, {**spec, "lower": 0.0, "upper": 0.0})  # the public facts, for parsing
                 vals = _dt_seconds(df[c], probe)
             else:
                 vals = df[c].to_numpy(dtype=float, na_value=np.nan)
             given = {k: spec[k] for k in ("lower", "upper") if k in spec}  # one public bound: keep it
             if given:
-                probe = _column(c, {**spec, "lower": spec.get("lower", spec.get("upper")),
+                probe = Column.from_spec(c, {**spec, "lower": spec.get("lower", spec.get("upper")),
                                     "upper": spec.get("upper", spec.get("lower"))})
                 given = {k: getattr(probe, k) for k in given}
             lo, hi, brep = dp_bounds(vals, budget, share_of[c], integer=bool(spec.get("integer")), name=c, kind=kind,
@@ -819,7 +822,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             why = {"missing_estimate": float(round(noisy_na, 1)), "missing_threshold": float(round(missing_z * sigma, 1))}
         else:
             why = {"missing_given": True}
-        column = _column(c, spec)
+        column = Column.from_spec(c, spec)
         columns.append(column)
         base = rep.as_dict(column) if isinstance(rep, BoundsReport) else rep
         reports[c] = {**base, **why, "missing": column.missing}
@@ -856,11 +859,6 @@ def _needs(spec: dict) -> bool:
     return "lower" not in spec or "upper" not in spec
 
 
-def _column(name: str, spec: dict) -> Column:
-    return Column(name, spec["type"], lower=spec.get("lower"), upper=spec.get("upper"),
-                  integer=spec.get("integer", False), categories=spec.get("categories"),
-                  missing=spec.get("missing", False), dtype=spec.get("dtype"), resolution=spec.get("resolution"),
-                  format=spec.get("format"), tz=spec.get("tz"), decimals=spec.get("decimals"))
 
 
 def _dt_seconds(s: pd.Series, col: Column) -> np.ndarray:
@@ -1057,7 +1055,8 @@ def public_kinds(schema: Schema, categories: bool = True) -> dict:
     out = {}
     for c in schema:
         if c.kind == "categorical":
-            out[c.name] = {"type": "categorical", "categories": list(c.categories)} if categories else "categorical"
+            out[c.name] = ({"type": "categorical", "categories": list(c.categories),
+                            **({"ordered": True} if c.ordered else {})} if categories else "categorical")
         elif c.kind == "numerical":
             out[c.name] = {"type": "numerical", "integer": c.integer,
                            **({"decimals": c.decimals} if c.decimals is not None else {})}

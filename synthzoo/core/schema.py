@@ -43,7 +43,7 @@ CATEGORICAL_DTYPES = ("str", "int", "bool", "category", "category[int]")
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
 #: Keys a column description may have (anything else is a typo, and an error).
 COLUMN_KEYS = ("type", "kind", "lower", "upper", "integer", "categories", "missing", "dtype", "resolution",
-               "format", "tz", "decimals", "description")
+               "format", "tz", "decimals", "ordered", "description")
 
 
 class PrivateSchemaWarning(UserWarning):
@@ -98,6 +98,10 @@ class Column:
         Numerical columns that are not integers: synthetic values are rounded to this many decimal
         places (the precision the values are recorded at, e.g. 2 for amounts of money), rather than
         written with a float's 15-17 digits.
+    ordered : bool, default False
+        Categorical columns: the categories are ordered as listed (low to high), and synthetic values
+        are a pandas ordered category column over them (``dtype`` ``"category"``, the default then, or
+        ``"category[int]"``).
 
     Examples
     --------
@@ -119,6 +123,16 @@ class Column:
     format: str | None = None  # datetime only
     tz: str | None = None  # datetime only
     decimals: int | None = None  # numerical, not integer, only
+    ordered: bool = False  # categorical only: the categories' order is the list's
+
+    @classmethod
+    def from_spec(cls, name: str, spec: dict) -> "Column":
+        """A column from its JSON description (``"type"`` or ``"kind"``; the keys of :data:`COLUMN_KEYS`)."""
+        return cls(name, spec.get("type", spec.get("kind")), lower=spec.get("lower"), upper=spec.get("upper"),
+                   integer=spec.get("integer", False), categories=spec.get("categories"),
+                   missing=spec.get("missing", False), dtype=spec.get("dtype"), resolution=spec.get("resolution"),
+                   format=spec.get("format"), tz=spec.get("tz"), decimals=spec.get("decimals"),
+                   ordered=spec.get("ordered", False))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -137,6 +151,13 @@ class Column:
                                   f"{allowed or '(none: numerical columns are typed by integer)'}; got {self.dtype!r}")
         if not isinstance(self.integer, (bool, np.bool_)) or not isinstance(self.missing, (bool, np.bool_)):
             raise SchemaError(f"column {self.name!r}: 'integer' and 'missing' must be true or false")
+        if not isinstance(self.ordered, (bool, np.bool_)):
+            raise SchemaError(f"column {self.name!r}: 'ordered' must be true or false, got {str(self.ordered)[:40]!r}")
+        if self.ordered and (self.kind != "categorical" or self.dtype not in (None, "category", "category[int]")):
+            raise SchemaError(f"column {self.name!r}: 'ordered' applies to categorical columns typed as a pandas "
+                              f"category ('dtype' 'category' or 'category[int]'), not to a {self.kind} column"
+                              + (f" of dtype {self.dtype!r}" if self.kind == "categorical" else ""))
+        self.ordered = bool(self.ordered)
         if self.decimals is not None:
             if self.kind != "numerical" or self.integer:
                 raise SchemaError(f"column {self.name!r}: 'decimals' applies to numerical columns that are not "
@@ -262,15 +283,15 @@ class Column:
             if self.integer:
                 return pd.Int64Dtype() if self.missing else np.dtype("int64")
             return np.dtype("float64")
-        kind = self.dtype or _categorical_default(self.categories)
+        kind = self.dtype or ("category" if self.ordered else _categorical_default(self.categories))
         if kind == "int":
             return pd.Int64Dtype() if self.missing else np.dtype("int64")
         if kind == "bool":
             return pd.BooleanDtype() if self.missing else np.dtype("bool")
         if kind == "category":
-            return pd.CategoricalDtype(list(self.categories))
+            return pd.CategoricalDtype(list(self.categories), ordered=self.ordered)
         if kind == "category[int]":  # a pandas category column over integers: its categories stay integers
-            return pd.CategoricalDtype(pd.Index([int(c) for c in self.categories], dtype="int64"))
+            return pd.CategoricalDtype(pd.Index([int(c) for c in self.categories], dtype="int64"), ordered=self.ordered)
         return _STR
 
     def typed(self, values) -> pd.Series:
@@ -374,6 +395,8 @@ class Column:
         d["missing"] = self.missing
         if self.dtype is not None:
             d["dtype"] = self.dtype
+        if self.ordered:
+            d["ordered"] = True
         return d
 
 
@@ -473,12 +496,7 @@ class Schema:
             if unknown:
                 raise SchemaError(f"column {name!r}: unknown key(s) {unknown}; a column description has "
                                   f"{list(COLUMN_KEYS)}")
-            kind = spec.get("type", spec.get("kind"))
-            cols.append(Column(name=name, kind=kind, lower=spec.get("lower"), upper=spec.get("upper"),
-                               integer=spec.get("integer", False), categories=spec.get("categories"),
-                               missing=spec.get("missing", False), dtype=spec.get("dtype"),
-                               resolution=spec.get("resolution"), format=spec.get("format"), tz=spec.get("tz"),
-                               decimals=spec.get("decimals")))
+            cols.append(Column.from_spec(name, spec))
         meta = {k: v for k, v in d.items() if k != "columns"}
         _check_meta(meta, {c.name: c for c in cols})
         return cls(cols, meta)
@@ -552,10 +570,13 @@ class Schema:
                                   stacklevel=2)
                 # a pandas category column comes back as one (its dtype is the frame's, like bool's), over
                 # integers when its categories are integers
-                dtype = None
+                dtype, ordered = None, False
                 if isinstance(s.dtype, pd.CategoricalDtype):
                     dtype = "category[int]" if pd.api.types.is_integer_dtype(s.dtype.categories.dtype) else "category"
-                cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype))
+                    if s.dtype.ordered:  # an ordered one keeps its order (lowest first), not the sorted one
+                        ordered, seen = True, set(cats)
+                        cats = [k for k in (category_key(c) for c in s.dtype.categories) if k in seen]
+                cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype, ordered=ordered))
             elif kind == "datetime":
                 cols.append(_infer_datetime(name, s, missing))
             else:
