@@ -47,6 +47,19 @@ def _names(s: str | None) -> list[str] | None:
     return None if s is None else [x for x in s.split(",") if x]
 
 
+def _preprocessors(s: str) -> list[str]:
+    """``--preprocess``: comma-separated preprocessors, or ``none`` for none (fit said 'none' was an unknown
+    module where bench took it, and took '' or ',,' as none without a word)."""
+    from .core.errors import ConfigError
+
+    if s.strip().lower() == "none":
+        return []
+    names = [x.strip() for x in s.split(",") if x.strip()]
+    if not names:
+        raise ConfigError(f"--preprocess {s!r} names no preprocessor; give e.g. privtree,rare_merge, or none")
+    return names
+
+
 def _module_params(items: list[str]) -> dict[str, dict]:
     """``--set model.epochs=20`` -> ``{"model": {"epochs": 20}}`` (a value is JSON where it parses)."""
     from .core.errors import ConfigError
@@ -87,6 +100,7 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("; use select=None", "; pass --select none"),
               ("give a selector, e.g. select='indif'", "give a selector, e.g. --select indif"),
               ("trial_timeout must be", "--timeout must be"),
+              ("noise_seed must be None or a non-negative integer", "--noise-seed must be a non-negative integer"),
               ("number of records; pass n", "number of records; pass -n ROWS"),
               ("count); pass n", "count); pass -n ROWS"),
               ("epsilon=None: this is a NON-PRIVATE run", "--epsilon none: this is a NON-PRIVATE run"),
@@ -315,6 +329,7 @@ def cmd_fit(a) -> int:
     from synthzoo.core.errors import ConfigError
 
     module_params = _module_params(a.params)  # a typo is said before any measurement
+    pre = None if a.preprocess is None else _preprocessors(a.preprocess)
     schema_ledger = None
     if a.dp_schema is not None:
         df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
@@ -324,8 +339,8 @@ def cmd_fit(a) -> int:
         schema = _schema(a.schema)
         df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, schema=schema)
     over = {}
-    if a.preprocess is not None:
-        over["preprocess"] = _names(a.preprocess)
+    if pre is not None:
+        over["preprocess"] = pre
     if a.select is not None:
         over["select"] = None if a.select == "none" else a.select
     if a.model is not None:
@@ -524,7 +539,7 @@ def _bench_grid(a, bench) -> int:
                                                        else base["model"]["name"]]
     pre = None
     if a.preprocess is not None:
-        pre = [] if a.preprocess.lower() == "none" else _names(a.preprocess)
+        pre = _preprocessors(a.preprocess)
     data = a.data or "adult"
     data = data if os.path.isfile(data) or a.schema else _names(data)
     out = a.out or "bench_grid.csv"
@@ -801,7 +816,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--schema", help="public schema JSON (without it, one is inferred and NOT covered by DP)")
     f.add_argument("--synth", "--preset", dest="synth", default="privsyn",
                    help="preset name (default privsyn; see `synthzoo list`)")
-    f.add_argument("--preprocess", help="override: comma-separated preprocessors, e.g. privtree,rare_merge")
+    f.add_argument("--preprocess", help="override: comma-separated preprocessors, e.g. privtree,rare_merge, "
+                                        "or none")
     f.add_argument("--select", help="override: selector, e.g. mst ('none' for record models)")
     f.add_argument("--model", help="override: synthesis model, e.g. pgm")
     f.add_argument("--set", dest="params", action="append", default=[], metavar="MODULE.PARAM=VALUE",

@@ -396,6 +396,8 @@ def test_messages_and_warnings_use_the_command_lines_words(demo_files, tmp_path,
     assert main(["fit", str(d / "data.csv"), "--select", "none", "--out", out]) == 2  # said select='indif'
     err = capsys.readouterr().err
     assert "give a selector, e.g. --select indif" in err and "select='indif'" not in err
+    assert main(["fit", str(d / "data.csv"), "--noise-seed", "-1", "--out", out]) == 2  # said noise_seed must be
+    assert "--noise-seed must be a non-negative integer" in capsys.readouterr().err
     assert main(["fit", str(d / "data.csv"), "--epsilon", "none", "--synth", "mst", "--out", out]) == 0
     err = capsys.readouterr().err
     assert "--epsilon none: this is a NON-PRIVATE run" in err and "--schema FILE" in err
@@ -581,3 +583,19 @@ def test_eval_risk_that_is_not_a_risk_table_is_named(demo_files, tmp_path, capsy
                  "--metrics", "tvd_1way", "--risk", str(d / "data.csv"), "--out", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
     assert "is not a risk-response CSV" in err and "Traceback" not in err
+
+
+def test_preprocess_none_means_none_in_fit_as_in_bench(demo_files, tmp_path, capsys):
+    # fit --preprocess none said 'none' was an unknown module (bench --preprocess none took it), and
+    # fit --preprocess '' or ',,' fitted with no preprocessing without a word
+    d, _, _ = demo_files
+    out = tmp_path / "m.szm"
+    assert main(["fit", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--synth", "mst", "--epsilon", "1",
+                 "--preprocess", "none", "--out", str(out)]) == 0
+    assert sz.Synthesizer.load(out).preprocess == []
+    capsys.readouterr()
+    for bad in ("", ",,"):
+        assert main(["fit", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--synth", "mst",
+                     "--epsilon", "1", "--preprocess", bad, "--out", str(tmp_path / "x.szm")]) == 2
+        assert f"--preprocess {bad!r} names no preprocessor" in capsys.readouterr().err
+        assert not (tmp_path / "x.szm").exists()
