@@ -439,18 +439,18 @@ def cmd_keygen(a) -> int:
 def cmd_split(a) -> int:
     from synthzoo.datasets import train_test_split
 
+    from .core.errors import ConfigError
+
     df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
     test_size = a.test_size
     if test_size >= 1:
         if not float(test_size).is_integer():
-            from .core.errors import ConfigError
             raise ConfigError(f"--test-size is a fraction in (0, 1) or a whole number of rows, got {test_size:g}")
         test_size = int(test_size)
     train, test = train_test_split(df, test_size=test_size, seed=a.seed, stratify=a.stratify)
     stem = Path(a.data)
     out_train = Path(a.train) if a.train else stem.with_name(stem.stem + ".train.csv")
     out_test = Path(a.test) if a.test else stem.with_name(stem.stem + ".test.csv")
-    from .core.errors import ConfigError
     if out_train.resolve() == out_test.resolve():  # the held-out rows were written over the training rows
         raise ConfigError(f"--train and --test both name {str(out_test)!r}; the test rows would replace the "
                           "training rows: name two files")
@@ -460,7 +460,6 @@ def cmd_split(a) -> int:
                               "being split: name another file")
     for path in (out_train, out_test):
         if path.exists() and not a.force:
-            from .core.errors import ConfigError
             raise ConfigError(f"{str(path)!r} exists; pass --force to overwrite it, or name other files with "
                               "--train / --test")
     kw = {"sep": a.sep, "index": False, "encoding": a.encoding, "decimal": a.decimal}

@@ -797,7 +797,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             given = {k: spec[k] for k in ("lower", "upper") if k in spec}  # one public bound: keep it
             if given:
                 probe = Column.from_spec(c, {**spec, "lower": spec.get("lower", spec.get("upper")),
-                                    "upper": spec.get("upper", spec.get("lower"))})
+                                             "upper": spec.get("upper", spec.get("lower"))})
                 given = {k: getattr(probe, k) for k in given}
             lo, hi, brep = dp_bounds(vals, budget, share_of[c], integer=bool(spec.get("integer")), name=c, kind=kind,
                                      span=span if kind == "datetime" else None, report=True,
