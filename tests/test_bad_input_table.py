@@ -663,3 +663,63 @@ def test_a_column_described_twice_in_a_schema_file_is_refused(tmp_path):
                  ' "sex": {"type": "categorical", "categories": ["f", "m", "x"], "missing": true}}}')
     with pytest.raises(SchemaError, match=r"names 'sex' twice in one JSON object"):
         Schema.from_json(p)
+
+
+def test_numeric_widths_and_nullable_flavours_come_back_as_they_went_in(tmp_path):
+    # uint8, int32, float32 and pandas' nullable Int16 came back as int64 / Int64 / float64: the schema had no
+    # width for a numerical column. "dtype" now declares it (Schema.infer records the frame's where the default
+    # would change it), through fit, sample, save and load
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"u8": rng.integers(0, 256, n).astype("uint8"),
+                       "i32": (rng.integers(-50_000, 50_000, n)).astype("int32"),
+                       "f32": rng.normal(10, 3, n).round(2).astype("float32"),
+                       "n16": pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(-999, 999, n)), dtype="Int16"),
+                       "nf": pd.array(np.where(rng.random(n) < 0.1, None, rng.normal(0, 1, n)), dtype="Float64"),
+                       "small": rng.integers(0, 4, n).astype("int8"),  # few values: categorical, of width int8
+                       "i64": rng.integers(0, 10 ** 6, n), "f64": rng.normal(0, 1, n)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert {c.name: c.dtype for c in schema} == {"u8": "uint8", "i32": "int32", "f32": "float32", "n16": "Int16",
+                                                 "nf": "Float64", "small": "int8", "i64": None, "f64": None}
+    assert schema["small"].kind == "categorical" and schema["u8"].integer
+    schema = Schema.from_dict(schema.to_dict())
+    fake, synth = _sample(schema, df)
+    assert fake.dtypes.to_dict() == df.dtypes.to_dict()
+    synth.save(tmp_path / "m.szm")
+    pd.testing.assert_frame_equal(sz.Synthesizer.load(tmp_path / "m.szm").sample(300, seed=1), fake)
+    # declarations a width cannot hold are errors naming the column
+    for spec, match in (({"type": "numerical", "lower": 0, "upper": 300, "dtype": "uint8"},
+                         r"'c': bounds \[0, 300\] exceed what dtype 'uint8' holds \(\[0, 255\]\)"),
+                        ({"type": "numerical", "lower": 0, "upper": 3, "dtype": "int8", "integer": False},
+                         "dtype 'int8' holds whole numbers only"),
+                        ({"type": "numerical", "lower": 0, "upper": 3, "dtype": "int8", "missing": True},
+                         "cannot hold missing values.*declare 'Int8'"),
+                        ({"type": "categorical", "categories": [-1, 2], "dtype": "uint16"},
+                         "categories from -1 to 2 exceed what dtype 'uint16' holds"),
+                        ({"type": "numerical", "lower": 0, "upper": 3, "dtype": "complex128"}, "must be one of")):
+        with pytest.raises(SchemaError, match=match):
+            Schema.from_dict({"columns": {"c": spec}})
+    assert Column.from_spec("c", {"type": "numerical", "lower": 0, "upper": 3, "dtype": "int16"}).integer
+    assert Column("c", "numerical", lower=0, upper=1, dtype="float32", missing=True).output_dtype == np.float32
+
+
+def test_dp_schema_takes_a_declared_width_as_public_knowledge():
+    # a declared integer width says integer (no dtype warning), numpy's says no missing values (nothing measured),
+    # and its range bounds the measured one; a missing value in such a column is an error before any charge
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"u8": rng.integers(0, 256, 3000).astype("uint8"), "x": rng.normal(0, 1, 3000)})
+    kinds = {"u8": {"type": "numerical", "dtype": "uint8"}, "x": "numerical"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no "integer dtype, but ..." warning
+        schema, _ = sz.dp_schema(df, kinds, epsilon=1.0, delta=1e-6)
+    col = schema["u8"]
+    assert col.integer and not col.missing and col.dtype == "uint8"
+    assert 0 <= col.lower and col.upper <= 255  # the noisy range, within the width (it reaches 256 unclipped)
+    assert schema.meta["dp_schema"]["columns"]["u8"]["missing_given"]
+    fake = sz.make("mst", epsilon=1.0, schema=schema, seed=0).fit(sz.conform(df, schema)).sample(200, seed=0)
+    assert fake["u8"].dtype == np.uint8
+    holed = df.assign(u8=df["u8"].astype(float).where(df["u8"] > 3))
+    with pytest.raises(SchemaError, match="'u8': declared dtype 'uint8' holds no missing values.*'UInt8'"):
+        sz.dp_schema(holed, kinds, epsilon=1.0, delta=1e-6)

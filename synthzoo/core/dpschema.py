@@ -57,8 +57,8 @@ from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussia
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound
-from .schema import (COLUMN_KEYS, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
-                     check_unique_columns, date_layout, numeric_values)
+from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
+                     check_unique_columns, date_layout, is_integer_dtype_name, numeric_values)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -667,6 +667,10 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         spec["type"] = spec.pop("kind", spec.get("type"))
         if spec["type"] not in KINDS:
             raise SchemaError(f"column {col!r}: unknown kind {spec['type']!r}; expected one of {KINDS}")
+        if spec["type"] == "numerical" and is_integer_dtype_name(spec.get("dtype")):
+            spec.setdefault("integer", True)  # a declared integer width says so
+        if spec.get("dtype") in INTEGER_DTYPES and spec["dtype"][0].islower():
+            spec.setdefault("missing", False)  # ... and numpy's integers hold no missing value: nothing to measure
         if spec.get("ordered") and "categories" not in spec:  # measured categories have no public order
             raise SchemaError(f"column {col!r}: 'ordered' needs the column's public 'categories', listed in their "
                               "order (categories measured from the rows have none)")
@@ -708,6 +712,10 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             # the output type from the description only ("dtype": "string"): a reader's dtype follows the values
             # (a date column whose one dated record is removed reads back as all-missing floats)
             specs[c]["dtype"] = "string"
+        if specs[c].get("dtype") in INTEGER_DTYPES and not specs[c].get("missing") and df[c].isna().any():
+            d = specs[c]["dtype"]
+            raise SchemaError(f"column {c!r}: declared dtype {d!r} holds no missing values, but the column has some; "
+                              f"declare {d[0].upper() + d[1:].replace('int', 'Int')!r} (pandas' nullable dtype) instead")
         if specs[c]["type"] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
@@ -802,6 +810,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             lo, hi, brep = dp_bounds(vals, budget, share_of[c], integer=bool(spec.get("integer")), name=c, kind=kind,
                                      span=span if kind == "datetime" else None, report=True,
                                      known_lower=given.get("lower"), known_upper=given.get("upper"), **opts)
+            if kind == "numerical" and spec.get("dtype"):  # a declared width bounds the range (public)
+                info = (np.iinfo if is_integer_dtype_name(spec["dtype"]) else np.finfo)(spec["dtype"].lower())
+                lo, hi = min(max(lo, float(info.min)), float(info.max)), max(min(hi, float(info.max)), float(info.min))
             if kind == "datetime":
                 if "resolution" not in spec:  # a format's finest code states it (public), else seconds
                     spec["resolution"] = resolution_of_bound("", spec["format"]) if spec.get("format") else "second"
@@ -897,8 +908,10 @@ def check_dp_schema_meta(schema: Schema, where: str = "schema") -> dict | None:
                     and all(num(r.get(k)) for k in ("margin_buckets", "rows_a_bucket_can_hide", "clipped_estimate"))):
                 raise SchemaError(f"{w}: a bounds record needs upper, core, walked, margin_buckets, "
                                   "rows_a_bucket_can_hide, trimmed_sub_buckets and clipped_estimate")
-        if "missing_estimate" in r and not (num(r["missing_estimate"]) and num(r.get("missing_threshold"))):
-            raise SchemaError(f"{w}: missing_estimate and missing_threshold must be numbers")
+        # a declared 'missing' (missing_given) leaves the bounds' noisy count of missing values without a threshold
+        if "missing_estimate" in r and not (num(r["missing_estimate"], True) and (
+                r.get("missing_given") is True or num(r.get("missing_threshold")))):
+            raise SchemaError(f"{w}: missing_estimate and missing_threshold must be numbers (or missing_given true)")
     if not (info.get("account") is None or isinstance(info.get("account"), dict)):
         raise SchemaError(f"{at}.account: must be an object or null")
     return info
@@ -927,8 +940,9 @@ def dp_schema_report(schema: Schema) -> str:
             continue
         col = schema[name]
         miss = (" missing values declared" if r.get("missing") else " no missing values declared") + (
+            " (as the description said)" if r.get("missing_given") else
             f" (noisy count {r['missing_estimate']:g} vs threshold {r['missing_threshold']:g})"
-            if "missing_estimate" in r and eps is not None else "")
+            if r.get("missing_estimate") is not None and "missing_threshold" in r and eps is not None else "")
         if r.get("kind") == "categorical" and "released" in r:
             n_rel = len(r["released"])
             shown = ", ".join(map(repr, r["released"][:12])) + (" ..." if n_rel > 12 else "")
@@ -1050,16 +1064,18 @@ def _record_uniforms(rows: pd.DataFrame, column: str, seed: int) -> np.ndarray:
 
 def public_kinds(schema: Schema, categories: bool = True) -> dict:
     """The ``kinds`` of :func:`dp_schema` that a data dictionary of ``schema``'s table publishes
-    without its rows: types, integer-ness, decimal places, date resolution and text form, and
-    (``categories``) the category lists; bounds are left to be measured."""
+    without its rows: types, integer-ness, decimal places, output dtypes, date resolution and text form,
+    and (``categories``) the category lists; bounds are left to be measured."""
     out = {}
     for c in schema:
-        if c.kind == "categorical":
+        if c.kind == "categorical":  # its dtype only with the list (measured categories may not fit it)
             out[c.name] = ({"type": "categorical", "categories": list(c.categories),
-                            **({"ordered": True} if c.ordered else {})} if categories else "categorical")
+                            **({"ordered": True} if c.ordered else {}), **({"dtype": c.dtype} if c.dtype else {})}
+                           if categories else "categorical")
         elif c.kind == "numerical":
             out[c.name] = {"type": "numerical", "integer": c.integer,
-                           **({"decimals": c.decimals} if c.decimals is not None else {})}
+                           **({"decimals": c.decimals} if c.decimals is not None else {}),
+                           **({"dtype": c.dtype} if c.dtype else {})}
         else:
             out[c.name] = {"type": "datetime", "resolution": c.resolution, **({"dtype": c.dtype} if c.dtype else {})}
     return out

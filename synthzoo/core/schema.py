@@ -41,6 +41,12 @@ KINDS = ("categorical", "numerical", "datetime")
 CATEGORICAL_DTYPES = ("str", "int", "bool", "category", "category[int]")
 #: Output dtypes a datetime column may declare with its ``"dtype"`` key.
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
+#: Output dtypes a numerical column may declare with its ``"dtype"`` key: numpy's integer and float
+#: widths and pandas' nullable ones (capitalised), which hold missing values.
+NUMERICAL_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+                    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64")
+#: The integer ones, which a categorical column of integer categories may declare too (``int`` at a width).
+INTEGER_DTYPES = tuple(d for d in NUMERICAL_DTYPES if "int" in d.lower())
 #: Keys a column description may have (anything else is a typo, and an error).
 COLUMN_KEYS = ("type", "kind", "lower", "upper", "integer", "categories", "missing", "dtype", "resolution",
                "format", "tz", "decimals", "ordered", "description")
@@ -61,6 +67,23 @@ def category_key(value: Any) -> str:
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(value)
+
+
+def _kept_numerical_dtype(dtype, integer: bool, missing: bool) -> str | None:
+    """The ``"dtype"`` :meth:`Schema.infer` records for a numerical column, so that synthetic values come
+    back in the frame's width or nullable flavour (``uint8``, ``int32``, ``float32``, ``Int16``, ...);
+    None where the default types it so already, and for ``float64``: a reader makes whole numbers with
+    a gap float64, which the default's ``Int64`` writes back as the file had them ("3", not "3.0")."""
+    name = str(dtype)
+    if name not in NUMERICAL_DTYPES or name == "float64":
+        return None
+    default = ("Int64" if missing else "int64") if integer else "float64"
+    return None if name == default else name
+
+
+def is_integer_dtype_name(name) -> bool:
+    """Whether ``name`` is one of :data:`NUMERICAL_DTYPES` that holds integers only."""
+    return isinstance(name, str) and name in NUMERICAL_DTYPES and "int" in name.lower()
 
 
 @dataclass
@@ -84,7 +107,9 @@ class Column:
         How synthetic values are typed (see :attr:`output_dtype`): for a categorical column one of
         ``"str", "int", "bool", "category"``, ``"category[int]"`` (a pandas category column whose
         categories are integers); for a datetime column ``"datetime"`` (default) or
-        ``"string"``.
+        ``"string"``; for a numerical column one of :data:`NUMERICAL_DTYPES` (default ``int64``
+        for integers, ``Int64`` when missing values may occur, else ``float64``): an integer dtype
+        implies ``integer``, numpy's cannot hold missing values, and the bounds must lie in its range.
     resolution : str, optional
         Datetime columns: ``"day"``, ``"hour"``, ``"minute"``, ``"second"``, ``"millisecond"``,
         ``"microsecond"`` or ``"nanosecond"``; synthetic values are whole multiples of it.  Default:
@@ -127,9 +152,10 @@ class Column:
 
     @classmethod
     def from_spec(cls, name: str, spec: dict) -> "Column":
-        """A column from its JSON description (``"type"`` or ``"kind"``; the keys of :data:`COLUMN_KEYS`)."""
+        """A column from its JSON description (``"type"`` or ``"kind"``; the keys of :data:`COLUMN_KEYS`).
+        A numerical column's integer ``dtype`` implies ``"integer": true``."""
         return cls(name, spec.get("type", spec.get("kind")), lower=spec.get("lower"), upper=spec.get("upper"),
-                   integer=spec.get("integer", False), categories=spec.get("categories"),
+                   integer=spec.get("integer", is_integer_dtype_name(spec.get("dtype"))), categories=spec.get("categories"),
                    missing=spec.get("missing", False), dtype=spec.get("dtype"), resolution=spec.get("resolution"),
                    format=spec.get("format"), tz=spec.get("tz"), decimals=spec.get("decimals"),
                    ordered=spec.get("ordered", False))
@@ -145,10 +171,11 @@ class Column:
                 raise SchemaError(f"column {self.name!r}: {extra} apply to datetime columns only, not to a "
                                   f"{self.kind} column")
         if self.dtype is not None:
-            allowed = {"categorical": CATEGORICAL_DTYPES, "datetime": DATETIME_DTYPES}.get(self.kind, ())
-            if self.dtype not in allowed:
+            allowed = {"categorical": CATEGORICAL_DTYPES + INTEGER_DTYPES, "datetime": DATETIME_DTYPES,
+                       "numerical": NUMERICAL_DTYPES}[self.kind]
+            if not isinstance(self.dtype, str) or self.dtype not in allowed:
                 raise SchemaError(f"column {self.name!r}: 'dtype' of a {self.kind} column must be one of "
-                                  f"{allowed or '(none: numerical columns are typed by integer)'}; got {self.dtype!r}")
+                                  f"{allowed}; got {str(self.dtype)[:40]!r}")
         if not isinstance(self.integer, (bool, np.bool_)) or not isinstance(self.missing, (bool, np.bool_)):
             raise SchemaError(f"column {self.name!r}: 'integer' and 'missing' must be true or false")
         if not isinstance(self.ordered, (bool, np.bool_)):
@@ -178,8 +205,12 @@ class Column:
             self.categories = [category_key(c) for c in self.categories]
             if len(set(self.categories)) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: duplicate categories in the schema")
-            if self.dtype in ("int", "category[int]") and not all(_INT.fullmatch(c) for c in self.categories):
+            if (self.dtype in ("int", "category[int]") or is_integer_dtype_name(self.dtype)) \
+                    and not all(_INT.fullmatch(c) for c in self.categories):
                 raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs integer categories")
+            if is_integer_dtype_name(self.dtype):
+                ints = [int(c) for c in self.categories]
+                self._check_integer_dtype(min(ints), max(ints), "categories")
             if self.dtype == "bool" and not set(self.categories) <= {"True", "False"}:
                 raise SchemaError(f"column {self.name!r}: dtype 'bool' needs the categories True/False")
         else:
@@ -203,11 +234,35 @@ class Column:
             if self.lower > self.upper:
                 raise SchemaError(f"column {self.name!r}: lower bound {self.show(self.lower)} exceeds upper bound "
                                   f"{self.show(self.upper)}")
+            if self.kind == "numerical" and self.dtype is not None:
+                self._check_numerical_dtype()
             if self.kind == "datetime":
                 lo, hi = dtm.aligned_bounds(self.lower, self.upper, self.resolution)
                 if lo > hi:
                     raise SchemaError(f"column {self.name!r}: no whole {self.resolution} lies between the bounds "
                                       f"{self.show(self.lower, exact=True)} and {self.show(self.upper, exact=True)}")
+
+    def _check_numerical_dtype(self) -> None:
+        """A declared numerical dtype must hold every value the schema allows: whole numbers for an
+        integer dtype, missing values for a numpy one only if none may occur, the bounds in its range."""
+        if is_integer_dtype_name(self.dtype) and not self.integer:
+            raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} holds whole numbers only, but 'integer' "
+                              "is false")
+        self._check_integer_dtype(self.lower, self.upper, "bounds")
+
+    def _check_integer_dtype(self, lo, hi, what: str) -> None:
+        """The declared width holds ``[lo, hi]`` (the bounds, or the integer categories) and, when missing
+        values may occur and it is an integer width, is one of pandas' nullable dtypes."""
+        d = self.dtype
+        if self.missing and d[0].islower() and is_integer_dtype_name(d):  # numpy's floats hold NaN
+            raise SchemaError(f"column {self.name!r}: dtype {d!r} cannot hold missing values, but 'missing' is true; "
+                              f"declare {d[0].upper() + d[1:].replace('int', 'Int')!r} (pandas' nullable "
+                              "dtype) or 'missing': false")
+        info = np.iinfo(d.lower()) if is_integer_dtype_name(d) else np.finfo(d.lower())
+        if lo < info.min or hi > info.max:
+            span = f"[{self.show(lo)}, {self.show(hi)}]" if what == "bounds" else f"from {lo} to {hi}"
+            raise SchemaError(f"column {self.name!r}: {what} {span} exceed what dtype {d!r} holds "
+                              f"([{info.min}, {info.max}])")
 
     def _datetime_init(self) -> None:
         for which in ("lower", "upper"):
@@ -265,13 +320,14 @@ class Column:
         decide which synthetic values survive, and one record with another UTC offset turns a parsed
         datetime column into text -- all distinguish neighbouring inputs.
 
-        * numerical: ``int64`` (``Int64`` when missing values are allowed) if ``integer``, else
-          ``float64``;
+        * numerical: the column's ``dtype`` key, else ``int64`` (``Int64`` when missing values are
+          allowed) if ``integer``, else ``float64``;
         * datetime: ``datetime64[ns]`` (tz-aware in the column's ``tz``), or pandas' string dtype
           for ``dtype="string"``;
         * categorical: the column's ``dtype`` key, else ``int`` when every category is an integer
           spelling, ``bool`` for True/False, ``str`` otherwise; ``int``/``bool`` become the nullable
-          ``Int64``/``boolean`` when missing values are allowed, ``str`` is pandas' default string
+          ``Int64``/``boolean`` when missing values are allowed (or an integer width of
+          :data:`INTEGER_DTYPES`, as declared), ``str`` is pandas' default string
           dtype (what ``read_csv`` gives; object before pandas 3), ``category`` a pandas
           ``CategoricalDtype`` over the schema's categories.
         """
@@ -280,10 +336,14 @@ class Column:
                 return _STR
             return pd.DatetimeTZDtype("ns", self.tz) if self.tz else np.dtype("datetime64[ns]")
         if self.kind == "numerical":
+            if self.dtype is not None:
+                return pd.api.types.pandas_dtype(self.dtype)
             if self.integer:
                 return pd.Int64Dtype() if self.missing else np.dtype("int64")
             return np.dtype("float64")
         kind = self.dtype or ("category" if self.ordered else _categorical_default(self.categories))
+        if is_integer_dtype_name(kind):
+            return pd.api.types.pandas_dtype(kind)
         if kind == "int":
             return pd.Int64Dtype() if self.missing else np.dtype("int64")
         if kind == "bool":
@@ -576,14 +636,17 @@ class Schema:
                     if s.dtype.ordered:  # an ordered one keeps its order (lowest first), not the sorted one
                         ordered, seen = True, set(cats)
                         cats = [k for k in (category_key(c) for c in s.dtype.categories) if k in seen]
+                if dtype is None and all(_INT.fullmatch(c) for c in cats) and str(s.dtype) in INTEGER_DTYPES:
+                    dtype = _kept_numerical_dtype(s.dtype, True, missing)  # the frame's width, as for numbers
                 cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype, ordered=ordered))
             elif kind == "datetime":
                 cols.append(_infer_datetime(name, s, missing))
             else:
                 v = s.astype(float)
                 integer = bool(np.all(np.mod(v.dropna(), 1) == 0))
-                cols.append(Column(name, kind, lower=float(v.min()), upper=float(v.max()),
-                                   integer=integer, missing=missing, decimals=None if integer else _decimals(v, dtype=s.dtype)))
+                cols.append(Column(name, kind, lower=float(v.min()), upper=float(v.max()), integer=integer,
+                                   missing=missing, decimals=None if integer else _decimals(v, dtype=s.dtype),
+                                   dtype=_kept_numerical_dtype(s.dtype, integer, missing)))
         # the mark travels with the schema (JSON, model files): a release fitted on it reports that its
         # (epsilon, delta) does not cover the schema
         return cls(cols, {READ_FROM_ROWS: "Schema.infer: every column's kind, bounds, categories and missing values"})
@@ -757,6 +820,8 @@ def _decimals(v: pd.Series, most: int = 6, dtype=None) -> int | None:
     rounded to 0."""
     x = v.dropna().to_numpy(dtype=float)
     x = x[np.isfinite(x)]
+    # pandas' nullable Float32/Float64 have a numpy float inside (np.finfo of the extension dtype raised)
+    dtype = getattr(dtype, "numpy_dtype", dtype)
     eps = np.finfo(dtype).eps if dtype is not None and pd.api.types.is_float_dtype(dtype) else np.finfo(float).eps
     scale = float(np.abs(x).max()) if x.size else 0.0
     for d in range(1, most + 1):

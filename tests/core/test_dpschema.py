@@ -15,6 +15,7 @@ from synthzoo.core.dpschema import (
     dp_bounds,
     dp_categories,
     dp_schema,
+    dp_schema_report,
     kind_from_dtype,
     kinds_from_dtypes,
     selection_threshold,
@@ -532,3 +533,18 @@ def test_a_well_filled_tail_ring_takes_the_next_ring_too(monkeypatch):
     # bucket (edge 0), never into the negatives
     lo, hi, rep = bounds([1000.0] * 6000 + [100.0] * 400)
     assert lo == 0 and hi >= 1000
+
+
+def test_a_measured_column_with_a_declared_missing_flag_can_be_fitted():
+    # dp_schema measured the bounds of a column whose 'missing' the description gave, and recorded the bounds'
+    # noisy count of missing values without a threshold: every synthesizer then refused the schema
+    # ("missing_estimate and missing_threshold must be numbers"), and dp_schema_report would have raised KeyError
+    import synthzoo as sz
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.integers(0, 256, 3000), "b": rng.normal(0, 1, 3000)})
+    schema, _ = dp_schema(df, {"a": {"type": "numerical", "integer": True, "missing": False}, "b": "numerical"},
+                          epsilon=1.0, delta=1e-6)
+    assert "as the description said" in dp_schema_report(schema)
+    synth = sz.make("mst", epsilon=1.0, schema=schema, seed=0).fit(sz.conform(df, schema))
+    assert len(synth.sample(50, seed=0)) == 50
