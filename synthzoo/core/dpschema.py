@@ -58,7 +58,8 @@ from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
-                     check_unique_columns, date_layout, is_integer_dtype_name, numeric_values)
+                     check_unique_columns, date_layout, is_integer_dtype_name, nullable_dtype_name,
+                     numeric_values)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -715,7 +716,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         if specs[c].get("dtype") in INTEGER_DTYPES and not specs[c].get("missing") and df[c].isna().any():
             d = specs[c]["dtype"]
             raise SchemaError(f"column {c!r}: declared dtype {d!r} holds no missing values, but the column has some; "
-                              f"declare {d[0].upper() + d[1:].replace('int', 'Int')!r} (pandas' nullable dtype) instead")
+                              f"declare {nullable_dtype_name(d)!r} (pandas' nullable dtype) instead")
         if specs[c]["type"] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "

@@ -81,6 +81,11 @@ def _kept_numerical_dtype(dtype, integer: bool, missing: bool) -> str | None:
     return None if name == default else name
 
 
+def nullable_dtype_name(name: str) -> str:
+    """pandas' nullable flavour of one of numpy's :data:`NUMERICAL_DTYPES` (``uint8`` -> ``UInt8``)."""
+    return name[0].upper() + name[1:].replace("int", "Int")
+
+
 def is_integer_dtype_name(name) -> bool:
     """Whether ``name`` is one of :data:`NUMERICAL_DTYPES` that holds integers only."""
     return isinstance(name, str) and name in NUMERICAL_DTYPES and "int" in name.lower()
@@ -256,8 +261,7 @@ class Column:
         d = self.dtype
         if self.missing and d[0].islower() and is_integer_dtype_name(d):  # numpy's floats hold NaN
             raise SchemaError(f"column {self.name!r}: dtype {d!r} cannot hold missing values, but 'missing' is true; "
-                              f"declare {d[0].upper() + d[1:].replace('int', 'Int')!r} (pandas' nullable "
-                              "dtype) or 'missing': false")
+                              f"declare {nullable_dtype_name(d)!r} (pandas' nullable dtype) or 'missing': false")
         info = np.iinfo(d.lower()) if is_integer_dtype_name(d) else np.finfo(d.lower())
         if lo < info.min or hi > info.max:
             span = f"[{self.show(lo)}, {self.show(hi)}]" if what == "bounds" else f"from {lo} to {hi}"
