@@ -160,7 +160,8 @@ class Column:
         """A column from its JSON description (``"type"`` or ``"kind"``; the keys of :data:`COLUMN_KEYS`).
         A numerical column's integer ``dtype`` implies ``"integer": true``."""
         return cls(name, spec.get("type", spec.get("kind")), lower=spec.get("lower"), upper=spec.get("upper"),
-                   integer=spec.get("integer", is_integer_dtype_name(spec.get("dtype"))), categories=spec.get("categories"),
+                   integer=spec.get("integer", is_integer_dtype_name(spec.get("dtype"))),
+                   categories=spec.get("categories"),
                    missing=spec.get("missing", False), dtype=spec.get("dtype"), resolution=spec.get("resolution"),
                    format=spec.get("format"), tz=spec.get("tz"), decimals=spec.get("decimals"),
                    ordered=spec.get("ordered", False))
@@ -215,7 +216,7 @@ class Column:
                 raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs integer categories")
             if is_integer_dtype_name(self.dtype):
                 ints = [int(c) for c in self.categories]
-                self._check_integer_dtype(min(ints), max(ints), "categories")
+                self._check_width(min(ints), max(ints), "categories")
             if self.dtype == "bool" and not set(self.categories) <= {"True", "False"}:
                 raise SchemaError(f"column {self.name!r}: dtype 'bool' needs the categories True/False")
         else:
@@ -253,9 +254,9 @@ class Column:
         if is_integer_dtype_name(self.dtype) and not self.integer:
             raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} holds whole numbers only, but 'integer' "
                               "is false")
-        self._check_integer_dtype(self.lower, self.upper, "bounds")
+        self._check_width(self.lower, self.upper, "bounds")
 
-    def _check_integer_dtype(self, lo, hi, what: str) -> None:
+    def _check_width(self, lo, hi, what: str) -> None:
         """The declared width holds ``[lo, hi]`` (the bounds, or the integer categories) and, when missing
         values may occur and it is an integer width, is one of pandas' nullable dtypes."""
         d = self.dtype
