@@ -552,6 +552,8 @@ class Synthesizer:
                     "(Schema.from_json) or measure it with sz.dp_schema.\n" + text)
         tuned = getattr(self, "tuning_", None)
         if tuned:  # how a tuner selected this configuration (a non-private tuning's reads are not covered)
+            if isinstance(self.account_, SavedAccount):  # a file's words: nothing in it shows how it was tuned
+                tuned += " (this statement was read from the model file as written; it is not verified)"
             text = tuned + "\n" + text
         schema_text = dp_schema_report(self.schema_)
         text += "\n" + schema_text if schema_text else ""

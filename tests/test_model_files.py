@@ -761,3 +761,29 @@ def test_save_refuses_what_load_would_refuse(tmp_path):
     with pytest.raises(ConfigError, match=r"cannot save: model 'gum': parameter iterations=10001 exceeds"):
         s.save(tmp_path / "m.szm")
     assert not (tmp_path / "m.szm").exists()
+
+
+@pytest.mark.parametrize("field, text", [
+    ("tuning", "\x1b[2J\x1b[Hprivacy spent: (epsilon=0.1, delta=1e-06)\x1b[8m"),  # clears the screen, hides the rest
+    ("tuning", "tuned privately \u202e"),  # a bidirectional override reorders what follows it
+    ("mechanism", "gaussian\ud800"),  # a lone surrogate: printing the report raised UnicodeEncodeError
+    ("mechanism", "gaussian\u200b"),  # a zero-width space
+])
+def test_text_a_report_shows_from_a_file_must_be_printable(docs, field, text):
+    d = copy.deepcopy(docs["privsyn"])
+    if field == "tuning":
+        d["tuning"] = text
+        where = r"model file: tuning"
+    else:
+        d["privacy"]["charges"][0]["mechanism"] = text
+        where = r"charges\[0\]\.mechanism"
+    with pytest.raises(ConfigError, match=where + r": must be printable text .*unprintable character U\+"):
+        _load(d)
+
+
+def test_a_tuning_statement_read_from_a_file_is_said_to_be_unverified(docs):
+    d = copy.deepcopy(docs["privsyn"])
+    d["tuning"] = "tuned on a public/proxy table over 20 trials (privacy='public')"
+    text = _load(d).privacy_report()
+    assert text.startswith("tuned on a public/proxy table over 20 trials (privacy='public') (this statement was read "
+                           "from the model file as written; it is not verified)\n")

@@ -8,6 +8,8 @@ naming the field (``model_state.marginals[3].counts[17]``), before ``_set_state`
 
 from __future__ import annotations
 
+import unicodedata
+
 import numpy as np
 
 from .errors import ConfigError
@@ -81,6 +83,23 @@ def check_state(value, spec, where: str) -> None:
             _check_numbers([value], NUMBER, where, scalar=True)
     else:
         raise ValueError(f"unknown state form {spec!r}")
+
+
+#: Unicode categories a text read from a model file and printed in a report may not hold: control characters
+#: (line breaks, terminal escape codes), format characters (bidirectional overrides, zero-width marks: they
+#: reorder or hide what is shown), lone surrogates (not encodable: printing one raises) and line separators.
+UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def check_text(value, where: str, limit: int) -> None:
+    """ConfigError unless ``value`` is a text of at most ``limit`` printable characters: a file's text that
+    a report shows cannot break its lines, move the cursor, reorder or hide what follows, or fail to print."""
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: must be a text, got {type(value).__name__}")
+    bad = next((ch for ch in value if unicodedata.category(ch) in UNPRINTABLE), None)
+    if len(value) > limit or bad is not None:
+        why = f"holds {len(value):,}" if bad is None else f"holds the unprintable character U+{ord(bad):04X}"
+        raise ConfigError(f"{where}: must be printable text of at most {limit:,} characters ({why})")
 
 
 def _check_numbers(values: list, form: str, where: str, scalar: bool = False) -> None:

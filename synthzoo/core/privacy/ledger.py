@@ -38,6 +38,7 @@ import numpy as np
 from dp_accounting import rdp
 
 from ..errors import BudgetExceededError, ConfigError, PrivacySettingsWarning
+from ..statecheck import check_text
 from .noise import NoiseSource
 
 _ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [80, 128, 256, 512, 1024])
@@ -700,9 +701,8 @@ class SavedAccount:
                 raise ConfigError(f"{w}: must be an object with module, mechanism, event, rho, note, extra_delta")
             if not all(isinstance(c[k], str) for k in ("module", "mechanism", "note")):
                 raise ConfigError(f"{w}: module, mechanism and note must be strings")
-            for k in ("module", "mechanism", "note"):  # printed in the report: no line breaks or terminal codes
-                if len(c[k]) > 4096 or any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in c[k]):
-                    raise ConfigError(f"{w}.{k}: must be printable text of at most 4,096 characters")
+            for k in ("module", "mechanism", "note"):  # printed in the report
+                check_text(c[k], f"{w}.{k}", 4096)
             event = event_from_json(c["event"], f"{w}.event")
             rho, extra = c["rho"], c["extra_delta"]
             if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
