@@ -33,6 +33,7 @@ from .core.measurements import estimate_total, total_sigma
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
                                   charge_owner, check_privacy_params, gaussian_sigma, privacy_warnings,
                                   release_warnings, rho_for, rho_of_event)
+from .core.privacy.dpsgd import schedule as dpsgd_schedule
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
 from .core.schema import READ_FROM_ROWS, Schema, read_json
 from .modelfile import FORMAT, MAX_BYTES, check_document, sign_document, verify_document
@@ -787,6 +788,7 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
                           "measured under DP (the schema or the account was edited)")
     if saved.private and not tuned:
         _check_modules_charged(saved, synth)
+        _check_dpsgd_runs(saved, synth)
     measurements = getattr(synth.model, "measurements_", None)
     if measurements is not None and saved.private:
         exact = [list(m.clique) for m in measurements if not float(m.sigma) > 0]
@@ -838,6 +840,35 @@ def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
     if foreign:
         raise ConfigError(f"model file: privacy: the account holds charges of {foreign}, which are not modules of "
                           "this configuration (an account from another fit?)")
+
+
+def _dpsgd_shape(event) -> tuple[int, float] | None:
+    """(steps, sampling rate) of a DP-SGD event (Gaussian noise, Poisson sampling, composed), else None."""
+    if (isinstance(event, dpa.dp_event.SelfComposedDpEvent) and isinstance(event.event, dpa.dp_event.PoissonSampledDpEvent)
+            and isinstance(event.event.event, dpa.dp_event.GaussianDpEvent)):
+        return int(event.count), float(event.event.sampling_probability)
+    return None
+
+
+def _check_dpsgd_runs(saved: SavedAccount, synth: "Synthesizer") -> None:
+    """A private account holds one DP-SGD charge for each run the model declares
+    (:meth:`~synthzoo.core.base.Model.dpsgd_runs`), recording the steps and sampling rate that its epochs and
+    batch size give on the model's DP record count, and no other: a DP-SGD event edited to fewer steps or a
+    lower rate (a smaller epsilon for the same weights) no longer matches the model it is saved with."""
+    model = synth.model
+    mine = [c for c in saved.ledger.charges if charge_owner(c.module) == model.name]
+    sgd = [c for c in mine if c.mechanism == "dp_sgd" or _dpsgd_shape(c.event) is not None]
+    total = float(getattr(model, "total_", float("nan")))
+    want = sorted(dpsgd_schedule(epochs, total, batch) for epochs, batch in model.dpsgd_runs())
+    got = sorted(s for s in map(_dpsgd_shape, (c.event for c in sgd)) if s is not None)
+    if len(got) != len(sgd) or len(got) != len(want) or any(
+            gs != ws or not math.isclose(gq, wq, rel_tol=1e-9) for (gs, gq), (ws, wq) in zip(got, want)):
+        said = ", ".join(f"{s} steps at q={q:.6g}" for s, q in want) or "none"
+        found = ", ".join(f"{s} steps at q={q:.6g}" for s, q in got) or "none"
+        raise ConfigError(f"model file: privacy: model {model.name!r}'s parameters and DP record count "
+                          f"(total={total:g}) give DP-SGD run(s) of {said}, but its account records {found}"
+                          f"{'' if len(got) == len(sgd) else ' and a dp_sgd charge of another form'} "
+                          "(the account or the model was edited)")
 
 
 def _no_budget() -> Budget:

@@ -608,6 +608,43 @@ def test_a_dp_sgd_charge_cannot_state_less_than_its_event_costs(docs):
         _load(d)
 
 
+
+def _rewrite_dp_sgd(doc, edit):
+    """``doc`` with its DP-SGD events changed by ``edit(event) -> event or None (deleted)`` and the account
+    rewritten to agree: each charge's rho what its event costs, the claim recomputed (a consistent forgery)."""
+    d = copy.deepcopy(doc)
+    acct = d["privacy"]
+    ledger = PrivacyLedger(*acct["requested"])
+    kept = []
+    for c in acct["charges"]:
+        if c["mechanism"] == "dp_sgd":
+            c["event"] = edit(c["event"])
+            if c["event"] is None:
+                continue
+            c["rho"] = matched_rho(ledger, event_from_json(c["event"], "event"), c["rho"])
+        ledger.charge(c["module"], c["mechanism"], event_from_json(c["event"], "event"), c["rho"], c["note"],
+                      extra_delta=c["extra_delta"])
+        kept.append(c)
+    acct["charges"] = kept
+    spent = ledger.spent()
+    acct["spent"] = [spent.epsilon, spent.delta]
+    return d, spent.epsilon
+
+
+@pytest.mark.parametrize("edit", [
+    lambda e: {**e, "count": 1},  # fewer steps than the model's epochs and batch size give
+    lambda e: {**e, "event": {**e["event"], "sampling_probability": e["event"]["sampling_probability"] / 20}},
+    lambda e: None,  # the run's charge deleted: only the record count's is left
+], ids=["steps", "sampling_rate", "deleted"])
+def test_dp_sgd_events_must_be_the_runs_the_models_parameters_give(docs, edit):
+    d, claimed = _rewrite_dp_sgd(docs["tvae"], edit)
+    assert claimed < 0.8  # the rewritten account claims less than the epsilon=1 the weights were trained under
+    with pytest.raises(ConfigError, match=r"model 'tvae'.s parameters and DP record count .* give DP-SGD run\(s\) "
+                                          r"of \d+ steps at q=.*but its account records"):
+        _load(d)
+    _load(_rewrite_dp_sgd(docs["tvae"], lambda e: e)[0])  # the same rewrite, leaving the events as they were
+
+
 # ------------------------------------------------------------------------------------------- signing
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):

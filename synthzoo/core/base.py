@@ -265,6 +265,13 @@ class Model(Module):
         """The fitted arrays, as JSON-able values."""
         raise ConfigError(f"model {self._label()!r} does not define a saved state")
 
+    def dpsgd_runs(self) -> list[tuple[int, int]]:
+        """The ``(epochs, batch size)`` of each DP-SGD run a private fit of this model makes (none by
+        default).  With the model's DP record count (``total_``) they fix each run's steps and sampling
+        rate (:func:`synthzoo.core.privacy.dpsgd.schedule`), which a model file's privacy account must
+        record: an account whose DP-SGD events were edited to fewer steps or a lower rate is refused."""
+        return []
+
     #: Largest values a *saved state* may give parameters that set how much work ``sample`` does
     #: (``{"iterations": 10_000}``): a model file is untrusted input, and a parameter edited to 1e9 must
     #: not make ``sample`` run for days.  Constructing a model by hand is not limited.

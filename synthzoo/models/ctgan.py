@@ -40,7 +40,7 @@ from ..core.base import Model, register
 from ..core.errors import ConfigError
 from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
-from ..core.privacy.dpsgd import DPSGD
+from ..core.privacy.dpsgd import DPSGD, schedule
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
@@ -193,7 +193,7 @@ class CTGAN(Model):
         opt_d = torch.optim.Adam(D.parameters(), lr=float(self.discriminator_lr), betas=(0.5, 0.9),
                                  weight_decay=float(self.weight_decay))
         B = int(self.batch_size)
-        steps = max(1, math.ceil(int(self.epochs) * max(n_hat, 1.0) / B))
+        steps = schedule(self.epochs, n_hat, B)[0]
         sgd = DPSGD(budget, n_hat, B, steps, float(self.max_grad_norm), note="ctgan: critic")
         x_all = torch.as_tensor(data.x, device=dev)
         emb = int(self.embedding_dim)
@@ -321,6 +321,9 @@ class CTGAN(Model):
 
     # ------------------------------------------------------------------ state
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
+
+    def dpsgd_runs(self) -> list[tuple[int, int]]:
+        return [(self.epochs, self.batch_size)]  # the critic's
 
     def _get_state(self) -> dict:
         """The generator's weights, the (noisy) category frequencies and the DP count."""

@@ -263,9 +263,9 @@ def record_count(model, data, budget, who: str) -> float:
 
 def dpsgd_steps(epochs: int, n_hat: float, batch_size: int) -> int:
     """The fixed number of DP-SGD steps of ``epochs`` passes: ``ceil(epochs * n_hat / batch_size)``."""
-    import math
+    from ..core.privacy.dpsgd import schedule
 
-    return max(1, math.ceil(int(epochs) * max(float(n_hat), 1.0) / int(batch_size)))
+    return schedule(epochs, n_hat, batch_size)[0]
 
 
 def dpsgd_run(model, data, budget, who: str, n_hat: float | None = None):
@@ -308,6 +308,9 @@ class OneNetwork:
         self._sampler = None  # what a model derives from the network for sampling, made on the first sample
 
     _state_spec = {"total": NUMBER, "weights": ("map", TENSOR)}
+
+    def dpsgd_runs(self) -> list[tuple[int, int]]:
+        return [(self.epochs, self.batch_size)]  # one network, trained by dpsgd_run
 
     def _get_state(self) -> dict:
         """The network's weights (a function of the DP training and public randomness) and the DP count."""

@@ -42,6 +42,14 @@ from ..errors import BudgetExceededError, ConfigError
 from .ledger import Budget, matched_rho
 
 
+def schedule(epochs: int, n_hat: float, batch_size: int) -> tuple[int, float]:
+    """A DP-SGD run's fixed number of steps, ``ceil(epochs * n_hat / batch_size)``, and its Poisson sampling
+    rate ``q = batch_size / n_hat`` (at most 1), from its epochs, the DP record count ``n_hat`` and the batch
+    size: public values, so that a saved account's DP-SGD events can be checked against a model's state."""
+    n = max(float(n_hat), 1.0)
+    return max(1, math.ceil(int(epochs) * n / int(batch_size))), min(1.0, int(batch_size) / n)
+
+
 def dpsgd_event(q: float, sigma: float, steps: int):
     """The ``dp_accounting`` event of a DP-SGD run."""
     return dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), int(steps))
@@ -117,7 +125,7 @@ class DPSGD:
         self.losses: list[float] = []
         self.noise = budget.noise
         if self.private:
-            self.q = min(1.0, self.batch_size / max(float(n_hat), 1.0))
+            self.q = schedule(1, n_hat, self.batch_size)[1]
             self.sigma = calibrate_noise_multiplier(budget, self.q, self.steps, rho)
             event = dpsgd_event(self.q, self.sigma, self.steps)
             used = matched_rho(budget.ledger, event, budget.remaining if rho is None else float(rho))
