@@ -497,11 +497,11 @@ class TLDM(OneNetwork, Model):
     # sample() runs the reverse chain sampling_steps times; the network is built layer by layer (and
     # head by head) before its shapes can be compared with the saved weights
     _load_limits = {"sampling_steps": 10_000, "n_layers": 64, "n_heads": 64}
+    _test_params = {"d_token": 2, "n_layers": 1, "factor": 4, "vae_epochs": 2, "vae_batch_size": 200, "width": 16,
+                    "diffusion_epochs": 2, "diffusion_batch_size": 200, "sampling_steps": 5}
 
     def dpsgd_runs(self) -> list[tuple[int, int]]:
         return [(self.vae_epochs, self.vae_batch_size), (self.diffusion_epochs, self.diffusion_batch_size)]
-    _test_params = {"d_token": 2, "n_layers": 1, "factor": 4, "vae_epochs": 2, "vae_batch_size": 200, "width": 16,
-                    "diffusion_epochs": 2, "diffusion_batch_size": 200, "sampling_steps": 5}
 
     def __init__(self, d_token: int = 4, n_layers: int = 2, n_heads: int = 1, factor: int = 32, vae_epochs: int = 100,
                  vae_batch_size: int = 512, vae_lr: float = 1e-3, beta_max: float = 1e-2, beta_min: float = 1e-5,
