@@ -758,7 +758,7 @@ def cmd_tune(a) -> int:
           f"--study-name{'' if a.storage else ' (default storage)'}", file=sys.stderr)
     if a.models_dir:
         print(f"every run's synthesizer also goes to {Path(a.models_dir).resolve()}/", file=sys.stderr)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _tune_options_named():
         warnings.simplefilter("ignore", UserWarning)  # the privacy statement is printed in the summary below
         res = tune(a.synth, train, val, epsilon=a.epsilon, delta=a.delta, schema=schema, n_trials=a.trials,
                    privacy=a.privacy, public=public, storage=a.storage,
@@ -780,6 +780,50 @@ def cmd_tune(a) -> int:
         print("the tuned synthesizer was not saved: pass --out tune.json to write it to tune.model.json",
               file=sys.stderr)
     return 0
+
+
+#: tune's settings as its options: what a study resumed with other settings names.
+_TUNE_OPTIONS = {"preset": "--synth", "privacy": "--privacy", "epsilon": "--epsilon", "delta": "--delta",
+                 "weights": "--weights", "score_rows": "--score-rows", "choose_modules": "--fixed-modules",
+                 "choices": "--numeric/--select-model", "space": "search space (set in Python)",
+                 "multi_objective": "--multi-objective", "n_trials": "--trials", "stopping": "--stopping"}
+
+
+def _tune_difference(key: str, before, now) -> str:
+    """One setting a study started with, and the one given now, as the command line gives them."""
+    flag = {"choose_modules": ("--fixed-modules", False), "multi_objective": ("--multi-objective", True)}
+    if key in flag:
+        option, on = flag[key]
+        return f"{'with' if bool(before) == on else 'without'} {option} (now {'with' if bool(now) == on else 'without'})"
+
+    def shown(value) -> str:
+        if key == "weights" and isinstance(value, list):
+            return ",".join(f"{float(w):g}" for w in value)
+        if key == "choices":
+            names = {"preprocess.numeric": "--numeric", "select_model": "--select-model"}
+            return " ".join(f"{names.get(k, k)} {','.join(map(str, v))}" for k, v in value.items()) if value else "no --numeric or --select-model"
+        if key == "epsilon" and value is None:
+            return "none"
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    option = _TUNE_OPTIONS.get(key, key)
+    return f"{shown(before)} (now {shown(now)})" if key == "choices" else f"{option} {shown(before)} (now {shown(now)})"
+
+
+@contextlib.contextmanager
+def _tune_options_named():
+    """A study resumed with other settings, said in tune's option words (the tuner names its arguments)."""
+    from tuning.result import StudySettingsError
+
+    from .core.errors import ConfigError
+
+    try:
+        yield
+    except StudySettingsError as e:
+        was = "; ".join(_tune_difference(k, before, now) for k, (before, now) in e.differences.items())
+        raise ConfigError(f"study {e.study_name!r} was started with other settings: {was}. A study resumes only "
+                          "with the options it started with (its trials' scores are compared with each other): "
+                          "give those, or another --study-name") from None
 
 
 def _metric_help() -> str:

@@ -137,6 +137,43 @@ def test_resume_counts_finished_trials(demo, tmp_path):
     assert again.study.trials[2].params != first[0].params  # the resumed sampler draws new points
 
 
+@pytest.mark.parametrize("kw, named", [
+    ({"weights": (1, 0, 0)}, "weights"),  # picked the best of values scored under two objectives, silently
+    ({"epsilon": 2.0}, "epsilon"),  # ... of fits at two budgets
+    ({"choices": {"preprocess.numeric": ["privtree"], "select_model": ["indif+gum"]}}, "choices"),  # a traceback
+    ({"multi_objective": True}, "multi_objective"),  # failed every trial, fitting on the private rows, forever
+])
+def test_a_study_resumes_only_with_the_settings_it_started_with(demo, tmp_path, kw, named):
+    _tune(demo, tmp_path, n_trials=1, study_name="same", isolate=False)
+    with pytest.raises(ConfigError, match=rf"study 'same' was started with other {named} ") as info:
+        _tune(demo, tmp_path, n_trials=2, study_name="same", isolate=False, **kw)
+    assert list(info.value.differences) == [named]
+    study = optuna.load_study(study_name="same", storage=f"sqlite:///{tmp_path / 'study.db'}")
+    assert len(study.trials) == 1  # refused before any trial
+    assert _tune(demo, tmp_path, n_trials=2, study_name="same", isolate=False).metadata["finished_trials"] == 2
+
+
+def test_cli_tune_names_the_options_a_resumed_study_differs_in(demo, tmp_path, capsys):
+    train, val, schema = demo
+    train.to_csv(tmp_path / "train.csv", index=False)
+    val.to_csv(tmp_path / "val.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    args = ["tune", str(tmp_path / "train.csv"), "--val", str(tmp_path / "val.csv"), "--schema",
+            str(tmp_path / "schema.json"), "--trials", "1", "--storage", str(tmp_path / "cli.db"), "--numeric",
+            "uniform", "--in-process"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli_main(args + ["--weights", "0,0,1", "--select-model", "indif+gum"]) == 0
+        capsys.readouterr()
+        assert cli_main(args + ["--weights", "1,0,0", "--select-model", "indif+gum,mst+pgm",
+                                "--fixed-modules"]) == 2
+    err = capsys.readouterr().err
+    assert ("was started with other settings: --numeric uniform --select-model indif+gum (now --numeric uniform "
+            "--select-model indif+gum,mst+pgm); "
+            "without --fixed-modules (now with); --weights 0,0,1 (now 1,0,0).") in err
+    assert "another --study-name" in err and "Traceback" not in err
+
+
 def test_same_seed_same_trials(demo, tmp_path):
     # the DP noise is secret by default; the test-only noise_seed opt-in makes it replay
     a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"), noise_seed=11)

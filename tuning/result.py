@@ -106,6 +106,18 @@ class TuningAborted(SynthzooError, RuntimeError):
     """Accounted tuning stopped without a release: a run ended without output."""
 
 
+class StudySettingsError(ConfigError):
+    """A study resumed with other settings than it started with: ``differences`` maps each setting
+    (``tune``'s argument name) to its (started-with, now) values."""
+
+    def __init__(self, study_name: str, differences: dict):
+        self.study_name, self.differences = study_name, dict(sorted(differences.items()))
+        was = ", ".join(f"{k}={v[0]!r}" for k, v in self.differences.items())
+        super().__init__(f"study {study_name!r} was started with other {', '.join(self.differences)} ({was}); a "
+                         "study resumes only with the settings it started with (its trials' scores are compared "
+                         "with each other), or give another study_name")
+
+
 def aborted_message(reason: str) -> str:
     return (f"accounted tuning stopped and releases nothing: {reason}. Random stopping needs every run to be a DP "
             "mechanism; a run that fails may have failed because of the private rows, and choosing the best of the "

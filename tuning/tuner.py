@@ -81,7 +81,8 @@ from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_tri
 from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_score, score_sensitivity,
                         score_terms, validation_sketch, weighted)
 from .result import (ABORTED, ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
-                     TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message, tuning_statement)
+                     StudySettingsError, TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message,
+                     tuning_statement)
 from .space import MODULE_CHOICES, check_space, default_params, suggest_config
 from .storage import (DEFAULT_STORAGE, STATE_ATTR, STATE_CHUNK, STOPPED_ATTR, _best_complete_value,
                       _fail_dead_local_trials, _fail_stale, _finished, _pg_driver, _redact, _slots_taken, _storage,
@@ -327,29 +328,33 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                                    n_startup_trials=min(10, max(3, n_trials // 3)))
     statement = {"non-private": NON_PRIVATE_WARNING, "public": PUBLIC_NOTE, "accounted": ACCOUNTED_NOTE}[privacy]
     prior = study.user_attrs.get("synthzoo")
-    if prior is not None and (prior.get("preset"), prior.get("privacy")) != (preset, privacy):
-        raise ConfigError(f"study {study_name!r} in this storage was run for preset {prior.get('preset')!r} with "
-                          f"privacy={prior.get('privacy')!r}; give another study_name")
+    # a study resumes only with the settings it started with: its trials' values are compared to pick the best,
+    # and values scored under two objectives (weights), budgets or spaces do not compare (a new space also
+    # made Optuna raise mid-trial, and a switch to multi_objective failed every trial forever)
+    mechanism = json.loads(json.dumps({"epsilon": epsilon, "delta": delta, "weights": list(weights),
+                                       **({"score_rows": score_rows} if accounted else {}),
+                                       "choose_modules": bool(choose_modules), "space": space, "choices": choices,
+                                       **({} if accounted else {"multi_objective": bool(multi_objective)})},
+                                      default=str))
+    now = {"preset": preset, "privacy": privacy, **mechanism}
+    before = {}
+    if prior is not None:
+        before.update({k: prior[k] for k in ("preset", "privacy") if k in prior})
+        before.update(prior.get("mechanism", {}))
+        if accounted and "mean_runs" in prior:
+            before.update({"n_trials": int(prior["mean_runs"]), "stopping": prior.get("stopping")})
+            now.update({"n_trials": int(n_trials), "stopping": stopping})
+    if len(study.directions) != len(kw.get("directions", [None])):  # a study of another Optuna objective count
+        before.setdefault("multi_objective", len(study.directions) > 1)
+        now["multi_objective"] = bool(multi_objective)
+    changed = {k: (before[k], now.get(k)) for k in before if k in now and before[k] != now[k]}
+    if changed:
+        raise StudySettingsError(study_name, changed)
 
     # accounted mode: the per-trial budget (public: from epsilon, delta and the mean number of runs)
     trial_eps, trial_rho, rho_score, sigma = epsilon, None, 0.0, None
     shape = SHAPES[stopping]
     if accounted:
-        if prior is not None and "mean_runs" in prior and (int(prior["mean_runs"]) != int(n_trials)
-                                                           or prior.get("stopping") != stopping):
-            raise ConfigError(f"study {study_name!r} was started with n_trials={prior.get('mean_runs')} and "
-                              f"stopping={prior.get('stopping')!r}; resume it with the same values")
-        # the guarantee is for one fixed procedure: a resume with another budget, objective or space would
-        # select among runs of two procedures and report the second one's epsilon
-        mechanism = json.loads(json.dumps({"epsilon": epsilon, "delta": delta, "weights": list(weights),
-                                           "score_rows": score_rows, "choose_modules": bool(choose_modules),
-                                           "space": space, "choices": choices}, default=str))
-        if prior is not None and "mechanism" in prior and prior["mechanism"] != mechanism:
-            before = prior["mechanism"]
-            changed = sorted(k for k in mechanism if before.get(k) != mechanism[k])
-            was = ", ".join(f"{k}={before.get(k)!r}" for k in changed)
-            raise ConfigError(f"study {study_name!r} was started with other {', '.join(changed)} ({was}); an "
-                              "accounted study resumes with the same settings, or give another study_name")
         prior = tuple(c.event for c in schema_ledger.charges) if schema_ledger is not None else ()
         prior_delta = schema_ledger.extra_delta if schema_ledger is not None else 0.0
         trial_rho = per_trial_rho(epsilon, delta, float(n_trials), shape, prior, prior_delta)
@@ -359,7 +364,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         trial_eps = epsilon_of([*prior, _zcdp(trial_rho - rho_score)], delta - prior_delta)
         sigma = score_sensitivity(weights, score_rows) / math.sqrt(2 * rho_score)  # kept in memory only
     meta = {"preset": preset, "privacy": privacy, "privacy_statement": statement, "epsilon": epsilon,
-            "delta": delta, "weights": list(weights), "multi_objective": bool(multi_objective),
+            "delta": delta, "weights": list(weights), "multi_objective": bool(multi_objective), "mechanism": mechanism,
             "choose_modules": bool(choose_modules), "seed": int(seed), "study_name": study_name,
             "storage": _redact(storage) if isinstance(storage, str) else DEFAULT_STORAGE if storage is None
             else type(storage).__name__}
@@ -367,7 +372,6 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         meta["replayable_noise"] = REPLAYABLE_TUNING
     if accounted:
         meta.update({"search": "random search from a fixed prior (secret randomness)", "mean_runs": int(n_trials),
-                     "mechanism": mechanism,
                      "stopping": stopping, "per_trial_rho": trial_rho, "score_rho": rho_score,
                      "score_rows": score_rows,
                      "validation": ("given: scored on a sample of score_rows of its records" if split_share is None
