@@ -26,9 +26,37 @@ def _floats(s: str, option: str = "--epsilon") -> list[float]:
     from .core.errors import ConfigError
 
     try:
-        return [float(x) for x in s.split(",") if x]
+        values = [float(x) for x in s.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"{option} {s!r}: give comma-separated numbers, e.g. 0.2,1,5") from None
+    if not values:  # '' or ',' meant no budget at all: bench then ran its reference rows only, without a word
+        raise ConfigError(f"{option} {s!r} gives no number; give comma-separated numbers, e.g. 0.2,1,5")
+    return values
+
+
+def _budgets(s: str) -> list[float]:
+    """bench's ``--epsilon``: comma-separated positive budgets (it takes no 'none')."""
+    import math
+
+    from .core.errors import ConfigError
+
+    values = _floats(s, "--epsilon")
+    bad = [v for v in values if not (math.isfinite(v) and v > 0)]
+    if bad:
+        raise ConfigError(f"--epsilon {s!r}: each privacy budget must be a positive number, got {bad[0]:g}")
+    return values
+
+
+def _positive_seconds(s: str) -> float:
+    import math
+
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {s!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {s!r}")
+    return v
 
 
 def _positive_int(s: str) -> int:
@@ -45,6 +73,19 @@ def _positive_int(s: str) -> int:
 
 def _names(s: str | None) -> list[str] | None:
     return None if s is None else [x for x in s.split(",") if x]
+
+
+def _data_names(s: str | None, default: str) -> list[str]:
+    """bench's ``--data``: dataset names or a CSV path (default ``default``); '' names none (it meant the
+    default without a word)."""
+    from .core.errors import ConfigError
+
+    if s is None:
+        return _names(default)
+    names = [x.strip() for x in s.split(",") if x.strip()]
+    if not names:
+        raise ConfigError(f"--data {s!r} names no dataset; give e.g. adult,hmeq or a CSV file with --schema")
+    return names
 
 
 def _preprocessors(s: str) -> list[str]:
@@ -97,6 +138,7 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair)",
                "--privacy public needs --public FILE (a public or proxy table)"),
               ("(or None for a non-private run)", "(or 'none' for a non-private run)"),
+              ("Set SYNTHZOO_DATASETS or pass root= to point", "Set SYNTHZOO_DATASETS or pass --root to point"),
               ("; use select=None", "; pass --select none"),
               ("give a selector, e.g. select='indif'", "give a selector, e.g. --select indif"),
               ("trial_timeout must be", "--timeout must be"),
@@ -515,7 +557,7 @@ def cmd_bench(a) -> int:
         print("synthzoo: error: --no-ml, --in-process, --plot and --resume belong to the grid mode (give "
               "--select/--model)", file=sys.stderr)
         return 2
-    res = bench.run(datasets=_names(a.data or "adult,hmeq,housing"), epsilons=_floats(a.epsilon), synth=a.synth,
+    res = bench.run(datasets=_data_names(a.data, "adult,hmeq,housing"), epsilons=_budgets(a.epsilon), synth=a.synth,
                     seeds=range(a.seeds), delta=a.delta, root=a.root)
     print()
     cols = ["dataset", "method", "epsilon", "seed", "tvd_2way", "query_3way", "fit_s", "sample_s"]
@@ -539,8 +581,8 @@ def _bench_grid(a, bench) -> int:
     pre = None
     if a.preprocess is not None:
         pre = _preprocessors(a.preprocess)
-    data = a.data or "adult"
-    data = data if os.path.isfile(data) or a.schema else _names(data)
+    data = _data_names(a.data, "adult")
+    data = data[0] if len(data) == 1 and (os.path.isfile(data[0]) or a.schema) else data
     out = a.out or "bench_grid.csv"
     plot = a.plot or os.path.splitext(out)[0] + ".png"
     if a.storage:  # the grid as a shared study: this process starts --workers, others join with bench-worker
@@ -551,7 +593,7 @@ def _bench_grid(a, bench) -> int:
             print(f"synthzoo: error: {flag} does not apply to a shared grid (--storage): {why}", file=sys.stderr)
             return 2
         return _bench_shared(a, sel, mod, pre, data, out, plot)
-    res = bench.grid(data, selectors=sel, models=mod, epsilons=_floats(a.epsilon), seeds=range(a.seeds),
+    res = bench.grid(data, selectors=sel, models=mod, epsilons=_budgets(a.epsilon), seeds=range(a.seeds),
                      delta=a.delta, schema=a.schema, base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout,
                      isolate=not a.in_process, ml=not a.no_ml, root=a.root, out=out, plot=plot,
                      log=lambda s: print(s, flush=True), resume=a.resume)
@@ -588,7 +630,7 @@ def _bench_shared(a, sel, mod, pre, data, out, plot) -> int:
     from synthzoo.bench import distributed, plot_grid
 
     n = distributed.create_grid_study(a.storage, a.study, data if isinstance(data, list) else [data], sel, mod,
-                                      _floats(a.epsilon), range(a.seeds), delta=a.delta, schema=a.schema,
+                                      _budgets(a.epsilon), range(a.seeds), delta=a.delta, schema=a.schema,
                                       base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout, ml=not a.no_ml,
                                       root=a.root)
     print(f"# grid study {a.study!r}: {n} cells; join from any machine with: synthzoo bench-worker --storage "
@@ -938,9 +980,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--select", help="grid: comma-separated selectors ('none' for record models)")
     b.add_argument("--model", help="grid: comma-separated models")
     b.add_argument("--preprocess", help="grid: comma-separated preprocessors instead of the preset's ('none')")
-    b.add_argument("--seeds", type=int, default=1, help="synthesizer seeds per cell (default 1)")
+    b.add_argument("--seeds", type=_positive_int, default=1, help="synthesizer seeds per cell: seeds 0 to N-1 "
+                                                                  "(default 1)")
     b.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
-    b.add_argument("--cell-timeout", type=float, help="grid: seconds before a cell's process is stopped")
+    b.add_argument("--cell-timeout", type=_positive_seconds,
+                   help="grid: seconds before a cell's process is stopped")
     b.add_argument("--no-ml", action="store_true", help="grid: skip the LightGBM macro-F1 / R2 score")
     b.add_argument("--in-process", action="store_true",
                    help="grid: run cells in this process (faster start; no per-cell memory or timeout)")

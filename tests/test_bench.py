@@ -307,3 +307,48 @@ def test_resume_never_keeps_the_rows_of_a_grid_started_afresh_over_them(demo_csv
     res = bench.grid(csv, delta=1e-6, resume=True, **kw)
     assert ran == [("indif", "gum", 1.0, 0), ("indif", "gum", 5.0, 0)]  # none of the first grid's rows kept
     assert len(res) == 4 and (res["delta_spent"].dropna() <= 1e-6).all()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--epsilon", ""], "--epsilon '' gives no number"),  # ran the reference rows only, without a word
+    (["--epsilon", "0"], "--epsilon '0': each privacy budget must be a positive number"),  # after the references
+    (["--data", "demo,demo"], "bench: dataset(s) ['demo'] listed twice"),  # ran each row twice
+    (["--epsilon", "1,1"], "bench: an epsilon or seed is listed twice"),  # ran each row twice
+    (["--synth", "no_such"], "bench: unknown preset 'no_such'"),  # after the references
+    (["--delta", "0.5"], "bench: delta=0.5 gives no meaningful guarantee"),  # after the references
+    (["--data", ""], "--data '' names no dataset"),  # ran adult
+    (["--data", "demo,no_such"], "dataset 'no_such' not found"),  # after demo's rows
+])
+def test_cli_bench_table_refuses_bad_values_before_any_row(monkeypatch, capsys, args, said):
+    from synthzoo.bench import table
+
+    def load(name, root=None):
+        if name == "no_such":
+            raise FileNotFoundError("dataset 'no_such' not found")
+        return make_demo(n=300, seed=0)
+
+    scored = []
+    monkeypatch.setattr(table, "load_shared", load)
+    monkeypatch.setattr(table, "score", lambda *a: scored.append(a) or {"tvd_2way": 0.0, "query_3way": 0.0})
+    assert main(["bench", "--data", "demo", "--epsilon", "1", *args]) == 2
+    assert said in capsys.readouterr().err
+    assert scored == []  # said before any row was computed
+
+
+def test_cli_bench_seeds_is_a_count_of_at_least_one(capsys):
+    # --seeds 0 ran the reference rows only (table) or said "grid needs at least one dataset, selector, ..."
+    with pytest.raises(SystemExit):
+        main(["bench", "--data", "demo", "--seeds", "0"])
+    assert "argument --seeds: must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["bench", "--select", "indif", "--model", "gum", "--cell-timeout", "0"])
+    assert "argument --cell-timeout: must be a positive number of seconds" in capsys.readouterr().err
+
+
+def test_grid_says_a_bad_delta_is_delta_not_the_first_epsilon(demo_csv):
+    csv, sch = demo_csv
+    with pytest.raises(ConfigError, match=r"^grid: delta must be a number in \(0, 0.1\), got 2.0$"):
+        bench.grid(csv, schema=sch, selectors=["indif"], models=["gum"], delta=2.0, log=lambda s: None)
+    with pytest.raises(ConfigError, match="grid: no epsilon given"):
+        bench.grid(csv, schema=sch, selectors=["indif"], models=["gum"], epsilons=[], log=lambda s: None)
+

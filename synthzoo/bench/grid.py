@@ -190,25 +190,36 @@ def _grid_score(train, fake, test, schema, ml: bool) -> dict:
     return out
 
 
-def check_grid_values(names, epsilons, seeds, delta) -> None:
-    """The grid's datasets, budgets and seeds, checked before any work: ConfigError naming the value."""
+def check_grid_values(names, epsilons, seeds, delta, what: str = "grid") -> None:
+    """The datasets, budgets and seeds of a grid (``what``: or of the preset table), checked before any work:
+    ConfigError naming the value."""
     from ..core.errors import ConfigError
     from ..core.privacy.ledger import check_privacy_params
 
+    names, epsilons, seeds = list(names), list(epsilons), list(seeds)
     if not names or any(not isinstance(n, str) or not n.strip() for n in names):
-        raise ConfigError(f"grid: datasets must be non-empty names or paths, got {list(names)!r}")
-    if not list(epsilons) or not list(seeds):
-        raise ConfigError("grid needs at least one dataset, selector, model, epsilon and seed")
+        raise ConfigError(f"{what}: datasets must be non-empty names or paths, got {names!r}")
+    if not epsilons:
+        raise ConfigError(f"{what}: no epsilon given; give at least one privacy budget, e.g. 0.2,1,5")
+    if not seeds:
+        raise ConfigError(f"{what}: no seed given; give at least one synthesizer seed")
+    try:  # delta alone first: a bad delta is not the first epsilon's fault
+        check_privacy_params(None, delta)
+    except ConfigError as err:
+        raise ConfigError(f"{what}: {err}") from None
     for e in epsilons:
         try:
             check_privacy_params(e, delta)
         except ConfigError as err:
-            raise ConfigError(f"grid: epsilon {e!r}: {err}") from None
+            raise ConfigError(f"{what}: epsilon {e!r}: {err}") from None
     bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0]
     if bad:
-        raise ConfigError(f"grid: seeds must be whole numbers >= 0, got {bad}")
-    if len(set(map(float, epsilons))) != len(list(epsilons)) or len(set(seeds)) != len(list(seeds)):
-        raise ConfigError("grid: an epsilon or seed is listed twice (each cell would run twice)")
+        raise ConfigError(f"{what}: seeds must be whole numbers >= 0, got {bad}")
+    twice = [n for i, n in enumerate(names) if n in names[:i]]
+    if twice:
+        raise ConfigError(f"{what}: dataset(s) {twice} listed twice (each of their rows would run twice)")
+    if len({None if e is None else float(e) for e in epsilons}) != len(epsilons) or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"{what}: an epsilon or seed is listed twice (each cell would run twice)")
 
 
 def data_fingerprint(train: pd.DataFrame, test: pd.DataFrame, sch) -> str:

@@ -32,11 +32,22 @@ def score(real: pd.DataFrame, fake: pd.DataFrame, schema) -> dict:
 def run(datasets: Iterable[str] = ("adult", "hmeq", "housing"), epsilons: Iterable = (0.2, 1.0, 5.0),
         synth: str = "privsyn", seeds: Iterable[int] = (0,), delta: float = 1e-5, root=None,
         overrides: dict | None = None, log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Run the grid and return one row per (dataset, epsilon, seed) plus reference rows."""
+    """Run the grid and return one row per (dataset, epsilon, seed) plus reference rows.
+
+    The whole request -- the preset, the datasets (each loaded), the budgets, delta and the seeds -- is
+    checked before any row is computed: a ConfigError names the value."""
+    from ..core.errors import ConfigError
+    from ..presets import PRESETS
+    from .grid import check_grid_values
+
+    datasets, epsilons, seeds = list(datasets), list(epsilons), list(seeds)
+    check_grid_values(datasets, epsilons, seeds, delta, what="bench")
+    if synth not in PRESETS:
+        raise ConfigError(f"bench: unknown preset {synth!r}; available: {sorted(PRESETS)}")
+    loaded = [(name, *load_shared(name, root)) for name in datasets]  # a missing one before any work
     rows = []
     log(f"# synthzoo bench: synth={synth} delta={delta:g}; {thread_settings()}; python {platform.python_version()}")
-    for name in datasets:
-        df, schema = load_shared(name, root)
+    for name, df, schema in loaded:
         train, _test = train_test_split(df, test_size=0.2, seed=0)
         a, b = half_split(train, 0)
         for label, fake, real in (("INDEPENDENT", independent_sample(train, seed=0), train), ("HALF", b, a)):
