@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -143,7 +144,8 @@ class Worker:
                 if msg[0] == "ask":
                     self.conn.send(on_message(msg[1]))
                     continue
-                status, value, tb, base, peak, cpu = msg[1:]
+                status, value, tb, base, peak, cpu, caught = msg[1:]
+                _warn_again(caught)  # the call's warnings, shown here as this process shows its own
                 if status == "ok":
                     out = Outcome("ok", value=value)
                 else:
@@ -183,6 +185,20 @@ class Worker:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
         self.kill()
+
+
+def _warn_again(caught) -> None:
+    """Issue here the warnings a worker's call raised, ``(category module, category name, message, file,
+    line)`` each: this process's filters and display (the command line's) apply to them."""
+    for module, name, message, filename, lineno in caught:
+        category = UserWarning
+        with contextlib.suppress(Exception):
+            found = importlib.import_module(module)
+            for part in name.split("."):
+                found = getattr(found, part)
+            if isinstance(found, type) and issubclass(found, Warning):
+                category = found
+        warnings.warn_explicit(message, category, filename, lineno)
 
 
 def run_isolated(target: str, args: tuple = (), timeout: float | None = None) -> Outcome:
@@ -265,15 +281,20 @@ def _worker_main(fd: int, parent_pid: int) -> None:
                 return conn.recv()
 
             base, cpu0 = peak_rss_mb(), cpu_seconds()
-            try:
-                value = _resolve(target)(*args, **({"ask": ask} if talks else {}))
-                reply = ("ok", value, "")
-            except Exception as e:  # noqa: BLE001 - sent back; the caller decides
+            # the call's warnings go back with its result, to be shown by the caller's process (the command
+            # line's one line each, said once), not printed here with their source lines
+            with warnings.catch_warnings(record=True) as caught:
                 try:
-                    payload = pickle.dumps(e)
-                except Exception:  # noqa: BLE001 - an exception that does not pickle
-                    payload = None
-                reply = ("error", payload, traceback.format_exc())
-            conn.send(("result", *reply, base, peak_rss_mb(), cpu_seconds() - cpu0))
+                    value = _resolve(target)(*args, **({"ask": ask} if talks else {}))
+                    reply = ("ok", value, "")
+                except Exception as e:  # noqa: BLE001 - sent back; the caller decides
+                    try:
+                        payload = pickle.dumps(e)
+                    except Exception:  # noqa: BLE001 - an exception that does not pickle
+                        payload = None
+                    reply = ("error", payload, traceback.format_exc())
+            sent = [(w.category.__module__, w.category.__qualname__, str(w.message), w.filename, w.lineno)
+                    for w in caught]
+            conn.send(("result", *reply, base, peak_rss_mb(), cpu_seconds() - cpu0, sent))
     except (EOFError, OSError):  # the parent closed the connection or died
         return

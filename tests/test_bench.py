@@ -352,3 +352,33 @@ def test_grid_says_a_bad_delta_is_delta_not_the_first_epsilon(demo_csv):
     with pytest.raises(ConfigError, match="grid: no epsilon given"):
         bench.grid(csv, schema=sch, selectors=["indif"], models=["gum"], epsilons=[], log=lambda s: None)
 
+
+def warn_in_a_cell(text):
+    """A cell that warns (run by name in a worker process)."""
+    import warnings
+
+    from synthzoo.core.errors import PrivacySettingsWarning
+
+    warnings.warn(text, PrivacySettingsWarning)
+    warnings.warn(text, PrivacySettingsWarning)  # said twice, shown once on the command line
+    return 7
+
+
+def test_a_cells_warnings_are_shown_by_the_calling_process(monkeypatch, capsys):
+    # the grid's cell processes printed their warnings with Python's source lines
+    # ('.../grid.py:39: PrivacySettingsWarning: ...' and '  synth.fit(train)'), bypassing the command line's
+    # one-line display; they now come back with the result and are issued in the caller
+    from pathlib import Path
+
+    from synthzoo.cli import plain_warnings
+    from synthzoo.core.errors import PrivacySettingsWarning
+    from synthzoo.isolation import run_isolated
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # the worker gets this sys.path
+    with pytest.warns(PrivacySettingsWarning, match="planted in a cell"):
+        assert run_isolated("test_bench:warn_in_a_cell", ("planted in a cell",), timeout=120).value == 7
+    capsys.readouterr()
+    with plain_warnings():
+        assert run_isolated("test_bench:warn_in_a_cell", ("planted again",), timeout=120).value == 7
+    err = capsys.readouterr().err
+    assert err == "synthzoo: warning: planted again\n"
