@@ -487,3 +487,21 @@ def test_a_study_that_holds_no_grid_is_refused_by_name(demo_files, tmp_path):
     tuned.add_trial(optuna.trial.create_trial(value=1.0))
     with pytest.raises(ConfigError, match=r"'tuned' exists and is not a synthzoo grid"):
         _small_grid(url, demo_files, name="tuned", spec_wait=30)
+
+
+def test_a_worker_or_creator_running_other_code_refuses_the_grid(demo_files, tmp_path, monkeypatch):
+    # a worker of another synthzoo joined a grid and mixed its results into the table without a word (with
+    # code mid-change, a cell's process even failed with 'too many values to unpack')
+    from synthzoo.core.errors import ConfigError
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    _small_grid(url, demo_files)
+    assert distributed.grid_cells(optuna.load_study(study_name="g", storage=url).user_attrs["synthzoo_grid"])
+    monkeypatch.setattr(distributed, "code_version", lambda: "0.1.0+otherdigest0")
+    said = r"study 'g' is a grid of synthzoo 0\.1\.0\+[0-9a-f]{12}, and this is synthzoo 0\.1\.0\+otherdigest0"
+    with pytest.raises(ConfigError, match=said):
+        distributed.grid_worker(url, "g", heartbeat_interval=1, poll=0.1, log=lambda s: None)
+    with pytest.raises(ConfigError, match=said):
+        _small_grid(url, demo_files)  # the creator's command again, on the other code
+    assert [t.state for t in optuna.load_study(study_name="g", storage=url).trials] == [optuna.trial.TrialState.WAITING]
+

@@ -35,6 +35,8 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from .._version import code_version
+
 SPEC_ATTR = "synthzoo_grid"  # study user attribute: the grid's specification
 ROW_ATTR = "row"  # trial user attribute: the cell's result row (JSON)
 
@@ -96,7 +98,8 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
     spec = {"data": names, "selectors": list(selectors), "models": list(models),
             "epsilons": [float(e) for e in epsilons], "seeds": [int(s) for s in seeds], "delta": float(delta),
             "schema": schema, "base": base, "preprocess": None if preprocess is None else list(preprocess),
-            "cell_timeout": cell_timeout, "ml": bool(ml), "references": bool(references), "root": root}
+            "cell_timeout": cell_timeout, "ml": bool(ml), "references": bool(references), "root": root,
+            "code": code_version()}
     if not spec["selectors"] or not spec["models"]:
         raise ConfigError("grid needs at least one dataset, selector, model, epsilon and seed")
     if cell_timeout is not None and not cell_timeout > 0:
@@ -120,6 +123,7 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
         study.set_user_attr(SPEC_ATTR, spec)
         have = spec
     cells = grid_cells(spec)
+    _check_code(have, study_name)
     if have != spec:
         raise ConfigError(f"study {study_name!r} already holds another grid (it differs in "
                           f"{spec_differences(have, spec)}); choose another --study name")
@@ -132,6 +136,18 @@ def create_grid_study(storage: str, study_name: str, data: Iterable[str] | str =
         raise ConfigError(f"study {study_name!r} was created at the same time with another grid (it differs in "
                           f"{spec_differences(have, spec)}); choose another --study name")
     return len(cells)
+
+
+def _check_code(spec: dict, study_name: str) -> None:
+    """A grid's cells all run on the code it was created with (a worker of another synthzoo joined and
+    mixed its results into the table without a word); a grid created before the code was recorded passes."""
+    from ..core.errors import ConfigError
+
+    here = code_version()
+    if spec.get("code", here) != here:
+        raise ConfigError(f"study {study_name!r} is a grid of synthzoo {spec['code']}, and this is synthzoo {here} "
+                          "(the version + a digest of its source files): its rows would mix results of two versions "
+                          "of the code. Run every creator and worker on the same synthzoo, or create another study")
 
 
 def _spec_of(study, study_name: str, wait: float):
@@ -331,6 +347,7 @@ def grid_worker(storage: str, study_name: str, heartbeat_interval: int = 10, gra
     spec = study.user_attrs.get(SPEC_ATTR)
     if spec is None:
         raise ConfigError(f"study {study_name!r} is not a synthzoo grid")
+    _check_code(spec, study_name)
     cells = grid_cells(spec)
     data = _Data(spec)
     for name, want in spec.get("fingerprints", {}).items():
