@@ -598,11 +598,23 @@ def _bench_grid(a, bench) -> int:
                      isolate=not a.in_process, ml=not a.no_ml, root=a.root, out=out, plot=plot,
                      log=lambda s: print(s, flush=True), resume=a.resume)
     print(GRID_NOTE)
-    cells = res[res["kind"] == "cell"]
-    n_ok, n_skip = int((cells["status"] == "ok").sum()), int((cells["status"] == "skipped").sum())
-    print(f"# {n_ok} of {len(cells)} cells ran; {n_skip} skipped, {len(cells) - n_ok - n_skip} failed "
-          "(error/timeout/crashed)")
+    print(_grid_summary(res))
     return 0
+
+
+def _grid_summary(res) -> str:
+    """The grid's last line, local or shared: how many cells ran, were skipped, failed or have no result yet."""
+    cells = res[res["kind"] == "cell"]
+    count = {s: int((cells["status"] == s).sum()) for s in ("ok", "skipped", "pending")}
+    failed = len(cells) - sum(count.values())
+    line = (f"# {count['ok']} of {len(cells)} cells ran; {count['skipped']} skipped, {failed} failed "
+            "(error/timeout/crashed)")
+    if count["pending"]:
+        line += f", {count['pending']} without a result yet (bench-worker runs them)"
+    refs = res[(res["kind"] == "reference") & (res["status"] != "ok")]
+    if len(refs):
+        line += f"; {len(refs)} reference row(s) without a score"
+    return line
 
 
 def _eval_steps(names: list[str]) -> list[list[str]]:
@@ -644,9 +656,7 @@ def _bench_shared(a, sel, mod, pre, data, out, plot) -> int:
     if plot_grid(res, plot):
         print(f"# wrote {plot}")
     print(GRID_NOTE)
-    cells = res[res["kind"] == "cell"]
-    print(f"# {int((cells['status'] == 'ok').sum())} of {len(cells)} cells ran; "
-          f"{int(res['status'].isin(['pending', 'crashed']).sum())} without a result")
+    print(_grid_summary(res))
     return rc
 
 

@@ -505,3 +505,15 @@ def test_a_worker_or_creator_running_other_code_refuses_the_grid(demo_files, tmp
         _small_grid(url, demo_files)  # the creator's command again, on the other code
     assert [t.state for t in optuna.load_study(study_name="g", storage=url).trials] == [optuna.trial.TrialState.WAITING]
 
+
+def test_the_shared_grids_last_line_counts_skipped_and_failed_cells(demo_files, tmp_path, capsys):
+    # it said '0 of 2 cells ran; 0 without a result' for a grid whose cells were skipped or timed out; the
+    # local grid's line said what happened to them
+    from synthzoo.cli import main
+
+    csv, schema = demo_files
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    assert main(["bench", "--storage", url, "--study", "s", "--data", csv, "--schema", schema, "--select",
+                 "indif,no_such", "--model", "gum", "--epsilon", "1", "--no-ml", "--cell-timeout", "0.01",
+                 "--out", str(tmp_path / "g.csv")]) == 0
+    assert "# 0 of 2 cells ran; 1 skipped, 1 failed (error/timeout/crashed)\n" in capsys.readouterr().out
