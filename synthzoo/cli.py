@@ -553,8 +553,8 @@ def cmd_bench(a) -> int:
                  or (a.data is not None and os.path.isfile(a.data)))
     if grid_mode:
         return _bench_grid(a, bench)
-    if a.no_ml or a.in_process or a.plot or a.resume:
-        print("synthzoo: error: --no-ml, --in-process, --plot and --resume belong to the grid mode (give "
+    if a.no_ml or a.in_process or a.plot or a.resume or a.force:
+        print("synthzoo: error: --no-ml, --in-process, --plot, --resume and --force belong to the grid mode (give "
               "--select/--model)", file=sys.stderr)
         return 2
     res = bench.run(datasets=_data_names(a.data, "adult,hmeq,housing"), epsilons=_budgets(a.epsilon), synth=a.synth,
@@ -593,13 +593,34 @@ def _bench_grid(a, bench) -> int:
             print(f"synthzoo: error: {flag} does not apply to a shared grid (--storage): {why}", file=sys.stderr)
             return 2
         return _bench_shared(a, sel, mod, pre, data, out, plot)
-    res = bench.grid(data, selectors=sel, models=mod, epsilons=_budgets(a.epsilon), seeds=range(a.seeds),
+    epsilons = _budgets(a.epsilon)
+    if not a.resume and not a.force:
+        _check_not_an_earlier_grid(out)
+    res = bench.grid(data, selectors=sel, models=mod, epsilons=epsilons, seeds=range(a.seeds),
                      delta=a.delta, schema=a.schema, base=a.synth, preprocess=pre, cell_timeout=a.cell_timeout,
                      isolate=not a.in_process, ml=not a.no_ml, root=a.root, out=out, plot=plot,
                      log=lambda s: print(s, flush=True), resume=a.resume)
     print(GRID_NOTE)
     print(_grid_summary(res))
     return 0
+
+
+def _check_not_an_earlier_grid(out: str) -> None:
+    """The local grid starts by emptying --out: an earlier grid's rows there (bench_grid.csv by default: hours
+    of cells) were lost to the next grid run without a word."""
+    import pandas as pd
+
+    from .core.errors import ConfigError
+
+    if not os.path.isfile(out):
+        return
+    try:
+        n = len(pd.read_csv(out))
+    except Exception:  # noqa: BLE001 - not a table (or empty): nothing of a grid's to keep
+        n = 0
+    if n:
+        raise ConfigError(f"--out {out!r} holds {n} row(s) of an earlier grid run; pass --resume to keep them and "
+                          "run only the missing cells (same grid), --force to replace them, or name another --out")
 
 
 def _grid_summary(res) -> str:
@@ -1002,6 +1023,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--resume", action="store_true",
                    help="grid: keep the rows an earlier run of the same grid wrote to --out and run only the "
                         "missing cells (an --out of another grid is refused)")
+    b.add_argument("--force", action="store_true",
+                   help="grid: replace the rows an earlier grid run left in --out (default: an error)")
     b.add_argument("--root", help="datasets folder (default ../shared/datasets or $SYNTHZOO_DATASETS)")
     b.add_argument("--out", help="write the table as CSV (grid default: bench_grid.csv)")
     b.add_argument("--storage", help="grid: run the cells as a shared Optuna study in this storage (SQLite file or "

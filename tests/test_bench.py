@@ -382,3 +382,21 @@ def test_a_cells_warnings_are_shown_by_the_calling_process(monkeypatch, capsys):
         assert run_isolated("test_bench:warn_in_a_cell", ("planted again",), timeout=120).value == 7
     err = capsys.readouterr().err
     assert err == "synthzoo: warning: planted again\n"
+
+
+def test_cli_grid_does_not_replace_an_earlier_grids_rows_without_force(demo_csv, tmp_path, capsys):
+    # a second grid run emptied --out (bench_grid.csv by default) before its first cell: the earlier grid's
+    # rows were lost without a word
+    csv, sch = demo_csv
+    out = tmp_path / "g.csv"
+    args = ["bench", "--select", "indif", "--model", "gum", "--data", csv, "--schema", sch, "--epsilon", "1",
+            "--in-process", "--no-ml", "--out", str(out)]
+    assert main(args) == 0
+    before = out.read_text()
+    capsys.readouterr()
+    assert main([*args[:9], "--epsilon", "5", *args[11:]]) == 2
+    assert (f"--out {str(out)!r} holds 3 row(s) of an earlier grid run; pass --resume to keep them and run only "
+            "the missing cells (same grid), --force to replace them") in capsys.readouterr().err
+    assert out.read_text() == before
+    assert main(args + ["--resume"]) == 0 and out.read_text() == before  # nothing missing: kept as it was
+    assert main(args + ["--force"]) == 0 and len(pd.read_csv(out)) == 3
