@@ -142,6 +142,17 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("; use select=None", "; pass --select none"),
               ("give a selector, e.g. select='indif'", "give a selector, e.g. --select indif"),
               ("trial_timeout must be", "--timeout must be"),
+              ("score_rows must be a positive integer", "--score-rows must be a positive whole number"),
+              ("privacy='accounted' takes no trial_timeout", "--privacy accounted takes no --timeout"),
+              ("privacy='accounted' needs a finite epsilon; use 'non-private' for epsilon=None",
+               "--privacy accounted needs a finite --epsilon; use --privacy non-private for --epsilon none"),
+              ("weights must be three numbers (fidelity, mla, query)", "--weights must be three numbers "
+               "(fidelity,MLA,query)"),
+              ("weights must be three non-negative numbers", "--weights must be three non-negative numbers"),
+              ("multi_objective is not available with privacy='accounted'",
+               "--multi-objective is not available with --privacy accounted"),
+              ("choices: 'preprocess.numeric' takes a non-empty list from", "--numeric takes names from"),
+              ("choices: 'select_model' takes a non-empty list from", "--select-model takes names from"),
               ("noise_seed must be None or a non-negative integer", "--noise-seed must be a non-negative integer"),
               ("number of records; pass n", "number of records; pass -n ROWS"),
               ("count); pass n", "count); pass -n ROWS"),
@@ -794,6 +805,7 @@ def cmd_tune(a) -> int:
     from tuning import tune
     from tuning.storage import DEFAULT_STORAGE, _redact
 
+    _check_tune_options(a)
     if a.sign is not None:  # before any trial: a study is long, and a key that cannot sign would lose its release
         from synthzoo.core.errors import ConfigError
         from synthzoo.modelfile import _read_key
@@ -837,8 +849,10 @@ def cmd_tune(a) -> int:
                    privacy=a.privacy, public=public, storage=a.storage,
                    study_name=a.study_name, weights=_floats(a.weights, "--weights") if a.weights else None,
                    multi_objective=a.multi_objective, choose_modules=not a.fixed_modules, choices=choices or None,
-                   seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout, stopping=a.stopping,
-                   models_dir=a.models_dir, isolate=not a.in_process, verbose=True, score_rows=a.score_rows,
+                   seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout,
+                   stopping="geometric" if a.stopping is None else a.stopping,
+                   models_dir=a.models_dir, isolate=not a.in_process, verbose=True,
+                   score_rows=1000 if a.score_rows is None else a.score_rows,
                    noise_seed=a.noise_seed)
     print(res.summary())
     print(f"study {res.metadata.get('study_name')!r} is in {where}", file=sys.stderr)
@@ -853,6 +867,25 @@ def cmd_tune(a) -> int:
         print("the tuned synthesizer was not saved: pass --out tune.json to write it to tune.model.json",
               file=sys.stderr)
     return 0
+
+
+def _check_tune_options(a) -> None:
+    """Options of another privacy mode than --privacy's were read and then ignored without a word (--stopping
+    poisson in a non-private study, --public outside public mode...): each is an error naming its mode."""
+    from .core.errors import ConfigError
+
+    only = {"--stopping": ("accounted", a.stopping), "--models-dir": ("accounted", a.models_dir),
+            "--score-rows": ("accounted", a.score_rows), "--public": ("public", a.public)}
+    for option, (mode, given) in only.items():
+        if given is not None and a.privacy != mode:
+            raise ConfigError(f"{option} applies to --privacy {mode} only; this is --privacy {a.privacy}, which "
+                              "would ignore it")
+    if a.privacy == "accounted" and a.sampler_seed is not None:
+        raise ConfigError("--sampler-seed is not used with --privacy accounted: its random search is seeded with "
+                          "secret randomness (--noise-seed replays it, for tests only)")
+    if a.privacy == "public" and a.val is not None:
+        raise ConfigError("--val is not read with --privacy public: trials fit and score on the --public table, "
+                          "which is split 80/20; the private DATA is read once, by the final fit")
 
 
 #: tune's settings as its options: what a study resumed with other settings names.
@@ -1083,10 +1116,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(not with --privacy accounted: whether a run ends in time follows the private rows)")
     t.add_argument("--in-process", action="store_true",
                    help="run trials in this process (debugging; --timeout cannot stop a long native call)")
-    t.add_argument("--stopping", default="geometric", choices=["geometric", "poisson"],
+    t.add_argument("--stopping", default=None, choices=["geometric", "poisson"],
                    help="accounted mode: law of the random number of runs (default geometric)")
     t.add_argument("--models-dir", help="accounted mode: also save each trial's synthesizer here")
-    t.add_argument("--score-rows", type=int, default=1000,
+    t.add_argument("--score-rows", type=int, default=None,
                    help="accounted mode: the public number of validation rows each run is scored on (a fixed-size "
                         "sample of the validation records, padded when there are fewer); default 1000")
     t.add_argument("--noise-seed", type=int, default=None,

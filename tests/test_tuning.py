@@ -299,6 +299,38 @@ def test_cli_tune_writes_metadata_with_the_privacy_statement(demo, tmp_path, cap
     assert sz.Synthesizer.load(tmp_path / "tuned.model.json").sample(10).shape[0] == 10
 
 
+@pytest.mark.parametrize("args, said", [
+    # the tuner's argument names reached the command line: score_rows, privacy='accounted', trial_timeout,
+    # weights, multi_objective, "choices: 'select_model'"
+    (["--privacy", "accounted", "--score-rows", "0"], "--score-rows must be a positive whole number, got 0"),
+    (["--privacy", "accounted", "--timeout", "5"], "--privacy accounted takes no --timeout:"),
+    (["--privacy", "accounted", "--epsilon", "none"], "--privacy accounted needs a finite --epsilon; use --privacy "
+                                                      "non-private for --epsilon none"),
+    (["--weights", "1,2"], "--weights must be three non-negative numbers, not all zero, got [1.0, 2.0]"),
+    (["--privacy", "accounted", "--multi-objective"], "--multi-objective is not available with --privacy accounted"),
+    (["--numeric", "foo"], "--numeric takes names from ['privtree', 'uniform'], got ['foo']"),
+    (["--select-model", "indif+foo"], "--select-model takes names from ['indif+gum', "),
+    # options of another mode were read and ignored without a word
+    (["--stopping", "poisson"], "--stopping applies to --privacy accounted only; this is --privacy non-private"),
+    (["--score-rows", "100"], "--score-rows applies to --privacy accounted only"),
+    (["--models-dir", "m"], "--models-dir applies to --privacy accounted only"),
+    (["--public", "PUBLIC"], "--public applies to --privacy public only; this is --privacy non-private"),
+    (["--privacy", "accounted", "--sampler-seed", "3"], "--sampler-seed is not used with --privacy accounted"),
+    (["--privacy", "public", "--public", "PUBLIC", "--val", "VAL"], "--val is not read with --privacy public"),
+])
+def test_cli_tune_says_its_option_words_and_refuses_options_it_would_ignore(demo, tmp_path, capsys, args, said):
+    train, val, schema = demo
+    train.to_csv(tmp_path / "train.csv", index=False)
+    val.to_csv(tmp_path / "val.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    files = {"PUBLIC": str(tmp_path / "val.csv"), "VAL": str(tmp_path / "val.csv")}
+    assert cli_main(["tune", str(tmp_path / "train.csv"), "--schema", str(tmp_path / "schema.json"), "--trials", "1",
+                     "--storage", str(tmp_path / "o.db"), *[files.get(x, x) for x in args]]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert not (tmp_path / "o.db").exists() or not optuna.get_all_study_names(f"sqlite:///{tmp_path / 'o.db'}")
+
+
 def test_tuned_model_file_is_signed_with_sign_with_and_tune_sign(demo, tmp_path, capsys):
     from synthzoo.modelfile import generate_key
 
