@@ -142,6 +142,7 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("; use select=None", "; pass --select none"),
               ("give a selector, e.g. select='indif'", "give a selector, e.g. --select indif"),
               ("trial_timeout must be", "--timeout must be"),
+              ("no tuning settings; give another study_name", "no tuning settings; give another --study-name"),
               ("score_rows must be a positive integer", "--score-rows must be a positive whole number"),
               ("privacy='accounted' takes no trial_timeout", "--privacy accounted takes no --timeout"),
               ("privacy='accounted' needs a finite epsilon; use 'non-private' for epsilon=None",

@@ -174,6 +174,27 @@ def test_cli_tune_names_the_options_a_resumed_study_differs_in(demo, tmp_path, c
     assert "another --study-name" in err and "Traceback" not in err
 
 
+def test_a_study_of_another_program_is_refused_untouched(demo, tmp_path):
+    # tune --study-name synthzoo-grid on a bench grid's storage wrote its settings into the grid's study, took
+    # the grid's cells for tuning trials and died with KeyError: 'config'
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    grid = optuna.create_study(storage=url, study_name="synthzoo-grid")
+    grid.set_user_attr("synthzoo_grid", {"data": ["adult"]})
+    grid.enqueue_trial({"cell": 0})
+    with pytest.raises(ConfigError, match=r"study 'synthzoo-grid' in this storage is not a synthzoo tuning study "
+                                          r"\(a synthzoo bench grid\): it holds 1 trial\(s\)"):
+        _tune(demo, tmp_path, n_trials=1, study_name="synthzoo-grid", isolate=False)
+    after = optuna.load_study(study_name="synthzoo-grid", storage=url)
+    assert list(after.user_attrs) == ["synthzoo_grid"] and len(after.trials) == 1
+    other = optuna.create_study(storage=url, study_name="other")
+    other.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
+    with pytest.raises(ConfigError, match=r"study 'other' in this storage is not a synthzoo tuning study: it holds 1"):
+        _tune(demo, tmp_path, n_trials=1, study_name="other", isolate=False)
+    # configurations a user enqueued into a new study before tuning are not another program's
+    optuna.create_study(storage=url, study_name="mine").enqueue_trial({"model.gum.iterations": 7})
+    assert _tune(demo, tmp_path, n_trials=1, study_name="mine", isolate=False).best_params["model.gum.iterations"] == 7
+
+
 def test_same_seed_same_trials(demo, tmp_path):
     # the DP noise is secret by default; the test-only noise_seed opt-in makes it replay
     a = _tune(demo, tmp_path, storage=str(tmp_path / "a.db"), noise_seed=11)

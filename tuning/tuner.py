@@ -328,6 +328,15 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                                    n_startup_trials=min(10, max(3, n_trials // 3)))
     statement = {"non-private": NON_PRIVATE_WARNING, "public": PUBLIC_NOTE, "accounted": ACCOUNTED_NOTE}[privacy]
     prior = study.user_attrs.get("synthzoo")
+    ran = [t for t in study.get_trials(deepcopy=False) if t.state != optuna.trial.TrialState.WAITING]
+    if prior is None and ("synthzoo_grid" in study.user_attrs or ran):
+        # another program's study (a bench grid's, say): the tuner wrote its settings into it, took its trials
+        # for tuning trials and died with KeyError: 'config'.  (Configurations a user enqueued into a new study
+        # before tuning are welcome.)
+        held = len(study.get_trials(deepcopy=False))
+        kind = " (a synthzoo bench grid)" if "synthzoo_grid" in study.user_attrs else ""
+        raise ConfigError(f"study {study_name!r} in this storage is not a synthzoo tuning study{kind}: it holds {held} "
+                          "trial(s) and no tuning settings; give another study_name")
     # a study resumes only with the settings it started with: its trials' values are compared to pick the best,
     # and values scored under two objectives (weights), budgets or spaces do not compare (a new space also
     # made Optuna raise mid-trial, and a switch to multi_objective failed every trial forever)
