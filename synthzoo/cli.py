@@ -47,28 +47,25 @@ def _budgets(s: str) -> list[float]:
     return values
 
 
-def _positive_seconds(s: str) -> float:
+def _positive(convert, what: str, least: str):
+    """An argparse type: ``convert(s)`` (float or int) that must be a finite number above 0 (``what`` names
+    the kind of value, ``least`` says the smallest allowed, in the messages)."""
     import math
 
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {s!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {s!r}")
-    return v
+    def parse(s: str):
+        try:
+            v = convert(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{s!r} is not {what}") from None
+        if not (math.isfinite(v) and v > 0):
+            raise argparse.ArgumentTypeError(f"must be {least}, got {s}")
+        return v
+
+    return parse
 
 
-def _positive_int(s: str) -> int:
-    import argparse
-
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
+_positive_seconds = _positive(float, "a number of seconds", "a positive number of seconds")
+_positive_int = _positive(int, "a whole number", "at least 1")
 
 
 def _names(s: str | None) -> list[str] | None:
