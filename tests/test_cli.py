@@ -87,6 +87,18 @@ def test_version(capsys):
     assert e.value.code == 0 and capsys.readouterr().out.strip() == f"synthzoo {sz.__version__}"
 
 
+def test_python_dash_m_synthzoo_runs_the_command_line():
+    # `python -m synthzoo --version` said "No module named synthzoo.__main__"
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(sz.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-m", "synthzoo", "--version"], capture_output=True, text=True, cwd=root,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == f"synthzoo {sz.__version__}", out.stderr
+
+
 def test_every_argument_has_help():
     parser = build_parser()
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
