@@ -20,6 +20,13 @@ Differentially Private Synthetic Data" (VLDB 2022), Algorithm 1.
   only converged estimates decide.  When less than two rounds' worth is left, the last round takes
   exactly what remains (split 0.1 / 0.9), so the selector spends all its budget and never more.
 
+**Without privacy** (``epsilon=None``) measurements are exact and there is no budget to pace the model's
+growth: the cap is ``max_model_size`` from the first round, the candidate with the largest weighted error
+is taken, and a round ends the run when that candidate is already measured.  Every 2-way marginal a table
+has can then enter, and the junction tree that holds them grows towards the cap whatever the rows: on
+``make_demo(800)`` (11 columns) it reached 44 MB in round 17 and 80 MB by the last, 213 CPU s against
+about 2 for the private run.  A smaller ``max_model_size`` makes a quicker non-private baseline.
+
 The true marginals are counted once (``EncodedData.project`` caches them) and each round's
 scores are computed in one vectorised pass over all candidates.  AIM talks to the model only
 through ``fit`` and ``project``; a model may keep a warm start between the repeated fits.
