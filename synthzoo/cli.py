@@ -951,6 +951,11 @@ def _csv_options(p, what: str = "input CSV files") -> None:
                                                   "',' for 3,14)")
 
 
+#: What argparse should read as a value, not an option, though it starts with '-': a negative number or a
+#: comma-separated list that begins with one (no option of synthzoo looks like that).
+_NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(,.*)?$")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="synthzoo", description="Tabular data synthesis with differential privacy. "
                                 "`synthzoo COMMAND --help` explains each command.")
@@ -1142,6 +1147,8 @@ def build_parser() -> argparse.ArgumentParser:
     for action in sub._choices_actions:  # each command's own --help starts with what it does
         if sub.choices[action.dest].description is None:
             sub.choices[action.dest].description = action.help
+    for parser in (p, *sub.choices.values()):  # '--weights -1,1,1' is a value (argparse took only '-1' for one)
+        parser._negative_number_matcher = _NEGATIVE_VALUE
     return p
 
 

@@ -328,6 +328,8 @@ def test_cli_tune_writes_metadata_with_the_privacy_statement(demo, tmp_path, cap
     (["--privacy", "accounted", "--epsilon", "none"], "--privacy accounted needs a finite --epsilon; use --privacy "
                                                       "non-private for --epsilon none"),
     (["--weights", "1,2"], "--weights must be three non-negative numbers, not all zero, got [1.0, 2.0]"),
+    # argparse took '-1,1,1' for an option: "argument --weights: expected one argument"
+    (["--weights", "-1,1,1"], "--weights must be three non-negative numbers, not all zero, got [-1.0, 1.0, 1.0]"),
     (["--privacy", "accounted", "--multi-objective"], "--multi-objective is not available with --privacy accounted"),
     (["--numeric", "foo"], "--numeric takes names from ['privtree', 'uniform'], got ['foo']"),
     (["--select-model", "indif+foo"], "--select-model takes names from ['indif+gum', "),
