@@ -92,7 +92,7 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import OneNetwork, dpsgd_steps, record_count, resolve_device, sample_rows, torch_module
+from .torch_features import OneNetwork, record_count, resolve_device, sample_rows, torch_module
 
 _TABSYN = ("Zhang, Zhang, Srinivasan, Shen, Qin, Faloutsos, Rangwala, Karypis, Mixed-Type Tabular Data Synthesis "
            "with Score-based Diffusion in Latent Space (TabSyn), ICLR 2024")
@@ -580,11 +580,11 @@ class TLDM(OneNetwork, Model):
         return self
 
     def _train_vae(self, torch, vae, x_num, codes, n_hat, budget: Budget, dev, gen, rng) -> None:
-        from ..core.privacy.dpsgd import DPSGD
+        from ..core.privacy.dpsgd import DPSGD, schedule
 
         n = codes.shape[0]
         bs = int(self.vae_batch_size)
-        steps = dpsgd_steps(self.vae_epochs, n_hat, bs)
+        steps = schedule(self.vae_epochs, n_hat, bs)[0]
         sgd = DPSGD(budget, n_hat, bs, steps, float(self.vae_max_grad_norm), note=f"{self.name}: VAE")
         wrapped = sgd.wrap(vae)
         params = [p for p in vae.parameters() if p.requires_grad]
@@ -690,13 +690,13 @@ class TLDM(OneNetwork, Model):
         return ref_mean + ref_std * c * m1, ref_std * r
 
     def _train_diffusion(self, torch, net, z, n_hat: float, budget: Budget, dev, gen, rng) -> None:
-        from ..core.privacy.dpsgd import DPSGD
+        from ..core.privacy.dpsgd import DPSGD, schedule
 
         edm = net.edm
         y_all = (z - net.latent_mean) / net.latent_std * SIGMA_DATA
         n, dim = y_all.shape
         bs, k = int(self.diffusion_batch_size), int(self.noise_levels)
-        steps = dpsgd_steps(self.diffusion_epochs, n_hat, bs)
+        steps = schedule(self.diffusion_epochs, n_hat, bs)[0]
         sgd = DPSGD(budget, n_hat, bs, steps, float(self.diffusion_max_grad_norm), note=f"{self.name}: diffusion")
         wrapped = sgd.wrap(edm)
         params = list(edm.parameters())

@@ -261,23 +261,16 @@ def record_count(model, data, budget, who: str) -> float:
     return float(data.n)
 
 
-def dpsgd_steps(epochs: int, n_hat: float, batch_size: int) -> int:
-    """The fixed number of DP-SGD steps of ``epochs`` passes: ``ceil(epochs * n_hat / batch_size)``."""
-    from ..core.privacy.dpsgd import schedule
-
-    return schedule(epochs, n_hat, batch_size)[0]
-
-
 def dpsgd_run(model, data, budget, who: str, n_hat: float | None = None):
     """The opening every DP-SGD record model shares: the record count (:func:`record_count`), the
     fixed number of steps ``ceil(epochs * n_hat / batch_size)`` and the
     :class:`~synthzoo.core.privacy.dpsgd.DPSGD` run, charged before any step.  A model that has
     already released a count (TabDDPM's label counts sum to one) passes it as ``n_hat`` and no other
     is taken.  Returns ``(n_hat, steps, sgd)``."""
-    from ..core.privacy.dpsgd import DPSGD
+    from ..core.privacy.dpsgd import DPSGD, schedule
 
     n_hat = float(n_hat) if n_hat is not None else record_count(model, data, budget, who)
-    steps = dpsgd_steps(model.epochs, n_hat, model.batch_size)
+    steps = schedule(model.epochs, n_hat, model.batch_size)[0]
     return n_hat, steps, DPSGD(budget, n_hat, int(model.batch_size), steps, float(model.max_grad_norm), note=who)
 
 
