@@ -847,11 +847,10 @@ def cmd_tune(a) -> int:
                    privacy=a.privacy, public=public, storage=a.storage,
                    study_name=a.study_name, weights=_floats(a.weights, "--weights") if a.weights else None,
                    multi_objective=a.multi_objective, choose_modules=not a.fixed_modules, choices=choices or None,
-                   seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout,
-                   stopping="geometric" if a.stopping is None else a.stopping,
-                   models_dir=a.models_dir, isolate=not a.in_process, verbose=True,
-                   score_rows=1000 if a.score_rows is None else a.score_rows,
-                   noise_seed=a.noise_seed)
+                   seed=a.seed, sampler_seed=a.sampler_seed, trial_timeout=a.timeout, models_dir=a.models_dir,
+                   isolate=not a.in_process, verbose=True, noise_seed=a.noise_seed,
+                   # only when given (accounted mode): otherwise the tuner's own defaults
+                   **{k: v for k, v in (("stopping", a.stopping), ("score_rows", a.score_rows)) if v is not None})
     print(res.summary())
     print(f"study {res.metadata.get('study_name')!r} is in {where}", file=sys.stderr)
     if a.out:
@@ -898,14 +897,19 @@ def _tune_difference(key: str, before, now) -> str:
     flag = {"choose_modules": ("--fixed-modules", False), "multi_objective": ("--multi-objective", True)}
     if key in flag:
         option, on = flag[key]
-        return f"{'with' if bool(before) == on else 'without'} {option} (now {'with' if bool(now) == on else 'without'})"
+        def said(value) -> str:
+            return "with" if bool(value) == on else "without"
+
+        return f"{said(before)} {option} (now {said(now)})"
 
     def shown(value) -> str:
         if key == "weights" and isinstance(value, list):
             return ",".join(f"{float(w):g}" for w in value)
         if key == "choices":
             names = {"preprocess.numeric": "--numeric", "select_model": "--select-model"}
-            return " ".join(f"{names.get(k, k)} {','.join(map(str, v))}" for k, v in value.items()) if value else "no --numeric or --select-model"
+            if not value:
+                return "no --numeric or --select-model"
+            return " ".join(f"{names.get(k, k)} {','.join(map(str, v))}" for k, v in value.items())
         if key == "epsilon" and value is None:
             return "none"
         return f"{value:g}" if isinstance(value, float) else str(value)
@@ -947,8 +951,8 @@ def _csv_options(p, what: str = "input CSV files") -> None:
     p.add_argument("--sep", type=_sep, default=",",
                    help=f"field separator of the {what} (default ','; e.g. ';', 'tab')")
     p.add_argument("--encoding", help=f"text encoding of the {what} (default utf-8; e.g. latin-1, cp1252)")
-    p.add_argument("--decimal", type=_decimal, default=".", help=f"decimal mark of the numbers in the {what} (default '.'; "
-                                                  "',' for 3,14)")
+    p.add_argument("--decimal", type=_decimal, default=".",
+                   help=f"decimal mark of the numbers in the {what} (default '.'; ',' for 3,14)")
 
 
 #: What argparse should read as a value, not an option, though it starts with '-': a negative number or a
