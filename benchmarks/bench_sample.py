@@ -1,7 +1,7 @@
 """Sampling speed and memory of the presets: rows per CPU second and peak RSS at large n.
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-        python benchmarks/bench_sample.py [--presets privsyn,mst,ctgan,...] [--rows 1e6,1e7] \
+        python benchmarks/bench_sample.py [--presets privsyn,mst,ctgan,ctgan:bfloat16,...] [--rows 1e6,1e7] \
         [--slow-rows 2e4] [--modes codes,frame,csv] [--chunk 500000] [--models DIR] [--baseline CHECKOUT] \
         [--out bench_sample.csv]
 
@@ -19,6 +19,9 @@ same layers and widths, so the same work per sampled row); only their weights ar
 The presets whose every row costs many network passes (:data:`SLOW`: diffusion's reverse steps,
 the transformer's token-by-token decoding) are timed at ``--slow-rows`` rows (20,000) instead of
 ``--rows``, and ``mst`` is timed at those sizes too, so that ``x mst`` compares equal sizes.
+
+A preset written ``ctgan:bfloat16`` (or ``pate-gan:bfloat16``) samples the same model file with
+``sample_precision="bfloat16"``: the generator's forward pass in bf16.
 
 Then every (preset, rows, mode) runs in a fresh Python process, which loads the model file, draws
 1,000 rows (so lazy imports and first-call costs fall outside the timing), and then times one
@@ -84,8 +87,8 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def worker(model_path: str, n: int, chunk: int, mode: str) -> dict:
-    """One timed sample in this (fresh) process."""
+def worker(model_path: str, n: int, chunk: int, mode: str, precision: str = "-") -> dict:
+    """One timed sample in this (fresh) process (``precision``: the model's ``sample_precision``, "-" as saved)."""
     import resource
 
     import numpy as np
@@ -94,6 +97,9 @@ def worker(model_path: str, n: int, chunk: int, mode: str) -> dict:
     from synthzoo.isolation import peak_rss_mb
 
     synth = sz.Synthesizer.load(model_path)
+    if precision != "-":
+        synth.model.sample_precision = precision
+        synth.model.check_params()
     synth.sample(1000, seed=1)  # warm-up: lazy imports (torch, jax), first-call costs
     rss_before = _rss_mb()
     c0, t0 = _cpu(), time.perf_counter()
@@ -180,10 +186,12 @@ def main() -> int:
     ap.add_argument("--baseline", help="a checkout of another version (e.g. `git worktree add ../base main`): each "
                                        "sample is also timed there, back to back with this tree's (x mst per tree)")
     ap.add_argument("--out", help="also write the table as CSV")
-    ap.add_argument("--worker", nargs=4, metavar=("MODEL", "N", "CHUNK", "MODE"), help=argparse.SUPPRESS)
+    # MODEL N CHUNK MODE [PRECISION] (an older --baseline checkout's worker takes the first four)
+    ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        print(json.dumps(worker(a.worker[0], int(a.worker[1]), int(a.worker[2]), a.worker[3])))
+        w = a.worker
+        print(json.dumps(worker(w[0], int(w[1]), int(w[2]), w[3], *w[4:5])))
         return 0
 
     from synthzoo._threads import thread_settings
@@ -191,13 +199,14 @@ def main() -> int:
     if not (DATA / "adult" / "schema.json").exists():
         print(f"adult not found under {DATA} (set SYNTHZOO_DATASETS)", file=sys.stderr)
         return 2
-    presets = [p for p in a.presets.split(",") if p]
+    runs = [p for p in a.presets.split(",") if p]  # "ctgan:bfloat16": ctgan's model file, sampled in bfloat16
+    presets = list(dict.fromkeys(p.split(":")[0] for p in runs))
     rows = [_count(x) for x in a.rows.split(",") if x]
     slow_rows = [_count(x) for x in a.slow_rows.split(",") if x]
     modes = [m for m in a.modes.split(",") if m]
     models = Path(a.models)
     fit_models(presets, models, a.train_iters, a.record_rows, a.record_epochs)
-    sizes = {p: slow_rows if p in SLOW else rows for p in presets}
+    sizes = {p: slow_rows if p.split(":")[0] in SLOW else rows for p in runs}
     if any(p in SLOW for p in presets) and "mst" in presets:
         sizes["mst"] = sorted(set(rows) | set(slow_rows))  # the reference at every size measured
     trees = {"this": Path(__file__)}
@@ -209,13 +218,14 @@ def main() -> int:
     results = []
     for n in sorted({n for v in sizes.values() for n in v}):
         for mode in modes:
-            for p in (p for p in presets if n in sizes[p]):
+            for p in (p for p in runs if n in sizes[p]):
                 order = list(trees.items())
                 if len(results) % 2:  # alternate which tree goes first
                     order.reverse()
                 for tree, script in order:
-                    cmd = [sys.executable, str(script), "--worker", str(models / f"{p}.szm"), str(n), str(a.chunk),
-                           mode]
+                    base, _, precision = p.partition(":")
+                    cmd = [sys.executable, str(script), "--worker", str(models / f"{base}.szm"), str(n), str(a.chunk),
+                           mode, *([precision] if precision else [])]
                     proc = subprocess.run(cmd, capture_output=True, text=True)
                     if proc.returncode != 0:
                         print(f"# {p} {mode} {n:,} ({tree}): failed\n{proc.stderr[-2000:]}", file=sys.stderr)

@@ -466,6 +466,8 @@ def cmd_sample(a) -> int:
     import synthzoo as sz
 
     synth = sz.Synthesizer.load(a.model, trusted_keys=a.trust or None)
+    if a.precision is not None:
+        _set_sample_precision(synth.model, a.precision)
     t0 = time.perf_counter()
     # n None: the model's DP estimate of the training rows; written chunk by chunk, so memory does not
     # grow with n (the rows are those synth.sample(n, seed) returns, whatever the chunk size)
@@ -475,6 +477,18 @@ def cmd_sample(a) -> int:
           file=sys.stderr)
     print(_cli_words(synth.privacy_report()))
     return 0
+
+
+def _set_sample_precision(model, precision: str) -> None:
+    """``sample --precision``: the model's ``sample_precision``, for the models whose sampling is a
+    network's forward pass that can run in bfloat16."""
+    from synthzoo.core.errors import ConfigError
+
+    if "sample_precision" not in model.get_params():
+        raise ConfigError(f"--precision {precision}: model {model.name!r} has no choice of sampling precision (only "
+                          "the one-pass generators do: ctgan, dp-ctgan, pate-gan)")
+    model.sample_precision = precision
+    model.check_params()
 
 
 def cmd_keygen(a) -> int:
@@ -1010,6 +1024,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the model's seed)")
     s.add_argument("--chunk", type=_count, default=None,
                    help="rows generated and written at a time (default 100,000); bounds the memory used")
+    s.add_argument("--precision", choices=["float32", "bfloat16"], default=None,
+                   help="precision of a generator's forward pass (ctgan, dp-ctgan, pate-gan; default: the model's, "
+                        "float32): bfloat16 is about 1.7x faster on CPUs with native bf16 instructions, slower where "
+                        "they are emulated")
     s.add_argument("--out", required=True, help="CSV file to write")
     s.add_argument("--trust", metavar="KEY.pub", action="append", default=[],
                    help="load the model only if it is signed by this public key and unchanged since (repeatable)")

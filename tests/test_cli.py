@@ -223,6 +223,25 @@ def test_sample_writes_with_sep(demo_files, tmp_path):
     assert list(pd.read_csv(tmp_path / "f.csv", sep=";").columns) == list(df.columns)
 
 
+@pytest.mark.filterwarnings("ignore:epsilon=None")
+def test_sample_precision_bfloat16_for_a_generator_and_refused_for_a_marginal_model(demo_files, tmp_path, capsys):
+    from synthzoo.models import CTGAN
+
+    d, df, schema = demo_files
+    gan = sz.make("ctgan", epsilon=None, schema=schema, seed=0, model={"name": "ctgan", **CTGAN._test_params})
+    gan.fit(df.head(300)).save(tmp_path / "gan.szm")
+    assert main(["sample", str(tmp_path / "gan.szm"), "-n", "400", "--seed", "2", "--precision", "bfloat16",
+                 "--out", str(tmp_path / "f.csv")]) == 0
+    gan.model.sample_precision = "bfloat16"
+    gan.sample(400, seed=2).to_csv(tmp_path / "g.csv", index=False)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "f.csv"), pd.read_csv(tmp_path / "g.csv"))
+    capsys.readouterr()
+    assert main(["sample", str(d / "model.szm"), "-n", "10", "--precision", "bfloat16",
+                 "--out", str(tmp_path / "h.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "--precision bfloat16" in err and "'gum'" in err and "ctgan" in err and not (tmp_path / "h.csv").exists()
+
+
 def test_bad_row_counts_are_refused(demo_files, tmp_path, capsys):
     for n in ("0", "1.5", "ten"):
         with pytest.raises(SystemExit):

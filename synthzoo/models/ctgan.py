@@ -45,7 +45,7 @@ from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
-                             sample_rows, state_dict_to_json, torch_module)
+                             sample_rows, saved_params_of_a_generator, state_dict_to_json, torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -113,6 +113,11 @@ class CTGAN(Model):
         Share of the model's budget for the DP record count and the categorical one-way marginals.
     device : {"auto", "cpu", "cuda"}, default "auto"
     progress : bool or None, default None
+    sample_precision : {"float32", "bfloat16"}, default "float32"
+        Precision of the generator's forward pass in :meth:`sample` (training is float32 either way).
+        ``"bfloat16"`` samples about 1.7x faster on CPUs with native bf16 instructions (AVX512-BF16, AMX)
+        and slower where they are emulated; see :class:`~.torch_features.SamplingNet` and the README's
+        sampling table for what it changes in the rows.
 
     Examples
     --------
@@ -133,7 +138,7 @@ class CTGAN(Model):
         "discriminator_steps": [Interval(Integral, 1, None)],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")], "device": [Options("auto", "cpu", "cuda")],
-        "progress": [None, Boolean()]}
+        "progress": [None, Boolean()], "sample_precision": [Options("float32", "bfloat16")]}
     _test_params = {"embedding_dim": 8, "generator_dim": (16,), "discriminator_dim": (16,), "epochs": 2,
                     "batch_size": 100, "pac": 2}
 
@@ -141,7 +146,7 @@ class CTGAN(Model):
                  epochs: int = 300, batch_size: int = 500, generator_lr: float = 2e-4, discriminator_lr: float = 2e-4,
                  weight_decay: float = 1e-6, pac: int = 10, discriminator_steps: int = 1,
                  max_grad_norm: float = 1.0, count_share: float = 0.05, device: str = "auto",
-                 progress: bool | None = None):
+                 progress: bool | None = None, sample_precision: str = "float32"):
         self.embedding_dim = embedding_dim
         self.generator_dim = generator_dim
         self.discriminator_dim = discriminator_dim
@@ -156,6 +161,7 @@ class CTGAN(Model):
         self.count_share = count_share
         self.device = device
         self.progress = progress
+        self.sample_precision = sample_precision
 
     def _check_related_params(self) -> None:
         if self.batch_size % self.pac:
@@ -304,10 +310,10 @@ class CTGAN(Model):
         condition gathered): the same network, fewer operations."""
         self._require_fit()
         torch = torch_module()
-        if self._sampler is None:
+        if self._sampler is None or self._sampler.dtype != getattr(torch, self.sample_precision):
             G = self._gen
             self._sampler = SamplingNet([(r.fc, r.bn, "residual") for r in G.body] + [(G.out, None, "linear")],
-                                               self._cond.dim, int(self.embedding_dim))
+                                               self._cond.dim, int(self.embedding_dim), dtype=self.sample_precision)
         cond, net, emb = self._cond, self._sampler, int(self.embedding_dim)
 
         def decode(m, gen):
@@ -320,6 +326,9 @@ class CTGAN(Model):
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
 
     # ------------------------------------------------------------------ state
+    def _saved_params(self) -> dict:
+        return saved_params_of_a_generator(self.get_params())
+
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 
     def dpsgd_runs(self) -> list[tuple[int, int]]:

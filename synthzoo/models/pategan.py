@@ -77,7 +77,7 @@ from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
-                             sample_rows, state_dict_to_json, torch_module)
+                             sample_rows, saved_params_of_a_generator, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -287,6 +287,11 @@ class PATEGAN(Model):
         Share of the budget for the DP record count and the one-way marginals.
     device : {"auto", "cpu", "cuda"}, default "auto"
     progress : bool or None, default None
+    sample_precision : {"float32", "bfloat16"}, default "float32"
+        Precision of the generator's forward pass in :meth:`sample` (training is float32 either way).
+        ``"bfloat16"`` samples about 1.7x faster on CPUs with native bf16 instructions (AVX512-BF16, AMX)
+        and slower where they are emulated; see :class:`~.torch_features.SamplingNet` and the README's
+        sampling table for what it changes in the rows.
 
     Examples
     --------
@@ -307,7 +312,7 @@ class PATEGAN(Model):
         "noise_dim": [Interval(Integral, 1, None)], "hidden": [Sequence(Interval(Integral, 1, None), min_length=1)],
         "lr": [Interval(Real, 0, None, closed="neither")], "count_share": [Interval(Real, 0, 1, closed="neither")],
         "device": [Options("auto", "cpu", "cuda")],
-        "progress": [None, Boolean()]}
+        "progress": [None, Boolean()], "sample_precision": [Options("float32", "bfloat16")]}
     _test_params = {"n_teachers": 3, "iterations": 4, "student_steps": 1, "generator_steps": 1, "batch_size": 16,
                     "n_features": 32, "teacher_fakes": 32, "warmup_steps": 2, "noise_dim": 8, "hidden": (16,)}
 
@@ -317,7 +322,7 @@ class PATEGAN(Model):
                  student: str = "ridge", ridge: float = 1.0, buffer_rounds: int = 20,
                  marginal_weight: float = 1.0, condition_numbers: bool = True, noise_dim: int = 64,
                  hidden=(128, 128), lr: float = 1e-3, count_share: float = 0.05, device: str = "auto",
-                 progress: bool | None = None):
+                 progress: bool | None = None, sample_precision: str = "float32"):
         self.n_teachers = n_teachers
         self.iterations = iterations
         self.batch_size = batch_size
@@ -340,6 +345,7 @@ class PATEGAN(Model):
         self.count_share = count_share
         self.device = device
         self.progress = progress
+        self.sample_precision = sample_precision
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -479,10 +485,10 @@ class PATEGAN(Model):
         fewer operations."""
         self._require_fit()
         torch = torch_module()
-        if self._sampler is None:
+        if self._sampler is None or self._sampler.dtype != getattr(torch, self.sample_precision):
             linears = [mod for mod in self._gen if isinstance(mod, torch.nn.Linear)]  # _mlp: Linear, ReLU, ..., Linear
             layers = [(fc, None, "relu") for fc in linears[:-1]] + [(linears[-1], None, "linear")]
-            self._sampler = SamplingNet(layers, self._cond.dim, int(self.noise_dim))
+            self._sampler = SamplingNet(layers, self._cond.dim, int(self.noise_dim), dtype=self.sample_precision)
         cond, net, emb = self._cond, self._sampler, int(self.noise_dim)
 
         def decode(m, gen):
@@ -493,6 +499,9 @@ class PATEGAN(Model):
             return net(torch.randn(m, emb, generator=gen), column)
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
+
+    def _saved_params(self) -> dict:
+        return saved_params_of_a_generator(self.get_params())
 
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 
