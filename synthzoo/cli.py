@@ -486,7 +486,8 @@ def _set_sample_precision(model, precision: str) -> None:
 
     if "sample_precision" not in model.get_params():
         raise ConfigError(f"--precision {precision}: model {model.name!r} has no choice of sampling precision (only "
-                          "the one-pass generators do: ctgan, dp-ctgan, pate-gan)")
+                          "the models whose sampling is a few network passes do: ctgan, dp-ctgan, pate-gan, "
+                          "tablediffusion)")
     model.sample_precision = precision
     model.check_params()
 
@@ -1025,9 +1026,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--chunk", type=_count, default=None,
                    help="rows generated and written at a time (default 100,000); bounds the memory used")
     s.add_argument("--precision", choices=["float32", "bfloat16"], default=None,
-                   help="precision of a generator's forward pass (ctgan, dp-ctgan, pate-gan; default: the model's, "
-                        "float32): bfloat16 is about 1.7x faster on CPUs with native bf16 instructions, slower where "
-                        "they are emulated")
+                   help="precision of the network's passes (ctgan, dp-ctgan, pate-gan, tablediffusion; default: the "
+                        "model's, float32): bfloat16 is faster on CPUs with native bf16 instructions (1.7x for ctgan "
+                        "here), slower where they are emulated")
     s.add_argument("--out", required=True, help="CSV file to write")
     s.add_argument("--trust", metavar="KEY.pub", action="append", default=[],
                    help="load the model only if it is signed by this public key and unchanged since (repeatable)")

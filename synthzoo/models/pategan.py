@@ -77,7 +77,7 @@ from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
-                             sample_rows, saved_params_of_a_generator, state_dict_to_json, torch_module)
+                             sample_rows, saved_sampling_params, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -288,10 +288,8 @@ class PATEGAN(Model):
     device : {"auto", "cpu", "cuda"}, default "auto"
     progress : bool or None, default None
     sample_precision : {"float32", "bfloat16"}, default "float32"
-        Precision of the generator's forward pass in :meth:`sample` (training is float32 either way).
-        ``"bfloat16"`` samples about 1.7x faster on CPUs with native bf16 instructions (AVX512-BF16, AMX)
-        and slower where they are emulated; see :class:`~.torch_features.SamplingNet` and the README's
-        sampling table for what it changes in the rows.
+        Precision of the network's passes in :meth:`sample` (training is float32 either way): bf16 is
+        faster where the CPU has bf16 instructions, slower where not (:class:`~.torch_features.SamplingNet`).
 
     Examples
     --------
@@ -501,7 +499,7 @@ class PATEGAN(Model):
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
 
     def _saved_params(self) -> dict:
-        return saved_params_of_a_generator(self.get_params())
+        return saved_sampling_params(self.get_params())
 
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 

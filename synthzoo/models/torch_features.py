@@ -446,9 +446,9 @@ class Conditions:
         return loss
 
 
-def saved_params_of_a_generator(params: dict) -> dict:
-    """The parameters a one-pass generator (ctgan, pate-gan) saves: ``sample_precision`` only where it is
-    not float32, so that files written before it existed, which lack it, load and sample as they did."""
+def saved_sampling_params(params: dict) -> dict:
+    """The parameters a model with a choice of sampling precision saves: ``sample_precision`` only where
+    it is not float32, so that files written before it existed, which lack it, load and sample as they did."""
     return {k: v for k, v in params.items() if not (k == "sample_precision" and v == "float32")}
 
 

@@ -360,6 +360,41 @@ def test_tablediffusion_fused_sampling_pass_is_the_network():
         torch.testing.assert_close(fast(z), net(z), rtol=1e-5, atol=1e-6)
 
 
+def test_tablediffusion_bfloat16_sampling_pass_keeps_layer_norm_in_float32():
+    """``dtype="bfloat16"``: the same network up to bf16 rounding (LayerNorm computed in float32), float32 out."""
+    from synthzoo.models.tablediffusion import _network as td_network
+    from synthzoo.models.torch_features import SamplingNet
+
+    torch.manual_seed(0)
+    net = td_network(torch, 23, [64, 48]).eval()
+    layers = [(r.fc, r.norm, "residual") for r in net[:-1]] + [(net[-1], None, "linear")]
+    z = torch.randn(400, 23)
+    want = SamplingNet(layers, 0, 23)(z)
+    got = SamplingNet(layers, 0, 23, dtype="bfloat16")(z)
+    assert got.dtype == torch.float32 and not torch.equal(got, want)
+    assert float((got - want).abs().max()) < 0.03 * float(want.abs().max())
+    with pytest.raises(ValueError, match="dtype"):
+        SamplingNet(layers, 0, 23, dtype="float16")
+
+
+def test_tablediffusion_samples_in_bfloat16_on_request(demo, tmp_path):
+    df, schema = demo
+    from synthzoo.models.tablediffusion import TableDiffusion
+
+    s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tablediffusion", **TableDiffusion._test_params},
+                       epsilon=1.0, schema=schema, seed=0).fit(df)
+    a = s.sample(3000, seed=1)
+    s.model.sample_precision = "bfloat16"
+    b = s.sample(3000, seed=1)
+    assert b.equals(s.sample(3000, seed=1)) and not b.equals(a)
+    for c in schema.names:  # the same law: each column's distribution within sampling error of float32's
+        if schema[c].kind == "categorical":
+            share = pd.concat([a[c].value_counts(normalize=True), b[c].value_counts(normalize=True)], axis=1).fillna(0)
+            assert float((share.iloc[:, 0] - share.iloc[:, 1]).abs().max()) < 0.04, c
+    s.save(tmp_path / "m.szm")
+    assert sz.Synthesizer.load(tmp_path / "m.szm").sample(3000, seed=1).equals(b)
+
+
 @pytest.mark.parametrize("predict_noise", [True, False])
 def test_tablediffusion_private_fit_is_within_the_request(demo, predict_noise):
     df, schema = demo
