@@ -3,7 +3,7 @@ in bfloat16, each sample's 2-way and 1-way TVD against another sample and agains
 
     OMP_NUM_THREADS=1 python benchmarks/bench_precision.py [--preset ctgan] [--epochs 150] [--rows 100000]
 
-``--preset`` (``ctgan`` or ``pate-gan``) is trained without privacy for ``--epochs`` epochs
+``--preset`` (``ctgan``, ``pate-gan`` or ``tablediffusion``) is trained without privacy for ``--epochs`` epochs
 (``pate-gan``: rounds) on adult's 80 % split (seed 0; ``../shared/datasets`` or
 ``$SYNTHZOO_DATASETS``).  Printed: the distance between two float32 samples of ``--rows`` rows with
 different seeds (what sampling alone moves), between a float32 and a bfloat16 sample with different
@@ -26,8 +26,8 @@ for _k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", choices=["ctgan", "pate-gan"], default="ctgan")
-    p.add_argument("--epochs", type=int, default=150, help="ctgan: epochs; pate-gan: rounds")
+    p.add_argument("--preset", choices=["ctgan", "pate-gan", "tablediffusion"], default="ctgan")
+    p.add_argument("--epochs", type=int, default=150, help="epochs (pate-gan: rounds)")
     p.add_argument("--rows", type=int, default=100_000)
     a = p.parse_args(argv)
     warnings.simplefilter("ignore")
