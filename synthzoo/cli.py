@@ -408,6 +408,7 @@ def cmd_fit(a) -> int:
     t0 = time.perf_counter()
     # the model file must be loadable: a parameter past its limits is said before any budget is spent
     synth.model._check_load_limits(f"model {synth.model.name!r}")
+    synth.model._check_sample_work(f"model {synth.model.name!r}")  # what the parameters alone imply: a lower bound
     synth.fit(df, progress=True)
     synth.save(a.out, sign_with=a.sign)
     print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)

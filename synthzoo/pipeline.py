@@ -605,6 +605,7 @@ class Synthesizer:
         # a parameter past what a model file may set (GUM's iterations, pool=None, ...) wrote a file that load
         # refused; refuse it here instead, before anything is written
         self.model._check_load_limits(f"cannot save: model {self.model.name!r}")
+        self.model._check_sample_work(f"cannot save: model {self.model.name!r}")
         doc = {"format": FORMAT, "version": __version__, "saved": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                "config": self.config(), "schema": self.schema_.to_dict(), "columns": self.columns_,
                "encoding": ("features" if isinstance(self.encoder_, FeatureTable)
@@ -625,7 +626,8 @@ class Synthesizer:
         The document is untrusted input: it is validated whole against the format before anything is
         built (:func:`synthzoo.modelfile.check_document`), then each part where it is built -- the
         schema, the encoders (bin edges within the schema's bounds), the model state (parameter
-        ranges and the limits a file may set), and the privacy account, whose (epsilon, delta) is
+        ranges, the limits a file may set, and the sampling work per record they multiply to, at most
+        :data:`~synthzoo.core.base.MAX_SAMPLE_WORK`), and the privacy account, whose (epsilon, delta) is
         recomputed from its recorded events and must match the claim, the request and the model's
         noisy measurements.  Anything wrong raises :class:`ConfigError` naming the field.  Modules
         come from the registry; no code is read.
@@ -691,7 +693,9 @@ class Synthesizer:
         return self
 
     def save(self, path: str | Path, sign_with: str | Path | None = None) -> None:
-        """Write :meth:`to_json`'s document to ``path``; ``sign_with`` (an Ed25519 private key file from
+        """Write :meth:`to_json`'s document to ``path`` (refused, before anything is written, when :meth:`load`
+        would refuse it: a parameter past its model's limits or sampling work past
+        :data:`~synthzoo.core.base.MAX_SAMPLE_WORK`); ``sign_with`` (an Ed25519 private key file from
         :func:`synthzoo.modelfile.generate_key` or ``synthzoo keygen``) adds a signature over it, so
         that whoever holds the public key can tell the file is as you saved it."""
         doc = self.to_json()
@@ -703,7 +707,12 @@ class Synthesizer:
     def load(cls, path: str | Path, max_bytes: int = MAX_BYTES, trusted_keys=None) -> "Synthesizer":
         """Read a file written by :meth:`save` (at most ``max_bytes``). Only JSON is parsed, and the
         document is checked as untrusted input (see :meth:`from_json`); modules come from the registry.
-        ``trusted_keys``: public key files; the file must be signed by one of them and unchanged since."""
+        ``trusted_keys``: public key files; the file must be signed by one of them and unchanged since.
+
+        What a file can make sampling cost is bounded: a model whose work per record
+        (:meth:`~synthzoo.core.base.Model.sample_work`: steps times network size, GUM's rounds times its
+        marginals, ...) exceeds :data:`~synthzoo.core.base.MAX_SAMPLE_WORK` (about 7 minutes per 1,000
+        records on one CPU thread) is refused, naming the parameters that drive it."""
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"{path}: not a file")

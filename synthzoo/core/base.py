@@ -189,6 +189,24 @@ class Selector(Module):
         """Select and measure marginals of ``data``, charging ``budget``; return the measurements."""
 
 
+#: Most work per sampled record a model read from a file may ask of ``sample`` (:meth:`Model.sample_work`:
+#: multiply-adds of a network, elementary operations of other loops).  The per-parameter limits
+#: (:attr:`Model._load_limits`) bound each factor, but the work is their product -- diffusion steps times a
+#: network whose size only the file's bytes bound -- so it is bounded as a whole.  2e10 is about 7 minutes per
+#: 1,000 records on one CPU thread (:data:`WORK_PER_SECOND`), 5.4 times the largest paper-size preset (TabDDPM
+#: with the reference's 256-1024x4-256 denoiser at T = 1000: 3.7e9) and 2.6 times the widest point of TabDDPM's
+#: tuning range (8 layers of 1024 at T = 1000: 7.6e9); REaLTabFormer's GPT-2 (6 x 768) and TabSyn's denoiser
+#: (1,024 wide, 50 Heun steps) ask under 1e9 on an 11-column table (``make_demo``).
+MAX_SAMPLE_WORK = 2e10
+#: Sampling work one CPU thread does per second, measured, to say what work means in time: TabDDPM's,
+#: TabSyn's and GPT-2's sampling passes ran 44e9 to 49e9 estimated multiply-adds a second on an AMD EPYC core
+#: (OMP_NUM_THREADS=1; :meth:`Model.sample_work`'s estimates, timed).
+WORK_PER_SECOND = 4.5e10
+#: Records a sample's fixed work (GUM's rounds over its cells, a junction tree's tables) is spread over in
+#: :meth:`Model.sample_work`, so that sampling a few records cannot take longer than this many at the limit.
+WORK_ROWS = 1000
+
+
 class Model(Module):
     """Synthesis module: fits noisy measurements (tag ``fits="measurements"``) or records under DP
     (``fits="records"``), then samples encoded records.
@@ -285,8 +303,9 @@ class Model(Module):
 
     def set_state(self, state: dict, domain: Domain) -> None:
         """Restore what :meth:`get_state` returned.  A saved state is untrusted input: a missing or
-        malformed field, a wrong domain, an unknown, out-of-range or method-shadowing parameter, or a
-        parameter past :attr:`_load_limits` raises :class:`ConfigError` naming it."""
+        malformed field, a wrong domain, an unknown, out-of-range or method-shadowing parameter, a
+        parameter past :attr:`_load_limits`, or sampling work per record past :data:`MAX_SAMPLE_WORK`
+        (:meth:`sample_work`, checked on the restored state) raises :class:`ConfigError` naming it."""
         who = f"{self._label()}.set_state"
         if not isinstance(state, dict):
             raise ConfigError(f"{who}: the state must be a JSON object")
@@ -328,6 +347,11 @@ class Model(Module):
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RuntimeError) as e:
             raise ConfigError(f"{who}: malformed state ({e!r})") from None
+        try:  # the work is a product of what the state restored (network sizes, cells), known only now
+            self._check_sample_work(f"model {self._label()!r}")
+        except ConfigError:
+            self.domain_ = None  # not left fitted with what the file may not ask
+            raise
 
     def _check_load_limits(self, who: str) -> None:
         for name, hi in self._load_limits.items():
@@ -344,6 +368,40 @@ class Model(Module):
         """Rebuild the fitted arrays from ``state`` (parameters are already restored) and call
         :meth:`_fitted`."""
         raise ConfigError(f"model {self._label()!r} does not define a saved state")
+
+    # ------------------------------------------------------------------ sampling work
+    def sample_work(self) -> float:
+        """Estimated work of :meth:`sample` per record: multiply-adds of a network's passes, elementary
+        operations of other loops, with a sample's fixed work spread over :data:`WORK_ROWS` records.
+
+        Computed from the parameters and the fitted state alone (never timed), so it is the same on every
+        machine: a model read from a file that asks for more than :data:`MAX_SAMPLE_WORK` is refused.  An
+        unfitted model gives what its parameters alone imply (a lower bound, or 0).  A rough but
+        correct-order estimate; a model defines it in :meth:`_sample_work`.
+
+        Returns
+        -------
+        float
+        """
+        return float(self._sample_work()[0])
+
+    def _sample_work(self) -> tuple[float, str]:
+        """``(work per record, what drives it)``, e.g. ``(3.2e11, "steps=10000 x a denoiser of 3.2e7 weights")``
+        -- the text names the parameters a refusal asks to lower.
+
+        The default, 0, declares nothing: a model that does not define it (a plug-in) is not limited beyond its
+        :attr:`_load_limits`, so third-party models still load.  A model whose sampling work grows with saved
+        parameters or arrays (steps, iterations, network sizes) should define it."""
+        return 0.0, "not declared"
+
+    def _check_sample_work(self, who: str) -> None:
+        """ConfigError when :meth:`_sample_work` exceeds :data:`MAX_SAMPLE_WORK` (what a model file may ask)."""
+        work, drivers = self._sample_work()
+        if not work <= MAX_SAMPLE_WORK:  # NaN too
+            raise ConfigError(f"{who}: sampling would take ~{work:.2g} operations (multiply-adds) per record "
+                              f"({drivers}), more than a model file may ask ({MAX_SAMPLE_WORK:.0e}, about "
+                              f"{MAX_SAMPLE_WORK * WORK_ROWS / WORK_PER_SECOND:.0f} s per {WORK_ROWS:,} records on "
+                              "one CPU thread); refit with smaller values of these to use it")
 
 
 class MeasurementModel(Model):

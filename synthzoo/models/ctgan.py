@@ -44,8 +44,9 @@ from ..core.privacy.dpsgd import DPSGD, schedule
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
-                             sample_rows, saved_sampling_params, state_dict_to_json, torch_module)
+from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, head_work, linear_weights,
+                             load_json_state, resolve_device, sample_rows, saved_sampling_params, state_dict_to_json,
+                             torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -322,6 +323,14 @@ class CTGAN(Model):
             return net(torch.randn(m, emb, generator=gen), column)
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
+
+    def _sample_work(self) -> tuple[float, str]:
+        """One pass of the generator per record, then the head's draws (the network has no step multiplier:
+        the file's size bounds it; unfitted, 0)."""
+        if getattr(self, "domain_", None) is None:
+            return 0.0, "not fitted"
+        weights = linear_weights(self._gen)
+        return weights + head_work(self.domain_), f"a generator of {weights:.2g} weights"
 
     # ------------------------------------------------------------------ state
     def _saved_params(self) -> dict:

@@ -310,6 +310,11 @@ class DPMERF(TorchMLP, Model):
             out[lo:hi, cols] = codes[:m]
         return out
 
+    def _sample_work(self) -> tuple[float, str]:
+        if getattr(self, "domain_", None) is None:
+            return 0.0, "not fitted"
+        return self._mlp_work([self.domain_[a] for a in self.attrs_])
+
     # --------------------------------------------------------------------- state
     def _saved_params(self) -> dict:
         return {**self.get_params(), "hidden": self._hidden()}

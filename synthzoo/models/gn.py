@@ -333,6 +333,11 @@ class GN(TorchMLP, MeasurementModel):
             out[lo:hi] = self._draw_codes(net, z, sizes, rng.random((g * per, d)), per)[:hi - lo]
         return out
 
+    def _sample_work(self) -> tuple[float, str]:
+        if getattr(self, "domain_", None) is None:
+            return 0.0, "not fitted"
+        return self._mlp_work(self.domain_.shape)
+
     # ---------------------------------------------------------------------- state
     def _saved_params(self) -> dict:
         return {**self.get_params(), "hidden": self._hidden()}

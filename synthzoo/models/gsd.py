@@ -230,6 +230,11 @@ class GSD(MeasurementModel):
         n = self._check_n(n)
         return self.rows_[cycle_rows(self.rows_.shape[0], n, rng)].astype(np.int64)
 
+    def _sample_work(self) -> tuple[float, str]:
+        """A copy of one saved row per record (a table lookup: bounded by the record's size)."""
+        d = len(self.domain_) if getattr(self, "domain_", None) is not None else 0
+        return 4.0 * d, f"a copy of {d} codes"
+
     # ---------------------------------------------------------------------- state
     _state_spec = {"total": NUMBER, "rows": [[INTEGER]]}
 

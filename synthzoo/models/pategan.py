@@ -76,8 +76,9 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, load_json_state, resolve_device,
-                             sample_rows, saved_sampling_params, state_dict_to_json, torch_module)
+from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, head_work, linear_weights,
+                             load_json_state, resolve_device, sample_rows, saved_sampling_params, state_dict_to_json,
+                             torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -500,6 +501,14 @@ class PATEGAN(Model):
 
     def _saved_params(self) -> dict:
         return saved_sampling_params(self.get_params())
+
+    def _sample_work(self) -> tuple[float, str]:
+        """One pass of the generator per record, then the head's draws (the network has no step multiplier:
+        the file's size bounds it; unfitted, 0)."""
+        if getattr(self, "domain_", None) is None:
+            return 0.0, "not fitted"
+        weights = linear_weights(self._gen)
+        return weights + head_work(self.domain_), f"a generator of {weights:.2g} weights"
 
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 

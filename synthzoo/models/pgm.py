@@ -28,7 +28,7 @@ from collections import deque
 
 import numpy as np
 
-from ..core.base import MeasurementModel, register
+from ..core.base import WORK_ROWS, MeasurementModel, register
 from ..core.domain import Domain, Measurement
 from ..core.errors import ConfigError
 from ..core.graph import junction_tree, maximal, model_size_mb
@@ -720,6 +720,17 @@ class PGM(MeasurementModel):
         if n == 0:
             return np.zeros((0, len(self.domain_)), dtype=np.int64)
         return self._tree.sample(n, rng)
+
+    def _sample_work(self) -> tuple[float, str]:
+        """Per record and clique of the junction tree: its separator's key, a sort and a search; per sample
+        (spread over :data:`~synthzoo.core.base.WORK_ROWS` records), each clique's table turned into
+        conditional distributions.  Bounded by ``max_model_size``."""
+        if getattr(self, "domain_", None) is None:
+            return 0.0, "not fitted"
+        tables = self._tree.marg
+        cells = sum(t.size for t in tables.values())
+        work = sum(20.0 + len(c) for c in tables) + 5.0 * cells / WORK_ROWS
+        return work, f"a junction tree of {len(tables)} cliques and {cells:.2g} cells"
 
     # ------------------------------------------------------------------- state
     _state_spec = {"total": NUMBER, "measurements": [Measurement.STATE_SPEC],

@@ -55,8 +55,8 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER
-from .torch_features import (OneNetwork, SamplingNet, dpsgd_run, draw_weighted, resolve_device, sample_rows,
-                             torch_module)
+from .torch_features import (OneNetwork, SamplingNet, dpsgd_run, draw_weighted, mlp_weights, resolve_device,
+                             sample_rows, torch_module)
 
 _PAPER = ("Kotelnikov, Baranchuk, Rubachev, Babenko, TabDDPM: Modelling Tabular Data with Diffusion Models "
           "(ICML 2023)")
@@ -531,6 +531,17 @@ class TabDDPM(OneNetwork, Model):
             return sample_rows(self.domain_, self._check_n(n), rng, decode, finished=True)
         finally:
             self._net.cpu()
+
+    def _sample_work(self) -> tuple[float, str]:
+        """Every reverse step is one pass of the denoiser per record (its input projection and MLP; the
+        timestep's and labels' embeddings are made once for all rows) and a few operations per feature for
+        the step's draws.  Unfitted: the hidden layers alone (a lower bound)."""
+        table = getattr(self, "domain_", None)
+        d = self._layout(table, "cpu").d if table is not None else 0
+        emb = int(self.embedding_dim)
+        weights = d * emb + mlp_weights([emb, *self.hidden, d])
+        steps = int(self.steps)
+        return steps * (weights + 10.0 * d), f"steps={steps} x a denoiser of {weights:.2g} weights"
 
     _state_spec = {**OneNetwork._state_spec, "label_probs": ("optional", [NUMBER])}
 

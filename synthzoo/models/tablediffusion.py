@@ -267,3 +267,15 @@ class TableDiffusion(OneNetwork, Model):
             return lay.to_features(z)
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode, finished=True)
+
+    def _sample_work(self) -> tuple[float, str]:
+        """Every reverse step is one pass of the residual denoiser per record (each layer reads the input and
+        every earlier layer's output).  Unfitted: with no input columns (a lower bound)."""
+        table = getattr(self, "domain_", None)
+        dim = int(table.dim) if table is not None else 0
+        weights, width = 0, dim
+        for h in self.hidden:
+            weights, width = weights + width * int(h), width + int(h)
+        weights += width * dim
+        steps = int(self.steps)
+        return steps * (weights + 10.0 * dim), f"steps={steps} x a denoiser of {weights:.2g} weights"

@@ -92,7 +92,7 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import OneNetwork, record_count, resolve_device, sample_rows, torch_module
+from .torch_features import OneNetwork, mlp_weights, record_count, resolve_device, sample_rows, torch_module
 
 _TABSYN = ("Zhang, Zhang, Srinivasan, Shen, Qin, Faloutsos, Rangwala, Karypis, Mixed-Type Tabular Data Synthesis "
            "with Score-based Diffusion in Latent Space (TabSyn), ICLR 2024")
@@ -735,6 +735,24 @@ class TLDM(OneNetwork, Model):
             return tok.raw(torch, num, logits, argmax).cpu()
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
+
+    def _sample_work(self) -> tuple[float, str]:
+        """Heun's ``2 sampling_steps - 1`` passes of the denoiser per record (the noise level's embedding is
+        made once for all rows), then one pass of the decoder's transformer over the record's tokens and its
+        read-out.  Unfitted: with no tokens (a lower bound: the denoiser's hidden layers)."""
+        table = getattr(self, "domain_", None)
+        tok = Tokens(table) if table is not None else None
+        n_tok, n_num, n_cat = (tok.n_tokens, tok.n_num, tok.n_cat) if tok else (0, 0, 0)
+        n_codes = max(sum(tok.sizes), 1) if tok else 0
+        d, w, layers = int(self.d_token), int(self.width), int(self.n_layers)
+        dim = n_tok * d
+        weights = dim * w + mlp_weights([w, 2 * w, 2 * w, w, dim])
+        passes = max(2 * int(self.sampling_steps) - 1, 1)
+        per_token = (3 + (int(self.n_heads) > 1) + 2 * int(self.factor)) * d * d
+        decoder = layers * (n_tok * per_token + 2 * n_tok * n_tok * d) + n_cat * d * n_codes + n_num * d
+        return (passes * weights + decoder,
+                f"sampling_steps={self.sampling_steps} (x2, Heun) x a denoiser of {weights:.2g} weights, and a "
+                f"decoder of n_layers={layers} (d_token={d}, factor={self.factor}) at {decoder:.2g} per record")
 
 
 def _copy_to(torch, net, table, model, dev):

@@ -202,6 +202,24 @@ def sample_rows(table: FeatureTable, n: int, rng: np.random.Generator, decode, s
     return out
 
 
+def mlp_weights(widths) -> int:
+    """Weights (multiply-adds per row) of a chain of linear layers of ``widths``, input first."""
+    widths = [int(w) for w in widths]
+    return sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+
+
+def linear_weights(*modules) -> int:
+    """Weights (multiply-adds per row of one pass) of every ``nn.Linear`` in ``modules``."""
+    torch = torch_module()
+    return sum(m.in_features * m.out_features for mod in modules for m in mod.modules()
+               if isinstance(m, torch.nn.Linear))
+
+
+def head_work(table) -> int:
+    """Operations per record of :meth:`Head.draw` and the decoding around it: a few per feature column."""
+    return 4 * int(getattr(table, "dim", 0))
+
+
 def state_dict_to_json(module) -> dict:
     """A module's weights as JSON arrays (no pickle)."""
     return {k: {"shape": list(v.shape), "values": v.detach().cpu().reshape(-1).tolist()}

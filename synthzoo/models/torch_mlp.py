@@ -112,6 +112,14 @@ class TorchMLP:
                 off += k
         return out.view(m * per, len(sizes)).cpu().numpy()
 
+    def _mlp_work(self, sizes) -> tuple[float, str]:
+        """Work per record of :meth:`_draw_codes` on :meth:`_sampling_net`: one pass per ``draws_per_z``
+        records (the output layer's real rows only), then an inverse-CDF draw over each attribute's codes."""
+        layers = self._layers()
+        weights = sum(a * b for a, b in zip(layers[:-2], layers[1:-1])) + layers[-2] * int(sum(sizes))
+        per = int(self.draws_per_z)
+        return weights / per + 2.0 * sum(sizes), f"a network of {weights:.2g} weights / draws_per_z={per}"
+
     def _weights_state(self) -> list[dict]:
         return [{"shape": list(w.shape), "values": w.reshape(-1).tolist()} for w in self._weights]
 

@@ -313,6 +313,20 @@ class Transformer(OneNetwork, Model):
                 tokens = torch.as_tensor(out[:, p])
         return out
 
+    def _sample_work(self) -> tuple[float, str]:
+        """One step of every layer per position of a record (GPT-2's block: 12 width^2 multiply-adds, and the
+        attention over the positions before it from the key/value cache), and the output layer's rows of the
+        position's own tokens.  Unfitted: a row of one position (a lower bound)."""
+        table = getattr(self, "domain_", None)
+        positions = int(table.n_positions) if table is not None else 1
+        widths = sum(p.width for p in table.positions) if table is not None else 1
+        layers, w, _ = self.architecture()
+        per_position = 12 * layers * w * w
+        work = positions * per_position + layers * w * positions * (positions + 1) + w * widths
+        plural = "s" if positions != 1 else ""
+        return work, (f"{positions} position{plural} x a network of {per_position:.2g} weights "
+                      f"(n_layer={layers}, n_embd={w})")
+
 
 class _Decoder:
     """The fitted GPT-2's forward pass for sampling, one position at a time for a batch of rows: the

@@ -29,7 +29,7 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import OneNetwork, dpsgd_run, sample_rows, torch_module
+from .torch_features import OneNetwork, dpsgd_run, head_work, linear_weights, sample_rows, torch_module
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): TVAE")
@@ -194,3 +194,11 @@ class TVAE(OneNetwork, Model):
             sigma = torch.exp(net.log_sigma.bias.clamp(math.log(0.01), 0.0))[:n_scalars].numpy()
         return sample_rows(self.domain_, self._check_n(n), rng,
                            lambda m, gen: net.decode(torch.randn(m, int(self.embedding_dim), generator=gen)), sigma)
+
+    def _sample_work(self) -> tuple[float, str]:
+        """One pass of the decoder per record, then the head's draws (the network has no step multiplier: the
+        file's size bounds it; unfitted, 0)."""
+        if getattr(self, "domain_", None) is None:
+            return 0.0, "not fitted"
+        weights = linear_weights(self._net.dec, self._net.out)
+        return weights + head_work(self.domain_), f"a decoder of {weights:.2g} weights"

@@ -279,7 +279,8 @@ def check_project_shapes(cls) -> None:
 
 def check_saved_state_holds_no_record(cls) -> None:
     """The saved model (JSON) holds none of a planted record's values, loads back, and the loaded model
-    samples exactly as the fitted one."""
+    samples exactly as the fitted one and declares the same sampling work (a number >= 0; a model that
+    declares none gives 0: :meth:`~synthzoo.core.base.Model.sample_work`)."""
     df, schema = _demo()
     df = _with_canary(df)
     s = _synth(cls, schema, epsilon=1.0, seed=1).fit(df)
@@ -290,6 +291,9 @@ def check_saved_state_holds_no_record(cls) -> None:
     again = Synthesizer.from_json(json.loads(text))
     pd.testing.assert_frame_equal(s.sample(150, seed=2), again.sample(150, seed=2))
     assert again.privacy_spent() == s.privacy_spent()
+    work = again.model.sample_work()
+    assert math.isfinite(work) and work >= 0 and work == s.model.sample_work(), \
+        f"sample_work() of the loaded model is {work!r}, of the fitted one {s.model.sample_work()!r}"
 
 
 def check_bad_input_refused_before_budget(cls) -> None:
