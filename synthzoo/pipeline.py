@@ -332,6 +332,7 @@ class Synthesizer:
                                           n_sigma=n_sigma)
         self.tuning_ = None  # a fresh fit; a tuner that selected this configuration says so (see privacy_report)
         self._fitted = True
+        self._from_file = False  # fitted here: the default sample size is this fit's own
         self._sample_calls = 0
         return self
 
@@ -402,7 +403,13 @@ class Synthesizer:
         (:attr:`synthzoo.Column.output_dtype`; never by the private frame's dtypes).
 
         ``n=None`` draws as many rows as the DP estimate of the training rows
-        (:attr:`n_estimate_`, computed from the noisy release; the exact count is never used).
+        (:attr:`n_estimate_`, computed from the noisy release; the exact count is never used).  For a
+        synthesizer read from a model file by :meth:`load` that default is the file's claim: when drawing it
+        would take more than :data:`~synthzoo.core.base.MAX_DEFAULT_SAMPLE_WORK` (rows times the model's
+        :meth:`~synthzoo.core.base.Model.sample_work`: as long as 1,000 records at the most a file may ask,
+        about 7 CPU minutes), :class:`ConfigError` asks for ``n`` instead of drawing it (or silently fewer
+        rows); an explicit ``n`` is the caller's choice and is not limited (:meth:`sample_chunks` and
+        :meth:`sample_to_csv` likewise).
         Without ``seed`` the k-th call after fit/load draws from a stream fixed by the
         synthesizer's seed and k, so the same seed gives the same synthetic data.
 
@@ -473,9 +480,24 @@ class Synthesizer:
                 raise ConfigError(f"this model's DP estimate of the number of records is {est:.3g} (the noise of a "
                                   "tiny table's count); pass n")
             n = int(round(est))
+            if getattr(self, "_from_file", False):
+                self._check_default_work(n)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ConfigError(f"n must be a positive integer, got {n!r}")
         return int(n)
+
+    def _check_default_work(self, n: int) -> None:
+        """A model file's default sample size times its work per record, within
+        :data:`~synthzoo.core.base.MAX_DEFAULT_SAMPLE_WORK`: a file cannot make ``sample()`` run for hours
+        unasked.  An explicit ``n`` is the caller's choice and is not limited."""
+        work, drivers = self.model._sample_work()
+        total = n * float(work)
+        if not total <= base.MAX_DEFAULT_SAMPLE_WORK:
+            minutes = total / base.WORK_PER_SECOND / 60
+            raise ConfigError(f"model file: the default sample size, {n:,} rows (the file's estimate of the training "
+                              f"rows), would take ~{total:.2g} operations with model {self.model.name!r} "
+                              f"(~{work:.2g} per record: {drivers}), about {minutes:,.0f} CPU minutes; pass n (-n on "
+                              "the command line) to draw that many or fewer")
 
     def _sample_entropy(self, seed) -> list[int]:
         """The entropy every random stream of one sample derives from: the seed given, or the
@@ -712,7 +734,9 @@ class Synthesizer:
         What a file can make sampling cost is bounded: a model whose work per record
         (:meth:`~synthzoo.core.base.Model.sample_work`: steps times network size, GUM's rounds times its
         marginals, ...) exceeds :data:`~synthzoo.core.base.MAX_SAMPLE_WORK` (about 7 minutes per 1,000
-        records on one CPU thread) is refused, naming the parameters that drive it."""
+        records on one CPU thread) is refused, naming the parameters that drive it; and :meth:`sample`
+        without ``n`` draws the file's default sample size only when that takes no longer than 1,000
+        records at the limit (else it asks for ``n``)."""
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"{path}: not a file")
@@ -721,7 +745,11 @@ class Synthesizer:
             raise ConfigError(f"{path}: not a synthzoo model file (it {problem})")
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")
-        return cls.from_json(doc, trusted_keys=trusted_keys)
+        synth = cls.from_json(doc, trusted_keys=trusted_keys)
+        # its default sample size is the file's claim (see _sample_size); a document rebuilt in this process
+        # (the tuner's runs) is not a file's
+        synth._from_file = True
+        return synth
 
 
 #: Which preprocessors make a model's input, for the error that names them.

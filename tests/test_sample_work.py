@@ -3,7 +3,7 @@
 Each per-parameter limit (diffusion steps, GUM's iterations, ...) bounds one factor; the work per record is
 their product with a network whose size only the file's bytes bound.  :meth:`Model.sample_work` estimates it
 from the restored state, and a file asking for more than :data:`~synthzoo.core.base.MAX_SAMPLE_WORK` is refused
-naming what drives it.
+naming what drives it; a file's default sample (``sample()`` without ``n``) is bounded as well.
 """
 
 import copy
@@ -172,6 +172,45 @@ def test_a_model_that_declares_no_work_still_loads():
     m = _PluginModel()
     m.set_state({"params": {}, "domain": dom.to_dict(), "total": 10.0}, dom)
     assert m.sample_work() == 0.0 and m.sample(3, np.random.default_rng(0)).shape == (3, 2)
+
+
+# --------------------------------------------------------------------------------- the default sample size
+@pytest.fixture(scope="module")
+def heavy_doc():
+    # 1.2e10 multiply-adds per record (within the budget) and 2,000 training rows: the default sample, 2,000
+    # records, would take 2.4e13, more than 1,000 records at the limit
+    synth = _fit("tabddpm", n=2000, steps=10_000, hidden=(1000, 1000), embedding_dim=8, epochs=1, batch_size=500)
+    return synth, synth.to_json()
+
+
+def test_a_files_default_sample_is_bounded_and_an_explicit_n_is_not(heavy_doc, tmp_path):
+    synth, doc = heavy_doc
+    (tmp_path / "m.szm").write_text(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = sz.Synthesizer.load(tmp_path / "m.szm")
+    assert loaded.n_estimate_ == 2000 and loaded.model.sample_work() < base.MAX_SAMPLE_WORK
+    for call in (lambda: loaded.sample(), lambda: loaded.sample_to_csv(tmp_path / "f.csv"),
+                 lambda: loaded.sample_chunks()):
+        with pytest.raises(ConfigError, match=r"model file: the default sample size, 2,000 rows \(the file's estimate "
+                                              r"of the training rows\), would take ~[\d.]+e\+13 operations with model "
+                                              r"'tabddpm' \(~[\d.]+e\+10 per record: steps=10000 x a denoiser of .*\), "
+                                              r"about \d+ CPU minutes; pass n"):
+            call()
+    assert not (tmp_path / "f.csv").exists()
+    assert len(loaded.sample(2, seed=0)) == 2  # asked for: drawn
+    assert synth.model.sample_work() * synth.n_estimate_ > base.MAX_DEFAULT_SAMPLE_WORK
+    assert synth._sample_size(None) == 2000  # fitted here, by its user: the default is theirs
+    assert _load(doc)._sample_size(None) == 2000  # rebuilt in this process (the tuner's runs): not a file's
+
+
+def test_the_command_line_says_to_pass_n(heavy_doc, tmp_path, capsys):
+    _, doc = heavy_doc
+    (tmp_path / "m.szm").write_text(json.dumps(doc))
+    assert main(["sample", str(tmp_path / "m.szm"), "--out", str(tmp_path / "f.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "the default sample size, 2,000 rows" in err and "-n on the command line" in err
+    assert "Traceback" not in err and not (tmp_path / "f.csv").exists()
 
 
 def test_fit_on_the_command_line_refuses_a_model_past_the_budget_before_fitting(tmp_path, capsys):

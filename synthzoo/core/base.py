@@ -205,6 +205,10 @@ WORK_PER_SECOND = 4.5e10
 #: Records a sample's fixed work (GUM's rounds over its cells, a junction tree's tables) is spread over in
 #: :meth:`Model.sample_work`, so that sampling a few records cannot take longer than this many at the limit.
 WORK_ROWS = 1000
+#: Most work a loaded model file's *default* sample (``Synthesizer.sample()`` without ``n``: the file's
+#: estimate of the training rows, up to 1e9) may take: as long as :data:`WORK_ROWS` records at the limit.  A
+#: larger default is not drawn (nor silently shrunk): ``sample`` asks for ``n``, which the caller chooses.
+MAX_DEFAULT_SAMPLE_WORK = MAX_SAMPLE_WORK * WORK_ROWS
 
 
 class Model(Module):
