@@ -45,8 +45,8 @@ from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, head_work, linear_weights,
-                             load_json_state, resolve_device, sample_rows, saved_sampling_params, state_dict_to_json,
-                             torch_module)
+                             load_json_state, resolve_device, sample_precision_of, sample_rows, saved_sampling_params,
+                             state_dict_to_json, torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -309,10 +309,11 @@ class CTGAN(Model):
         condition gathered): the same network, fewer operations."""
         self._require_fit()
         torch = torch_module()
-        if self._sampler is None or self._sampler.dtype != getattr(torch, self.sample_precision):
+        precision = sample_precision_of(self)
+        if self._sampler is None or self._sampler.dtype != getattr(torch, precision):
             G = self._gen
             self._sampler = SamplingNet([(r.fc, r.bn, "residual") for r in G.body] + [(G.out, None, "linear")],
-                                               self._cond.dim, int(self.embedding_dim), dtype=self.sample_precision)
+                                               self._cond.dim, int(self.embedding_dim), dtype=precision)
         cond, net, emb = self._cond, self._sampler, int(self.embedding_dim)
 
         def decode(m, gen):

@@ -77,8 +77,8 @@ from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, head_work, linear_weights,
-                             load_json_state, resolve_device, sample_rows, saved_sampling_params, state_dict_to_json,
-                             torch_module)
+                             load_json_state, resolve_device, sample_precision_of, sample_rows, saved_sampling_params,
+                             state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -484,10 +484,11 @@ class PATEGAN(Model):
         fewer operations."""
         self._require_fit()
         torch = torch_module()
-        if self._sampler is None or self._sampler.dtype != getattr(torch, self.sample_precision):
+        precision = sample_precision_of(self)
+        if self._sampler is None or self._sampler.dtype != getattr(torch, precision):
             linears = [mod for mod in self._gen if isinstance(mod, torch.nn.Linear)]  # _mlp: Linear, ReLU, ..., Linear
             layers = [(fc, None, "relu") for fc in linears[:-1]] + [(linears[-1], None, "linear")]
-            self._sampler = SamplingNet(layers, self._cond.dim, int(self.noise_dim), dtype=self.sample_precision)
+            self._sampler = SamplingNet(layers, self._cond.dim, int(self.noise_dim), dtype=precision)
         cond, net, emb = self._cond, self._sampler, int(self.noise_dim)
 
         def decode(m, gen):

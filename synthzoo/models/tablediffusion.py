@@ -46,8 +46,8 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import (OneNetwork, SamplingNet, dpsgd_run, resolve_device, sample_rows, saved_sampling_params,
-                             torch_module)
+from .torch_features import (OneNetwork, SamplingNet, dpsgd_run, resolve_device, sample_precision_of, sample_rows,
+                             saved_sampling_params, torch_module)
 
 _PAPER = "Truda, Generating tabular datasets under differential privacy, arXiv 2308.14784 (2023) (TableDiffusion)"
 
@@ -257,7 +257,7 @@ class TableDiffusion(OneNetwork, Model):
         net = self._net
         # the residual network as fused products (LayerNorm applied, inputs never concatenated)
         fast = SamplingNet([(r.fc, r.norm, "residual") for r in net[:-1]] + [(net[-1], None, "linear")], 0,
-                           self.domain_.dim, device=dev, dtype=self.sample_precision)
+                           self.domain_.dim, device=dev, dtype=sample_precision_of(self))
 
         def decode(m, gen):
             z = torch.randn(m, self.domain_.dim, generator=gen).to(dev)

@@ -470,6 +470,27 @@ def saved_sampling_params(params: dict) -> dict:
     return {k: v for k, v in params.items() if not (k == "sample_precision" and v == "float32")}
 
 
+def sample_precision_of(model) -> str:
+    """``model.sample_precision``, checked again at :meth:`sample` time: a value set by hand after
+    construction (``model.sample_precision = "float16"``, ``None``) raises :class:`ConfigError` naming
+    the parameter, as :meth:`check_params` would, instead of failing inside torch."""
+    v = model.sample_precision
+    if not (isinstance(v, str) and v in ("float32", "bfloat16")):
+        model._bad("sample_precision", "must be one of 'float32', 'bfloat16'")
+    return v
+
+
+def cpu_has_bf16_kernels() -> bool:
+    """Whether torch runs bfloat16 matrix products on this CPU through oneDNN (AVX-512 or AMX, native
+    or converted).  Without them (an AVX2-only x86 CPU) torch falls back to a reference kernel tens of
+    times slower than float32's (40x measured with oneDNN held to AVX2).  True where torch cannot tell."""
+    torch = torch_module()
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # pragma: no cover - another torch build
+        return True
+
+
 class SamplingNet:
     """A generator's forward pass for sampling, as a few fused matrix products: the network's
     linear layers with any batch norm (in its evaluation form) folded into them, in-place
@@ -497,8 +518,11 @@ class SamplingNet:
     dtype : {"float32", "bfloat16"}, default "float32"
         Precision of the weights and activations.  ``"bfloat16"`` (8 bits of mantissa, float32's range;
         products accumulated in float32 by the CPU's bf16 instructions) runs the matrix products 3-5x
-        faster on CPUs with native bf16 (AVX512-BF16, AMX; measured on this project's machine) and
-        slower where it is emulated; the outputs are returned in float32.
+        faster on CPUs with native bf16 (AVX512-BF16, AMX; measured on this project's machine),
+        somewhat slower on AVX-512 CPUs without it (oneDNN converts: 1.15x float32's time) and tens of
+        times slower where oneDNN has no bf16 kernel at all (AVX2-only CPUs: torch's reference kernel,
+        40x); there, on the CPU, it warns (:func:`cpu_has_bf16_kernels`).  The outputs are returned in
+        float32.
     """
 
     def __init__(self, layers, cond_dim: int, noise_dim: int, device=None, dtype: str = "float32"):
@@ -506,6 +530,14 @@ class SamplingNet:
         if dtype not in ("float32", "bfloat16"):
             raise ValueError(f"SamplingNet: dtype must be 'float32' or 'bfloat16', got {dtype!r}")
         self.dtype = getattr(torch, dtype)
+        on_cpu = device is None or torch.device(device).type == "cpu"
+        if dtype == "bfloat16" and on_cpu and not cpu_has_bf16_kernels():
+            import warnings
+
+            warnings.warn("sample_precision='bfloat16': this CPU has no bfloat16 matrix kernels (oneDNN needs "
+                          "AVX-512 or AMX), so torch emulates them, tens of times slower than float32; sample "
+                          "in float32 here (sample_precision='float32', or leave out `sample --precision`)",
+                          RuntimeWarning, stacklevel=3)
         if not layers or layers[-1][2] != "linear" or any(k not in ("residual", "relu") for _, _, k in layers[:-1]):
             raise ValueError("SamplingNet: residual or relu layers, then one linear output layer")
         self.cond_dim = int(cond_dim)

@@ -395,6 +395,19 @@ def test_tablediffusion_samples_in_bfloat16_on_request(demo, tmp_path):
     assert sz.Synthesizer.load(tmp_path / "m.szm").sample(3000, seed=1).equals(b)
 
 
+@pytest.mark.filterwarnings("ignore:epsilon=None")
+def test_tablediffusion_sample_precision_set_by_hand_is_checked_at_sample_time(demo):
+    df, schema = demo
+    from synthzoo.models.tablediffusion import TableDiffusion
+
+    s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tablediffusion", **TableDiffusion._test_params},
+                       epsilon=None, schema=schema, seed=0).fit(df.head(400))
+    for bad in (123, None, "float16"):
+        s.model.sample_precision = bad
+        with pytest.raises(sz.ConfigError, match=rf"sample_precision={bad!r} must be one of"):
+            s.sample(10, seed=1)
+
+
 @pytest.mark.parametrize("predict_noise", [True, False])
 def test_tablediffusion_private_fit_is_within_the_request(demo, predict_noise):
     df, schema = demo

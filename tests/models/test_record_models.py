@@ -149,6 +149,78 @@ def test_bfloat16_sampling_keeps_the_logits_to_bf16_rounding_and_the_rows_to_the
         m.check_params()
 
 
+@pytest.mark.parametrize("name", ["ctgan", "pategan"])
+def test_a_sample_precision_set_by_hand_is_checked_at_sample_time(fitted_records, name):
+    """``model.sample_precision = 123`` after a first sample (the fused net cached): a ConfigError naming the
+    parameter, not torch's ``getattr`` TypeError or SamplingNet's ValueError."""
+    import copy
+
+    m = copy.deepcopy(fitted_records[name].model)
+    m.sample(10, np.random.default_rng(0))
+    for bad in (123, None, "float16", "bf16"):
+        m.sample_precision = bad
+        with pytest.raises(sz.ConfigError, match=rf"sample_precision={bad!r} must be one of"):
+            m.sample(10, np.random.default_rng(0))
+    m.sample_precision = "bfloat16"
+    assert m.sample(10, np.random.default_rng(0)).shape[0] == 10
+
+
+def test_bfloat16_sampling_warns_where_the_cpu_has_no_bf16_kernels(monkeypatch):
+    """Where oneDNN has no bf16 kernel (AVX2-only CPUs) torch emulates bf16 products tens of times slower
+    than float32: SamplingNet says so when it is built in bf16 for the CPU, and only then."""
+    import warnings
+
+    import torch
+
+    from synthzoo.models import torch_features
+
+    fc = torch.nn.Linear(6, 4)
+    layers = [(torch.nn.Linear(5 + 3, 6), None, "relu"), (fc, None, "linear")]
+    monkeypatch.setattr(torch_features, "cpu_has_bf16_kernels", lambda: False)
+    with pytest.warns(RuntimeWarning, match="no bfloat16 matrix kernels"):
+        torch_features.SamplingNet(layers, 3, 5, dtype="bfloat16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch_features.SamplingNet(layers, 3, 5)
+        monkeypatch.setattr(torch_features, "cpu_has_bf16_kernels", lambda: True)
+        torch_features.SamplingNet(layers, 3, 5, dtype="bfloat16")
+
+
+_EMULATED_BF16 = """
+import warnings, torch
+from synthzoo.models.torch_features import SamplingNet, cpu_has_bf16_kernels
+print("kernels", cpu_has_bf16_kernels())
+torch.manual_seed(0)
+body = [(torch.nn.Linear(8 + 5, 32), torch.nn.BatchNorm1d(32).eval(), "residual"),
+        (torch.nn.Linear(32 + 8 + 5, 16), torch.nn.LayerNorm(16), "residual"),
+        (torch.nn.Linear(16 + 32 + 8 + 5, 7), None, "linear")]
+z, col = torch.randn(300, 8), torch.randint(0, 5, (300,))
+want = SamplingNet(body, 5, 8)(z, col)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    got = SamplingNet(body, 5, 8, dtype="bfloat16")(z, col)
+print("warned", any("no bfloat16 matrix kernels" in str(x.message) for x in w))
+print("dtype", got.dtype, "close", float((got - want).abs().max()) < 0.03 * float(want.abs().max()))
+"""
+
+
+def test_the_bfloat16_pass_runs_where_bf16_is_emulated():
+    """A CPU without bf16 kernels (oneDNN held to AVX2 in a fresh process): the bf16 pass, its condition
+    gathered by index_select, its LayerNorm in float32, runs (slowly) and warns; no error."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(Path(sz.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", _EMULATED_BF16], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if "kernels False" not in out.stdout:
+        pytest.skip(f"this torch build keeps bf16 kernels with oneDNN held to AVX2: {out.stdout!r}")
+    assert "warned True" in out.stdout and "dtype torch.float32 close True" in out.stdout, out.stdout
+
+
 def test_bfloat16_sampling_precision_is_saved_with_the_model(fitted_records, tmp_path):
     s = fitted_records["ctgan"]
     s.model.sample_precision = "bfloat16"
