@@ -97,9 +97,10 @@ def worker(model_path: str, n: int, chunk: int, mode: str, precision: str = "-")
     from synthzoo.isolation import peak_rss_mb
 
     synth = sz.Synthesizer.load(model_path)
-    if precision != "-":
-        synth.model.sample_precision = precision
-        synth.model.check_params()
+    if precision != "-":  # as `sample --precision`: an error for a model without the choice (mst:bfloat16)
+        from synthzoo.cli import _set_sample_precision
+
+        _set_sample_precision(synth.model, precision)
     synth.sample(1000, seed=1)  # warm-up: lazy imports (torch, jax), first-call costs
     rss_before = _rss_mb()
     c0, t0 = _cpu(), time.perf_counter()

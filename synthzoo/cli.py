@@ -1028,8 +1028,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rows generated and written at a time (default 100,000); bounds the memory used")
     s.add_argument("--precision", choices=["float32", "bfloat16"], default=None,
                    help="precision of the network's passes (ctgan, dp-ctgan, pate-gan, tablediffusion; default: the "
-                        "model's, float32): bfloat16 is faster on CPUs with native bf16 instructions (1.7x for ctgan "
-                        "here), slower where they are emulated")
+                        "model's, float32). bfloat16 draws slightly different rows; it is faster on CPUs with native "
+                        "bf16 instructions (ctgan to CSV 1.7x on an AVX512-BF16 core), a little slower on other "
+                        "AVX-512 CPUs and tens of times slower on AVX2-only ones (it warns there)")
     s.add_argument("--out", required=True, help="CSV file to write")
     s.add_argument("--trust", metavar="KEY.pub", action="append", default=[],
                    help="load the model only if it is signed by this public key and unchanged since (repeatable)")

@@ -93,3 +93,20 @@ def test_bench_grid_tables_say_which_means_lack_failed_cells(capsys):
     tvd = lines[lines.index("# mean 2-way TVD over datasets and epsilons, selector x model") + 1:][:3]
     assert tvd[1].split() == ["indif", "0.150", "n=2/3", "0.300"]
     assert tvd[2].split() == ["mst", "-"]  # no successful cell: missing, not 0 (mst x gum was not in the grid)
+
+
+def test_bench_sample_refuses_a_precision_for_a_model_without_the_choice(tmp_path):
+    """``--presets mst:bfloat16`` must not time mst in float32 under a bfloat16 label."""
+    import warnings
+
+    import bench_sample
+
+    import synthzoo as sz
+    from synthzoo.datasets import make_demo
+
+    df, schema = make_demo(300, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sz.make("privsyn", epsilon=1.0, schema=schema, seed=0).fit(df).save(tmp_path / "m.szm")
+    with pytest.raises(sz.ConfigError, match="no choice of sampling precision"):
+        bench_sample.worker(str(tmp_path / "m.szm"), 100, 100, "codes", "bfloat16")

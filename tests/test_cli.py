@@ -1,5 +1,7 @@
 """The command line, run in-process: fit -> sample round trip, demo, list, errors."""
 
+import re
+
 import pandas as pd
 
 from synthzoo.cli import main
@@ -240,6 +242,14 @@ def test_sample_precision_bfloat16_for_a_generator_and_refused_for_a_marginal_mo
                  "--out", str(tmp_path / "h.csv")]) == 2
     err = capsys.readouterr().err
     assert "--precision bfloat16" in err and "'gum'" in err and "ctgan" in err and not (tmp_path / "h.csv").exists()
+
+
+def test_sample_precision_help_says_what_bfloat16_costs_where(capsys):
+    """The help names no machine of ours as "here": the rows change, and how the speed depends on the CPU."""
+    with pytest.raises(SystemExit):
+        main(["sample", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert not re.search(r"\bhere\b", text) and "different rows" in text and "AVX2-only" in text and "warns" in text
 
 
 def test_bad_row_counts_are_refused(demo_files, tmp_path, capsys):
