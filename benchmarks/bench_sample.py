@@ -20,8 +20,9 @@ The presets whose every row costs many network passes (:data:`SLOW`: diffusion's
 the transformer's token-by-token decoding) are timed at ``--slow-rows`` rows (20,000) instead of
 ``--rows``, and ``mst`` is timed at those sizes too, so that ``x mst`` compares equal sizes.
 
-A preset written ``ctgan:bfloat16`` (or ``pate-gan:bfloat16``) samples the same model file with
-``sample_precision="bfloat16"``: the generator's forward pass in bf16.
+A preset written ``ctgan:bfloat16`` (likewise ``dp-ctgan``, ``pate-gan``, ``tablediffusion``: the presets
+whose model has ``sample_precision``) samples the same model file with ``sample_precision="bfloat16"``: the
+network's forward pass in bf16; another preset so written fails as ``synthzoo sample --precision`` does.
 
 Then every (preset, rows, mode) runs in a fresh Python process, which loads the model file, draws
 1,000 rows (so lazy imports and first-call costs fall outside the timing), and then times one

@@ -105,3 +105,26 @@ def test_command_line_block_runs_as_written(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert {"tvd_2way", "ml_f1", "dcr_risk"} <= set(out.split())
     assert Path("report.html").stat().st_size > 1000
+
+
+def test_the_bfloat16_paragraph_names_the_presets_that_have_the_option_and_its_cost_without_bf16():
+    """The README's "bfloat16, on request" lists exactly the presets whose model takes sample_precision, and
+    says what it costs on CPUs without bf16 instructions (AVX2-only: tens of times slower, and it warns)."""
+    import synthzoo as sz
+    from synthzoo.presets import PRESETS
+
+    text = README.read_text()
+    para = " ".join(text[text.index("**bfloat16, on request.**"):].split("\n\n")[0].split())
+    listed = set(re.findall(r"`([a-z-]+)`", para.split(" take ")[0]))
+    have = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in PRESETS:
+            try:
+                synth = sz.make(name, epsilon=1.0)
+            except Exception:  # a preset whose optional dependency is missing
+                continue
+            if "sample_precision" in synth.model.get_params():
+                have.add(name)
+    assert listed == have and len(have) == 4, (listed, have)
+    assert "AVX2-only" in para and "40x" in para and "warns" in para
