@@ -110,3 +110,12 @@ def test_bench_sample_refuses_a_precision_for_a_model_without_the_choice(tmp_pat
         sz.make("privsyn", epsilon=1.0, schema=schema, seed=0).fit(df).save(tmp_path / "m.szm")
     with pytest.raises(sz.ConfigError, match="no choice of sampling precision"):
         bench_sample.worker(str(tmp_path / "m.szm"), 100, 100, "codes", "bfloat16")
+
+
+def test_bench_precision_counts_a_cell_missing_in_both_samples_as_identical():
+    import bench_precision
+    import numpy as np
+
+    a = pd.DataFrame({"x": [1.0, np.nan, 3.0, np.nan], "c": ["u", None, "w", "v"]})
+    b = pd.DataFrame({"x": [1.0, np.nan, 4.0, 2.0], "c": ["u", None, "w", None]})
+    assert bench_precision.identical_share(a, b) == 5 / 8

@@ -381,8 +381,9 @@ def test_tablediffusion_samples_in_bfloat16_on_request(demo, tmp_path):
     df, schema = demo
     from synthzoo.models.tablediffusion import TableDiffusion
 
-    s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tablediffusion", **TableDiffusion._test_params},
-                       epsilon=1.0, schema=schema, seed=0).fit(df)
+    s = sz.Synthesizer(preprocess=["quantile_features"],
+                       model={"name": "tablediffusion", **TableDiffusion._test_params}, epsilon=1.0,
+                       schema=schema, seed=0).fit(df)
     a = s.sample(3000, seed=1)
     s.model.sample_precision = "bfloat16"
     b = s.sample(3000, seed=1)
@@ -400,8 +401,9 @@ def test_tablediffusion_sample_precision_set_by_hand_is_checked_at_sample_time(d
     df, schema = demo
     from synthzoo.models.tablediffusion import TableDiffusion
 
-    s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tablediffusion", **TableDiffusion._test_params},
-                       epsilon=None, schema=schema, seed=0).fit(df.head(400))
+    s = sz.Synthesizer(preprocess=["quantile_features"],
+                       model={"name": "tablediffusion", **TableDiffusion._test_params}, epsilon=None,
+                       schema=schema, seed=0).fit(df.head(400))
     for bad in (123, None, "float16"):
         s.model.sample_precision = bad
         with pytest.raises(sz.ConfigError, match=rf"sample_precision={bad!r} must be one of"):
