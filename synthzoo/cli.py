@@ -468,7 +468,7 @@ def cmd_sample(a) -> int:
 
     synth = sz.Synthesizer.load(a.model, trusted_keys=a.trust or None)
     if a.precision is not None:
-        _set_sample_precision(synth.model, a.precision)
+        _set_sample_precision(synth, a.precision)
     t0 = time.perf_counter()
     # n None: the model's DP estimate of the training rows; written chunk by chunk, so memory does not
     # grow with n (the rows are those synth.sample(n, seed) returns, whatever the chunk size)
@@ -480,13 +480,16 @@ def cmd_sample(a) -> int:
     return 0
 
 
-def _set_sample_precision(model, precision: str) -> None:
+def _set_sample_precision(synth, precision: str) -> None:
     """``sample --precision``: the model's ``sample_precision``, for the models whose sampling is a
     network's forward pass that can run in bfloat16."""
     from synthzoo.core.errors import ConfigError
 
+    model = synth.model
     if "sample_precision" not in model.get_params():
-        raise ConfigError(f"--precision {precision}: model {model.name!r} has no choice of sampling precision (only "
+        what = f"{synth.name!r} (model {model.name!r})" if synth.name and synth.name != model.name else \
+            f"model {model.name!r}"
+        raise ConfigError(f"--precision {precision}: {what} has no choice of sampling precision (only "
                           "the models whose sampling is a few network passes do: ctgan, dp-ctgan, pate-gan, "
                           "tablediffusion)")
     model.sample_precision = precision
