@@ -44,9 +44,8 @@ from ..core.privacy.dpsgd import DPSGD, schedule
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, head_work, linear_weights,
-                             load_json_state, resolve_device, sample_precision_of, sample_rows, saved_sampling_params,
-                             state_dict_to_json, torch_module)
+from .torch_features import (Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved, load_json_state,
+                             resolve_device, sample_precision_of, sample_rows, state_dict_to_json, torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -90,7 +89,7 @@ def _networks(torch, dim: int, cond_dim: int, emb: int, gen_dims: list, dis_dims
 
 
 @register("model", "ctgan")
-class CTGAN(Model):
+class CTGAN(OnePassGenerator, Model):
     """CTGAN and DP-CTGAN (Xu et al., NeurIPS 2019): a conditional GAN on continuous features; the DP
     variant trains its critic by DP-SGD (see the module docstring for the design).
 
@@ -325,18 +324,7 @@ class CTGAN(Model):
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
 
-    def _sample_work(self) -> tuple[float, str]:
-        """One pass of the generator per record, then the head's draws (the network has no step multiplier:
-        the file's size bounds it; unfitted, 0)."""
-        if getattr(self, "domain_", None) is None:
-            return 0.0, "not fitted"
-        weights = linear_weights(self._gen)
-        return weights + head_work(self.domain_), f"a generator of {weights:.2g} weights"
-
     # ------------------------------------------------------------------ state
-    def _saved_params(self) -> dict:
-        return saved_sampling_params(self.get_params())
-
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 
     def dpsgd_runs(self) -> list[tuple[int, int]]:

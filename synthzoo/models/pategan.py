@@ -76,9 +76,8 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (Conditions, Head, SamplingNet, build_for_saved, head_work, linear_weights,
-                             load_json_state, resolve_device, sample_precision_of, sample_rows, saved_sampling_params,
-                             state_dict_to_json, torch_module)
+from .torch_features import (Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved, load_json_state,
+                             resolve_device, sample_precision_of, sample_rows, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -240,7 +239,7 @@ class _Student:
 
 
 @register("model", "pategan")
-class PATEGAN(Model):
+class PATEGAN(OnePassGenerator, Model):
     """PATE-GAN (Jordon, Yoon, van der Schaar, ICLR 2019) with a data-independent privacy bound,
     linear teachers refitted every round, soft student labels and a conditional generator (see the
     module docstring for the design and why it is sound).
@@ -499,17 +498,6 @@ class PATEGAN(Model):
             return net(torch.randn(m, emb, generator=gen), column)
 
         return sample_rows(self.domain_, self._check_n(n), rng, decode)
-
-    def _saved_params(self) -> dict:
-        return saved_sampling_params(self.get_params())
-
-    def _sample_work(self) -> tuple[float, str]:
-        """One pass of the generator per record, then the head's draws (the network has no step multiplier:
-        the file's size bounds it; unfitted, 0)."""
-        if getattr(self, "domain_", None) is None:
-            return 0.0, "not fitted"
-        weights = linear_weights(self._gen)
-        return weights + head_work(self.domain_), f"a generator of {weights:.2g} weights"
 
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 

@@ -464,6 +464,22 @@ class Conditions:
         return loss
 
 
+class OnePassGenerator:
+    """Mixin of the models whose ``sample`` is one pass of a generator ``self._gen`` per record (ctgan,
+    pate-gan): their sampling work and their saved parameters."""
+
+    def _sample_work(self) -> tuple[float, str]:
+        """One pass of the generator per record, then the head's draws (the network has no step multiplier:
+        the file's size bounds it; unfitted, 0)."""
+        if getattr(self, "domain_", None) is None:
+            return 0.0, "not fitted"
+        weights = linear_weights(self._gen)
+        return weights + head_work(self.domain_), f"a generator of {weights:.2g} weights"
+
+    def _saved_params(self) -> dict:
+        return saved_sampling_params(self.get_params())
+
+
 def saved_sampling_params(params: dict) -> dict:
     """The parameters a model with a choice of sampling precision saves: ``sample_precision`` only where
     it is not float32, so that files written before it existed, which lack it, load and sample as they did."""
