@@ -980,6 +980,8 @@ _NEGATIVE_VALUE = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(,.*)?$")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .models.torch_features import SAMPLE_PRECISIONS
+
     p = argparse.ArgumentParser(prog="synthzoo", description="Tabular data synthesis with differential privacy. "
                                 "`synthzoo COMMAND --help` explains each command.")
     p.add_argument("--version", action="version", version=f"synthzoo {__version__}")
@@ -1029,7 +1031,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the model's seed)")
     s.add_argument("--chunk", type=_count, default=None,
                    help="rows generated and written at a time (default 100,000); bounds the memory used")
-    s.add_argument("--precision", choices=["float32", "bfloat16"], default=None,
+    s.add_argument("--precision", choices=SAMPLE_PRECISIONS, default=None,
                    help="precision of the network's passes (ctgan, dp-ctgan, pate-gan, tablediffusion; default: the "
                         "model's, float32). bfloat16 draws slightly different rows; it is faster on CPUs with native "
                         "bf16 instructions (ctgan to CSV 1.7x on an AVX512-BF16 core), a little slower on other "

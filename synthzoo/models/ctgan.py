@@ -44,8 +44,9 @@ from ..core.privacy.dpsgd import DPSGD, schedule
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved, load_json_state,
-                             resolve_device, sample_precision_of, sample_rows, state_dict_to_json, torch_module)
+from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved,
+                             load_json_state, resolve_device, sample_precision_of, sample_rows, state_dict_to_json,
+                             torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -136,7 +137,7 @@ class CTGAN(OnePassGenerator, Model):
         "discriminator_steps": [Interval(Integral, 1, None)],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")], "device": [Options("auto", "cpu", "cuda")],
-        "progress": [None, Boolean()], "sample_precision": [Options("float32", "bfloat16")]}
+        "progress": [None, Boolean()], "sample_precision": [Options(*SAMPLE_PRECISIONS)]}
     _test_params = {"embedding_dim": 8, "generator_dim": (16,), "discriminator_dim": (16,), "epochs": 2,
                     "batch_size": 100, "pac": 2}
 

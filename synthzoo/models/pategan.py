@@ -76,8 +76,9 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved, load_json_state,
-                             resolve_device, sample_precision_of, sample_rows, state_dict_to_json, torch_module)
+from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved,
+                             load_json_state, resolve_device, sample_precision_of, sample_rows, state_dict_to_json,
+                             torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -310,7 +311,7 @@ class PATEGAN(OnePassGenerator, Model):
         "noise_dim": [Interval(Integral, 1, None)], "hidden": [Sequence(Interval(Integral, 1, None), min_length=1)],
         "lr": [Interval(Real, 0, None, closed="neither")], "count_share": [Interval(Real, 0, 1, closed="neither")],
         "device": [Options("auto", "cpu", "cuda")],
-        "progress": [None, Boolean()], "sample_precision": [Options("float32", "bfloat16")]}
+        "progress": [None, Boolean()], "sample_precision": [Options(*SAMPLE_PRECISIONS)]}
     _test_params = {"n_teachers": 3, "iterations": 4, "student_steps": 1, "generator_steps": 1, "batch_size": 16,
                     "n_features": 32, "teacher_fakes": 32, "warmup_steps": 2, "noise_dim": 8, "hidden": (16,)}
 

@@ -46,8 +46,8 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import (OneNetwork, SamplingNet, dpsgd_run, resolve_device, sample_precision_of, sample_rows,
-                             saved_sampling_params, torch_module)
+from .torch_features import (SAMPLE_PRECISIONS, OneNetwork, SamplingNet, dpsgd_run, resolve_device,
+                             sample_precision_of, sample_rows, saved_sampling_params, torch_module)
 
 _PAPER = "Truda, Generating tabular datasets under differential privacy, arXiv 2308.14784 (2023) (TableDiffusion)"
 
@@ -174,7 +174,7 @@ class TableDiffusion(OneNetwork, Model):
         "lr": [Interval(Real, 0, None, closed="neither")], "predict_noise": [Boolean()],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")], "device": [Options("auto", "cpu", "cuda")],
-        "progress": [None, Boolean()], "sample_precision": [Options("float32", "bfloat16")]}
+        "progress": [None, Boolean()], "sample_precision": [Options(*SAMPLE_PRECISIONS)]}
     _load_limits = {"steps": 10_000}  # sample() runs the reverse chain this many steps
     _test_params = {"steps": 3, "hidden": (16, 16), "epochs": 2, "batch_size": 200}
 

@@ -480,6 +480,10 @@ class OnePassGenerator:
         return saved_sampling_params(self.get_params())
 
 
+#: The precisions a model's sampling passes may run in (``sample_precision``; :class:`SamplingNet`'s ``dtype``).
+SAMPLE_PRECISIONS = ("float32", "bfloat16")
+
+
 def saved_sampling_params(params: dict) -> dict:
     """The parameters a model with a choice of sampling precision saves: ``sample_precision`` only where
     it is not float32, so that files written before it existed, which lack it, load and sample as they did."""
@@ -491,8 +495,8 @@ def sample_precision_of(model) -> str:
     construction (``model.sample_precision = "float16"``, ``None``) raises :class:`ConfigError` naming
     the parameter, as :meth:`check_params` would, instead of failing inside torch."""
     v = model.sample_precision
-    if not (isinstance(v, str) and v in ("float32", "bfloat16")):
-        model._bad("sample_precision", "must be one of 'float32', 'bfloat16'")
+    if not (isinstance(v, str) and v in SAMPLE_PRECISIONS):
+        model._bad("sample_precision", f"must be one of {', '.join(map(repr, SAMPLE_PRECISIONS))}")
     return v
 
 
@@ -543,7 +547,7 @@ class SamplingNet:
 
     def __init__(self, layers, cond_dim: int, noise_dim: int, device=None, dtype: str = "float32"):
         torch = torch_module()
-        if dtype not in ("float32", "bfloat16"):
+        if dtype not in SAMPLE_PRECISIONS:
             raise ValueError(f"SamplingNet: dtype must be 'float32' or 'bfloat16', got {dtype!r}")
         self.dtype = getattr(torch, dtype)
         on_cpu = device is None or torch.device(device).type == "cpu"
