@@ -101,7 +101,7 @@ def worker(model_path: str, n: int, chunk: int, mode: str, precision: str = "-")
     if precision != "-":  # as `sample --precision`: an error for a model without the choice (mst:bfloat16)
         from synthzoo.cli import _set_sample_precision
 
-        _set_sample_precision(synth.model, precision)
+        _set_sample_precision(synth, precision)
     synth.sample(1000, seed=1)  # warm-up: lazy imports (torch, jax), first-call costs
     rss_before = _rss_mb()
     c0, t0 = _cpu(), time.perf_counter()
