@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.params import Integral, Interval, Options, Sequence
-from .torch_features import draw_categories, resolve_device
+from .torch_features import draw_categories, mlp_weights, resolve_device
 
 #: Constraints of the parameters every torch MLP model has.
 MLP_CONSTRAINTS = {"hidden": [Interval(Integral, 1, None), Sequence(Interval(Integral, 1, None), min_length=1)],
@@ -116,7 +116,7 @@ class TorchMLP:
         """Work per record of :meth:`_draw_codes` on :meth:`_sampling_net`: one pass per ``draws_per_z``
         records (the output layer's real rows only), then an inverse-CDF draw over each attribute's codes."""
         layers = self._layers()
-        weights = sum(a * b for a, b in zip(layers[:-2], layers[1:-1])) + layers[-2] * int(sum(sizes))
+        weights = mlp_weights(layers[:-1]) + layers[-2] * int(sum(sizes))
         per = int(self.draws_per_z)
         return weights / per + 2.0 * sum(sizes), f"a network of {weights:.2g} weights / draws_per_z={per}"
 
