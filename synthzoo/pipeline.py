@@ -41,6 +41,10 @@ from .modelfile import FORMAT, MAX_BYTES, check_document, sign_document, verify_
 #: Rows per block of a sample: every sample is generated block by block, block k from a random stream
 #: derived from the seed and k, so that one-go, chunked and streamed samples hold the same rows.
 SAMPLE_BLOCK = 100_000
+#: Most memory a loaded model file's default in-memory sample (``sample()`` without ``n``) may take, estimated
+#: from the schema (:meth:`Synthesizer._frame_bytes`).  The streaming calls (``sample_chunks``, ``sample_to_csv``,
+#: ``synthzoo sample``) hold a block at a time and are bounded by the sampling work alone.
+MAX_DEFAULT_SAMPLE_BYTES = 4e9
 DEFAULT_NUMERIC = {"name": "uniform"}  # numeric columns no preprocessor claims are binned on public bounds
 DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled numbers, one-hot categories
 DEFAULT_TOKENS = {"name": "tokens"}  # a model that fits token rows: category tokens, digits of numbers
@@ -417,6 +421,8 @@ class Synthesizer:
         and :meth:`sample_to_csv` draw them: the same model and seed give the same rows whether
         they are sampled in one go, in chunks of any size or to a file.
         """
+        if n is None and getattr(self, "_from_file", False):
+            self._check_default_memory(self._sample_size(None))
         parts = list(self.sample_chunks(n, chunk=SAMPLE_BLOCK, seed=seed))
         return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
 
@@ -491,13 +497,43 @@ class Synthesizer:
         :data:`~synthzoo.core.base.MAX_DEFAULT_SAMPLE_WORK`: a file cannot make ``sample()`` run for hours
         unasked.  An explicit ``n`` is the caller's choice and is not limited."""
         work, drivers = self.model._sample_work()
-        total = n * float(work)
+        total = n * (float(work) + base.ROW_WORK)  # decoding a row costs time whatever the model (base.ROW_WORK)
         if not total <= base.MAX_DEFAULT_SAMPLE_WORK:
             minutes = total / base.WORK_PER_SECOND / 60
             raise ConfigError(f"model file: the default sample size, {n:,} rows (the file's estimate of the training "
                               f"rows), would take ~{total:.2g} operations with model {self.model.name!r} "
-                              f"(~{work:.2g} per record: {drivers}), about {minutes:,.0f} CPU minutes; pass n (-n on "
-                              "the command line) to draw that many or fewer")
+                              f"(~{work:.2g} per record: {drivers}; ~{base.ROW_WORK:.2g} more to decode it), about "
+                              f"{minutes:,.0f} CPU minutes; pass n (-n on the command line) to draw that many or fewer")
+
+    def _check_default_memory(self, n: int) -> None:
+        """A model file's default in-memory sample within :data:`MAX_DEFAULT_SAMPLE_BYTES`: a file claiming a
+        billion training rows of a cheap model cannot make ``sample()`` build a frame larger than the machine."""
+        need = n * self._frame_bytes()
+        if not need <= MAX_DEFAULT_SAMPLE_BYTES:
+            raise ConfigError(f"model file: the default sample size, {n:,} rows (the file's estimate of the training "
+                              f"rows), would take ~{need / 1e9:,.1f} GB in memory, more than sample() draws unasked "
+                              f"({MAX_DEFAULT_SAMPLE_BYTES / 1e9:g} GB); pass n, or write the rows in chunks with "
+                              "sample_to_csv() or sample_chunks()")
+
+    def _frame_bytes(self) -> float:
+        """Bytes a synthetic row takes while :meth:`sample` builds its frame, from the schema alone: each
+        column's cell (8 bytes for numbers, times and a text cell's reference, plus a category's mean length
+        should the text be stored by value; a date written as text is its own string object), twice over for
+        the blocks and the frame they are joined into.  Adult's 15 columns: 405 bytes estimated, 252 measured
+        (the process's peak growth over 2 million rows of ``mst``, pandas holding text by reference)."""
+        row = 0.0
+        for c in self.columns_:
+            col = self.schema_[c]
+            dtype = col.output_dtype
+            if col.kind == "datetime" and not isinstance(dtype, (np.dtype, pd.DatetimeTZDtype)):
+                row += 8 + 80  # a distinct ISO string each row
+            elif isinstance(dtype, np.dtype):
+                row += dtype.itemsize
+            elif col.kind == "categorical" and not isinstance(dtype, pd.CategoricalDtype):
+                row += 8 + sum(len(str(v)) for v in col.categories) / max(len(col.categories), 1)
+            else:  # nullable and categorical dtypes: values or codes, and a mask
+                row += 9
+        return 2.0 * row
 
     def _sample_entropy(self, seed) -> list[int]:
         """The entropy every random stream of one sample derives from: the seed given, or the

@@ -223,3 +223,56 @@ def test_fit_on_the_command_line_refuses_a_model_past_the_budget_before_fitting(
     err = capsys.readouterr().err
     assert "model 'tabddpm': sampling would take" in err and "steps=10000 x a denoiser of" in err
     assert "privacy spent" not in err and not (tmp_path / "m.szm").exists()
+
+
+# a cheap model's default sample: its model work is a few operations a record, but every row is decoded, and
+# sample() holds the whole frame -- a file claiming 1e9 training rows of an mst model must not start either
+def _mst_file(tmp_path, monkeypatch, n_estimate):
+    synth = _fit("mst", epsilon=1.0)
+    doc, f = synth.to_json(), n_estimate / synth.n_estimate_
+    # edited consistently, as an attacker would: the noisy counts and the model's total scaled with the claim
+    for m in doc["model_state"]["measurements"]:
+        m["noisy"] = (np.asarray(m["noisy"]) * f).tolist()
+    doc["model_state"]["total"] *= f
+    doc["n_estimate"] = n_estimate
+    (tmp_path / "m.szm").write_text(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loaded = sz.Synthesizer.load(tmp_path / "m.szm")
+
+    def drawn(*a, **k):
+        raise AssertionError("the default sample was drawn")
+    monkeypatch.setattr(loaded.model, "sampler", drawn)
+    return loaded
+
+
+def test_a_cheap_models_default_sample_is_bounded_by_its_rows(tmp_path, monkeypatch):
+    loaded = _mst_file(tmp_path, monkeypatch, 1e9)
+    assert loaded.model.sample_work() * 1e9 < base.MAX_DEFAULT_SAMPLE_WORK  # the model's work alone passes
+    for call in (lambda: loaded.sample(), lambda: loaded.sample_to_csv(tmp_path / "f.csv"),
+                 lambda: loaded.sample_chunks()):
+        with pytest.raises(ConfigError, match=r"the default sample size, 1,000,000,000 rows .* with model 'pgm' "
+                                              r"\(~\d+ per record: .*; ~9e\+04 more to decode it\), about \d+ CPU "
+                                              r"minutes; pass n"):
+            call()
+    assert not (tmp_path / "f.csv").exists()
+
+
+def test_a_files_default_in_memory_sample_is_bounded_by_its_frame_and_streaming_is_not(tmp_path, monkeypatch):
+    loaded = _mst_file(tmp_path, monkeypatch, 1e8)  # within the work bound (~3 CPU minutes), ~10 GB as one frame
+    assert loaded._sample_size(None) == 100_000_000
+    with pytest.raises(ConfigError, match=r"the default sample size, 100,000,000 rows \(the file's estimate of the "
+                                          r"training rows\), would take ~\d+\.\d GB in memory, more than sample\(\) "
+                                          r"draws unasked \(4 GB\); pass n, or write the rows in chunks"):
+        loaded.sample()
+    monkeypatch.undo()
+    assert len(loaded.sample(5, seed=0)) == 5  # asked for: drawn
+    first = next(iter(loaded.sample_chunks(chunk=10, seed=0)))  # streamed: a block at a time
+    assert len(first) == 10
+
+
+def test_the_frame_estimate_covers_what_a_sample_takes():
+    synth = _fit("mst", n=2000, epsilon=1.0)
+    frame = synth.sample(20_000, seed=0)
+    held = frame.memory_usage(deep=False).sum() / len(frame)  # the frame's cells (text by reference)
+    assert synth._frame_bytes() >= 2 * held
