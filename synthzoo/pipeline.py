@@ -8,6 +8,7 @@ noisy measurements (or, for DP-SGD models, the records) and samples.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import math
@@ -246,7 +247,13 @@ class Synthesizer:
 
         ``progress=True`` prints each stage and its time to stderr and, on a terminal, shows the
         running stage live (elapsed time; for a selector, the share of its budget spent so far).
+        torch's global random generator is left as it was: a model's initialisation and dropout draw
+        from it during the fit (in a private fit seeded from the secret noise).
         """
+        with _torch_global_rng_kept():
+            return self._fit(df, progress)
+
+    def _fit(self, df: pd.DataFrame, progress: bool) -> "Synthesizer":
         from .core.progress import stage_progress
 
         say = (lambda msg: print(f"  [synthzoo] {msg}", file=sys.stderr, flush=True)) if progress else (lambda m: None)
@@ -948,6 +955,30 @@ def _no_budget() -> Budget:
     """The budget a preprocessor that reads no private value gets: nothing to spend, nothing charged to the
     release's ledger."""
     return PrivacyLedger(None).stage("none", 0.0)
+
+
+@contextlib.contextmanager
+def _torch_global_rng_kept():
+    """Restore torch's global generators (CPU, and CUDA's when in use) after a fit that reseeds them: a
+    private fit seeds them from the secret noise, and ``torch.initial_seed()`` would hand those bits to
+    whatever runs next in the process, as a non-private fit would replace the user's own seeding.  A fit
+    that imports torch first leaves it freshly seeded from the OS, not at the fit's seed."""
+    torch = sys.modules.get("torch")
+    cpu = torch.random.get_rng_state() if torch is not None else None
+    cuda = torch.cuda.get_rng_state_all() if torch is not None and torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        torch = sys.modules.get("torch")
+        if cpu is not None:
+            torch.random.set_rng_state(cpu)
+        elif torch is not None:
+            torch.seed()
+        if torch is not None and torch.cuda.is_initialized():
+            if cuda is not None:
+                torch.cuda.set_rng_state_all(cuda)
+            else:
+                torch.cuda.seed_all()
 
 
 def _implied_rows(model) -> tuple[float, bool]:
