@@ -545,7 +545,11 @@ def cmd_demo(a) -> int:
     from synthzoo.metrics import independent_sample
     from synthzoo.datasets import make_demo, train_test_split
     from synthzoo.metrics import query_error_3way, tvd_2way
+    from synthzoo.core.errors import ConfigError
 
+    if a.n < 2:  # train_test_split's own message names a Python function
+        raise ConfigError(f"demo: a table of --n {a.n:,} row is too small to split into training and test rows; "
+                          "give --n 1000 or more")
     df, schema = make_demo(n=a.n, seed=a.seed)
     train, test = train_test_split(df, test_size=0.2, seed=a.seed)
     print(f"1. built-in demo table: {len(df):,} rows, columns {list(df.columns)}")
@@ -557,6 +561,11 @@ def cmd_demo(a) -> int:
     t0 = time.perf_counter()
     synth.fit(train, progress=True)
     t1 = time.perf_counter()
+    try:
+        synth._sample_size(None)
+    except ConfigError as e:  # the library's advice, "pass n", is no option of demo's
+        raise ConfigError(f"demo: a table of --n {a.n:,} rows is too small to sample from: {str(e).split(';')[0]}; "
+                          "give --n 1000 or more") from None
     fake = synth.sample()  # as many rows as the DP estimate of the training rows
     t2 = time.perf_counter()
     print(f"3. fitted in {t1 - t0:.1f}s, sampled {len(fake):,} rows in {t2 - t1:.1f}s; first rows:")

@@ -641,3 +641,21 @@ def test_preprocess_none_means_none_in_fit_as_in_bench(demo_files, tmp_path, cap
                      "--epsilon", "1", "--preprocess", bad, "--out", str(tmp_path / "x.szm")]) == 2
         assert f"--preprocess {bad!r} names no preprocessor" in capsys.readouterr().err
         assert not (tmp_path / "x.szm").exists()
+
+
+@pytest.mark.parametrize("n", ["1", "3"])
+def test_demo_on_a_tiny_table_names_its_own_option_not_sample_s(capsys, monkeypatch, n):
+    # `synthzoo demo --n 3` said "pass -n ROWS" (sample's option; demo has none) when the DP estimate of the
+    # row count came out 0, and `--n 1` named train_test_split, a Python function
+    fit = sz.Synthesizer.fit
+
+    def fit_to_a_zero_estimate(self, *args, **kwargs):  # the noise is secret: make its outcome certain
+        out = fit(self, *args, **kwargs)
+        self.n_estimate_ = 0.0
+        return out
+
+    monkeypatch.setattr(sz.Synthesizer, "fit", fit_to_a_zero_estimate)
+    assert main(["demo", "--n", n]) == 2
+    err = capsys.readouterr().err
+    assert f"demo: a table of --n {n} row" in err and "give --n 1000 or more" in err
+    assert "-n ROWS" not in err and "train_test_split" not in err
