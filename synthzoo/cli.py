@@ -381,6 +381,10 @@ def cmd_fit(a) -> int:
 
     module_params = _module_params(a.params)  # a typo is said before any measurement
     pre = None if a.preprocess is None else _preprocessors(a.preprocess)
+    if a.sign is not None:  # before the fit, as tune --sign: a key that cannot sign would lose the release
+        from synthzoo.modelfile import _read_key
+
+        _read_key(a.sign, private=True)
     schema_ledger = None
     if a.dp_schema is not None:
         df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)

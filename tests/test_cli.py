@@ -659,3 +659,17 @@ def test_demo_on_a_tiny_table_names_its_own_option_not_sample_s(capsys, monkeypa
     err = capsys.readouterr().err
     assert f"demo: a table of --n {n} row" in err and "give --n 1000 or more" in err
     assert "-n ROWS" not in err and "train_test_split" not in err
+
+
+@pytest.mark.parametrize("key", ["nosuch", "owner.pub"])
+def test_fit_sign_with_an_unusable_key_is_refused_before_the_fit(tmp_path, capsys, key):
+    # `fit --sign nosuch` fitted (spending the budget on the private rows) and only then failed to read the key
+    df, schema = make_demo(n=300, seed=0)
+    df.to_csv(tmp_path / "data.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    assert main(["keygen", str(tmp_path / "owner")]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(tmp_path / "data.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
+                 "--out", str(tmp_path / "m.json"), "--sign", str(tmp_path / key)]) == 2
+    err = capsys.readouterr().err
+    assert "private key" in err and "fitting" not in err and not (tmp_path / "m.json").exists()
