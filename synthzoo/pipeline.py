@@ -781,10 +781,14 @@ class Synthesizer:
         without ``n`` draws the file's default sample size only when that takes no longer than 1,000
         records at the limit (else it asks for ``n``)."""
         path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"{path}: file not found")
         if not path.is_file():
             raise ConfigError(f"{path}: not a file")
         doc, problem = read_json(path, max_bytes)
         if problem is not None:
+            if problem.startswith(("is empty", "ends in the middle")):  # a damaged file, not another format
+                raise ConfigError(f"{path}: the model file {problem}")
             raise ConfigError(f"{path}: not a synthzoo model file (it {problem})")
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ConfigError(f"{path}: not a synthzoo model file")

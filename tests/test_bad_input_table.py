@@ -317,6 +317,17 @@ def test_a_schema_file_that_is_not_json_names_the_file_and_line(tmp_path):
         Schema.from_json(p)
 
 
+def test_an_empty_or_truncated_schema_file_is_named_as_such(tmp_path):
+    # both said "is not valid JSON: Expecting value at line 1, column 1" (or a column mid-document)
+    p = tmp_path / "schema.json"
+    p.write_text("")
+    with pytest.raises(SchemaError, match=r"schema file '.*schema.json' is empty \(0 bytes\)"):
+        Schema.from_json(p)
+    p.write_text('{"columns": {"a": {"type": "numerical", "lower": 0, "up')
+    with pytest.raises(SchemaError, match=r"schema file '.*schema.json' ends in the middle of its JSON document"):
+        Schema.from_json(p)
+
+
 @pytest.mark.parametrize("make, match", [
     (lambda d: d, "is a directory, not a JSON file"),
     (lambda d: (d / "deep.json").write_text("[" * 200_000 + "]" * 200_000) and d / "deep.json",

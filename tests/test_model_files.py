@@ -428,6 +428,31 @@ def test_load_reads_at_most_max_bytes_whatever_the_size_says(tmp_path):
         sz.Synthesizer.load(tmp_path / "big.szm", max_bytes=1000)
 
 
+def test_a_missing_empty_or_truncated_model_file_is_named_as_such(tmp_path):
+    # `sample nosuch.szm` said "not a file"; a 0-byte file and a file cut short by an interrupted copy said
+    # "not a synthzoo model file (it is not valid JSON: Expecting value at line 1, column 5001)"
+    df, schema = make_demo(n=200, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = sz.make("mst", epsilon=None, schema=schema).fit(df)
+    s.save(tmp_path / "m.szm")
+    data = (tmp_path / "m.szm").read_bytes()
+    with pytest.raises(ConfigError, match=r"nosuch.szm: file not found"):
+        sz.Synthesizer.load(tmp_path / "nosuch.szm")
+    (tmp_path / "empty.szm").write_bytes(b"")
+    with pytest.raises(ConfigError, match=r"empty.szm: the model file is empty \(0 bytes\)"):
+        sz.Synthesizer.load(tmp_path / "empty.szm")
+    cuts = {1, 2, len(data) // 2, len(data) - 1, *random.Random(0).sample(range(1, len(data)), 20)}
+    for k in sorted(cuts):
+        (tmp_path / "cut.szm").write_bytes(data[:k])
+        with pytest.raises(ConfigError, match=rf"cut.szm: the model file ends in the middle of its JSON document "
+                                              rf"\(after {k:,} bytes\): it was cut short"):
+            sz.Synthesizer.load(tmp_path / "cut.szm")
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n")  # another format is still named as not a model file
+    with pytest.raises(ConfigError, match=r"not a synthzoo model file \(it is not valid JSON"):
+        sz.Synthesizer.load(tmp_path / "data.csv")
+
+
 def test_an_account_cannot_make_the_accountant_replay_for_hours(docs):
     d = copy.deepcopy(docs["privsyn"])
     ev = {"type": "poisson_sampled", "sampling_probability": 0.5, "event": {"type": "gaussian", "noise_multiplier": 100.0}}

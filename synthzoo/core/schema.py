@@ -965,16 +965,34 @@ def _unique_keys(pairs: list) -> dict:
     return out
 
 
+def _cut_short(e: json.JSONDecodeError) -> bool:
+    """The parser ran out of text inside a document that was valid so far: a truncated file, not another
+    format (what is left at the error is nothing, an unterminated last string, or the start of a number or
+    of true / false / null)."""
+    rest = e.doc[e.pos:].rstrip()
+    if not e.doc[:e.pos].strip() or e.doc.lstrip()[:1] not in ("{", "["):
+        return False
+    if e.msg.startswith("Unterminated string"):
+        return "\n" not in rest
+    return (rest == "" or any(w.startswith(rest) for w in ("true", "false", "null"))
+            or re.fullmatch(r"[-+0-9.eE]+", rest) is not None)
+
+
 def parse_json_bytes(data: bytes):
     """``(document, None)`` for UTF-8 JSON bytes, else ``(None, what is wrong)`` in words a person can
     act on (invalid JSON with its line and column, not UTF-8, nested past the parser, an integer past
     Python's digit limit, too large for memory) -- for the callers' own error naming the file."""
+    if not data.strip():
+        return None, f"is empty ({len(data):,} bytes{'' if not data else ', all whitespace'})"
     try:
         return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys), None
     except _DuplicateKey as e:
         return None, (f"names {e.args[0]!r} twice in one JSON object; the second would silently replace the "
                       "first: keep one")
     except json.JSONDecodeError as e:
+        if _cut_short(e):
+            return None, (f"ends in the middle of its JSON document (after {len(data):,} bytes): it was cut short, "
+                          "as by an interrupted copy or download; copy or write it again")
         return None, f"is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
     except UnicodeDecodeError as e:
         return None, f"is not UTF-8 text ({e.reason} at byte {e.start})"
