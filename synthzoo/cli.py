@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import difflib
 import json
 import os
 import re
@@ -517,10 +518,19 @@ def cmd_split(a) -> int:
 
     df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
     test_size = a.test_size
+    if not test_size > 0 or (test_size >= 1 and not float(test_size).is_integer()):
+        raise ConfigError(f"--test-size is a fraction in (0, 1) or a whole number of rows, got {test_size:g}")
+    if len(df) < 2:  # said here in the command line's words: train_test_split's name a Python argument
+        raise ConfigError(f"{a.data!r} has {len(df):,} row(s); a split needs at least 2")
     if test_size >= 1:
-        if not float(test_size).is_integer():
-            raise ConfigError(f"--test-size is a fraction in (0, 1) or a whole number of rows, got {test_size:g}")
         test_size = int(test_size)
+        if test_size > len(df) - 1:
+            raise ConfigError(f"--test-size {test_size:,} rows: {a.data!r} has {len(df):,} rows, so hold out 1 to "
+                              f"{len(df) - 1:,} of them (or a fraction in (0, 1))")
+    if a.stratify is not None and a.stratify not in df.columns:
+        close = difflib.get_close_matches(a.stratify, [str(c) for c in df.columns], n=1)
+        raise ConfigError(f"--stratify {a.stratify!r}: {a.data!r} has no such column"
+                          + (f"; did you mean {close[0]!r}?" if close else f"; its columns are {list(df.columns)}"))
     train, test = train_test_split(df, test_size=test_size, seed=a.seed, stratify=a.stratify)
     stem = Path(a.data)
     out_train = Path(a.train) if a.train else stem.with_name(stem.stem + ".train.csv")

@@ -673,3 +673,20 @@ def test_fit_sign_with_an_unusable_key_is_refused_before_the_fit(tmp_path, capsy
                  "--out", str(tmp_path / "m.json"), "--sign", str(tmp_path / key)]) == 2
     err = capsys.readouterr().err
     assert "private key" in err and "fitting" not in err and not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--test-size", "0"], "--test-size is a fraction in (0, 1) or a whole number of rows, got 0"),
+    (["--test-size", "99999"], "--test-size 99,999 rows: "),
+    (["--stratify", "regoin"], "--stratify 'regoin': "),
+])
+def test_split_errors_name_split_s_options_not_python_arguments(demo_files, tmp_path, capsys, args, said):
+    # said "test_size must be a fraction ...", "test_size=99999 rows must lie in [1, 1499]" and
+    # "stratify names column 'regoin', which the frame lacks": train_test_split's words
+    d, _, _ = demo_files
+    assert main(["split", str(d / "data.csv"), *args, "--train", str(tmp_path / "a.csv"),
+                 "--test", str(tmp_path / "b.csv")]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "test_size" not in err and "frame" not in err, err
+    if "--stratify" in args:
+        assert "did you mean 'region'?" in err
