@@ -161,6 +161,9 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
                "Give a public schema (--schema FILE) or measure it under DP with --dp-schema EPS."),
               ("Use a public schema (Schema.from_json) or measure it with sz.dp_schema.",
                "Give a public schema (--schema FILE) or measure it under DP with --dp-schema EPS."),
+              ("read the file with decimal=',' (the command line's --decimal ',')", "pass --decimal ','"),
+              ("(more than max_categories=", "(more than "),
+              ("or let dp_schema choose them", "or measure them under DP with --dp-schema EPS"),
               ("declare it in kinds ({'type': 'numerical', 'integer': True}) or integers=[...] for integral "
                "synthetic values", "give it \"integer\": true in the --schema file for integral synthetic values"))
 

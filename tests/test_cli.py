@@ -690,3 +690,17 @@ def test_split_errors_name_split_s_options_not_python_arguments(demo_files, tmp_
     assert said in err and "test_size" not in err and "frame" not in err, err
     if "--stratify" in args:
         assert "did you mean 'region'?" in err
+
+
+def test_inferred_schema_warnings_use_the_command_lines_words(tmp_path, capsys):
+    # fit without --schema warned "read the file with decimal=',' (the command line's --decimal ',')",
+    # "(more than max_categories=50)" and "let dp_schema choose them": Python arguments on the command line
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": [f"{v:.3f}".replace(".", ",") for v in rng.uniform(0, 9, 300)],
+                       "c": rng.choice(["a", "b"], 300)})
+    df.to_csv(tmp_path / "eu.csv", sep=";", index=False)
+    assert main(["fit", str(tmp_path / "eu.csv"), "--sep", ";", "--synth", "mst", "--epsilon", "none",
+                 "--out", str(tmp_path / "m.szm")]) == 0
+    err = capsys.readouterr().err
+    assert "pass --decimal ','" in err and "--dp-schema EPS" in err and "(more than 50)" in err, err
+    assert "decimal=','" not in err and "max_categories" not in err and "dp_schema choose" not in err
