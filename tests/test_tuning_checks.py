@@ -50,6 +50,22 @@ def test_a_bad_search_space_fails_whole_before_any_trial(demo, tmp_path, space, 
     assert not (tmp_path / "study.db").exists()  # refused before the storage was opened: no trial, no budget
 
 
+@pytest.mark.parametrize("privacy, where", [("non-private", "train"), ("non-private", "val"),
+                                             ("accounted", "train"), ("public", "public")])
+def test_a_table_whose_columns_the_schema_does_not_name_fails_before_any_trial(demo, tmp_path, privacy, where):
+    # a misspelt column (schema or CSV) failed every trial in turn, each printing Optuna's traceback
+    train, val, schema = demo
+    frames = {"train": train, "val": val, "public": val}
+    frames[where] = frames[where].rename(columns={"region": "regoin"})
+    with pytest.raises(sz.core.errors.SchemaError,
+                       match=rf"the {where} table lacks schema column\(s\) \['region'\] and has column\(s\) "
+                             r"\['regoin'\]"):
+        _tune((frames["train"], frames["val"], schema), tmp_path, privacy=privacy,
+              **({"public": frames["public"]} if privacy == "public" else {}),
+              **({"noise_seed": 1, "score_rows": 100} if privacy == "accounted" else {}))
+    assert not (tmp_path / "study.db").exists()  # before the storage was opened: no trial, no budget
+
+
 def test_a_good_space_for_a_module_only_some_trials_use_is_accepted():
     from tuning.space import check_space
 

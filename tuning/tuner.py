@@ -303,6 +303,12 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     else:
         fit_df, score_df = train, _check_frame(val, "val")
     prune = prune and not multi_objective  # Optuna prunes single-objective studies only
+    # every table's columns against the schema before the study: a misspelt column failed each trial in turn,
+    # with Optuna's traceback (accounted: the first run, aborting the study)
+    tables = {"train": train, **({"public": fit_df, "public validation": score_df} if privacy == "public" else {}),
+              **({"val": val} if isinstance(val, pd.DataFrame) and privacy != "public" else {})}
+    for what, frame in tables.items():
+        schema.check_columns(frame, f"the {what} table")
     if isolate and os.name != "posix":
         warnings.warn("trial processes need a POSIX system; trials run in this process and trial_timeout is soft",
                       RuntimeWarning, stacklevel=2)

@@ -677,6 +677,22 @@ class Schema:
         return len(self.columns)
 
     # -- validation ----------------------------------------------------------------------
+    def check_columns(self, df: pd.DataFrame, what: str = "the table") -> None:
+        """SchemaError unless ``df`` has exactly the schema's columns (in any order), each named once;
+        ``what`` names the frame in the message."""
+        check_unique_columns(df)
+        have, want = list(df.columns), self.names
+        missing_cols = [c for c in want if c not in have]
+        extra = [c for c in have if c not in want]
+        if missing_cols:
+            also = f" and has column(s) {extra} that the schema does not describe" if extra else ""
+            spaced = [f"{c!r} is {c.strip()!r} with spaces around it" for c in extra
+                      if isinstance(c, str) and c != c.strip() and c.strip() in missing_cols]
+            raise SchemaError(f"{what} lacks schema column(s) {missing_cols}{also}"
+                              + (f" ({'; '.join(spaced)})" if spaced else ""))
+        if extra:
+            raise SchemaError(f"{what} has column(s) {extra} that the schema does not describe")
+
     def validate(self, df: pd.DataFrame, out_of_bounds: str = "raise", categories: bool = False) -> pd.DataFrame:
         """Check ``df`` against the schema; return it (numeric values clipped if asked).
 
@@ -695,18 +711,7 @@ class Schema:
             raise SchemaError(f"expected a pandas DataFrame, got {type(df).__name__}")
         if out_of_bounds not in ("raise", "clip"):
             raise SchemaError("out_of_bounds must be 'raise' or 'clip'")
-        check_unique_columns(df)
-        have, want = list(df.columns), self.names
-        missing_cols = [c for c in want if c not in have]
-        extra = [c for c in have if c not in want]
-        if missing_cols:
-            also = f" and has column(s) {extra} that the schema does not describe" if extra else ""
-            spaced = [f"{c!r} is {c.strip()!r} with spaces around it" for c in extra
-                      if isinstance(c, str) and c != c.strip() and c.strip() in missing_cols]
-            raise SchemaError(f"the table lacks schema column(s) {missing_cols}{also}"
-                              + (f" ({'; '.join(spaced)})" if spaced else ""))
-        if extra:
-            raise SchemaError(f"the table has column(s) {extra} that the schema does not describe")
+        self.check_columns(df)
         if len(df) == 0:
             raise SchemaError("frame is empty (0 rows)")
         out = df
