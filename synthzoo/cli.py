@@ -282,6 +282,14 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
     if p.stat().st_size == 0:
         raise ConfigError(f"{role}: {str(p)!r} is empty (0 bytes); a CSV file needs a header line naming the "
                           "columns, then one line per row")
+    with open(p, "rb") as fh:  # a model or schema file where a CSV belongs: the reader's error named its JSON keys
+        start = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if start.startswith(b"{"):
+        what = ("a synthzoo model file" if re.match(rb'\{\s*"format"\s*:\s*"synthzoo-model"', start)
+                else "a JSON document")
+        hint = (f"; draw rows from it first: synthzoo sample {p} --out fake.csv" if what != "a JSON document"
+                else "")
+        raise ConfigError(f"{role}: {str(p)!r} is {what}, not a CSV file{hint}")
     try:
         df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal)
     except UnicodeDecodeError as e:

@@ -704,3 +704,17 @@ def test_inferred_schema_warnings_use_the_command_lines_words(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "pass --decimal ','" in err and "--dp-schema EPS" in err and "(more than 50)" in err, err
     assert "decimal=','" not in err and "max_categories" not in err and "dp_schema choose" not in err
+
+
+def test_a_model_or_schema_file_where_a_csv_belongs_is_named(demo_files, tmp_path, capsys):
+    # `eval data.csv model.szm` said the CSV "names column(s) [' \"missing\": false}', ...] more than once in its
+    # header", and `fit schema.json` that it was "not a well-formed CSV file ...; check --sep"
+    d, _, _ = demo_files
+    assert main(["eval", str(d / "data.csv"), str(d / "model.szm"), "--schema", str(d / "schema.json"),
+                 "--metrics", "tvd_2way", "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert f"synthetic: '{d / 'model.szm'}' is a synthzoo model file, not a CSV file" in err
+    assert f"synthzoo sample {d / 'model.szm'} --out fake.csv" in err
+    assert main(["fit", str(d / "schema.json"), "--schema", str(d / "schema.json"), "--out",
+                 str(tmp_path / "m.szm")]) == 2
+    assert f"data: '{d / 'schema.json'}' is a JSON document, not a CSV file" in capsys.readouterr().err
