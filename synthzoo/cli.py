@@ -228,6 +228,8 @@ def _count(s: str) -> int:
         raise argparse.ArgumentTypeError(f"not a number of rows: {s!r}") from None
     if not v.is_integer() or v < 1:
         raise argparse.ArgumentTypeError(f"a number of rows must be a whole number >= 1, got {s!r}")
+    if v > 2 ** 53:  # pipeline.MAX_SAMPLE_ROWS; a float counts whole numbers exactly up to there
+        raise argparse.ArgumentTypeError(f"a number of rows must be at most 2^53 (about 9e15), got {s!r}")
     return int(v)
 
 

@@ -46,6 +46,9 @@ SAMPLE_BLOCK = 100_000
 #: from the schema (:meth:`Synthesizer._frame_bytes`).  The streaming calls (``sample_chunks``, ``sample_to_csv``,
 #: ``synthzoo sample``) hold a block at a time and are bounded by the sampling work alone.
 MAX_DEFAULT_SAMPLE_BYTES = 4e9
+#: The most rows one sample may ask for (2^53, about 9e15: beyond every disk, and where a count read as a float,
+#: such as the command line's -n 1e16, stops being exact); more was an OverflowError deep in the blocks' loop.
+MAX_SAMPLE_ROWS = 2 ** 53
 DEFAULT_NUMERIC = {"name": "uniform"}  # numeric columns no preprocessor claims are binned on public bounds
 DEFAULT_FEATURES = {"name": "features"}  # a model that fits features: scaled numbers, one-hot categories
 DEFAULT_TOKENS = {"name": "tokens"}  # a model that fits token rows: category tokens, digits of numbers
@@ -419,8 +422,8 @@ class Synthesizer:
         would take more than :data:`~synthzoo.core.base.MAX_DEFAULT_SAMPLE_WORK` (rows times the model's
         :meth:`~synthzoo.core.base.Model.sample_work`: as long as 1,000 records at the most a file may ask,
         about 7 CPU minutes), :class:`ConfigError` asks for ``n`` instead of drawing it (or silently fewer
-        rows); an explicit ``n`` is the caller's choice and is not limited (:meth:`sample_chunks` and
-        :meth:`sample_to_csv` likewise).
+        rows); an explicit ``n`` is the caller's choice and is not limited beyond :data:`MAX_SAMPLE_ROWS` (2^53)
+        (:meth:`sample_chunks` and :meth:`sample_to_csv` likewise).
         Without ``seed`` the k-th call after fit/load draws from a stream fixed by the
         synthesizer's seed and k, so the same seed gives the same synthetic data.
 
@@ -497,6 +500,8 @@ class Synthesizer:
                 self._check_default_work(n)
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ConfigError(f"n must be a positive integer, got {n!r}")
+        if n > MAX_SAMPLE_ROWS:
+            raise ConfigError(f"n must be at most 2^53 ({MAX_SAMPLE_ROWS:.3g}) rows, got {int(n):.3g}")
         return int(n)
 
     def _check_default_work(self, n: int) -> None:

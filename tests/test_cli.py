@@ -718,3 +718,14 @@ def test_a_model_or_schema_file_where_a_csv_belongs_is_named(demo_files, tmp_pat
     assert main(["fit", str(d / "schema.json"), "--schema", str(d / "schema.json"), "--out",
                  str(tmp_path / "m.szm")]) == 2
     assert f"data: '{d / 'schema.json'}' is a JSON document, not a CSV file" in capsys.readouterr().err
+
+
+def test_an_absurd_row_count_is_refused_not_an_overflow_traceback(demo_files, tmp_path, capsys):
+    # `sample -n 1e30` (a typo for 1e3) ended in "OverflowError: Python int too large to convert to C ssize_t"
+    with pytest.raises(SystemExit):
+        main(["sample", str(demo_files[0] / "model.szm"), "-n", "1e30", "--out", str(tmp_path / "f.csv")])
+    assert "argument -n: a number of rows must be at most 2^53 (about 9e15), got '1e30'" in capsys.readouterr().err
+    s = sz.Synthesizer.load(demo_files[0] / "model.szm")
+    with pytest.raises(ConfigError, match=r"n must be at most 2\^53"):
+        s.sample(10 ** 30)
+    assert len(next(iter(s.sample_chunks(2 ** 53, chunk=5, seed=0)))) == 5  # the largest allowed starts at once
