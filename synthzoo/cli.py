@@ -153,6 +153,7 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("choices: 'preprocess.numeric' takes a non-empty list from", "--numeric takes names from"),
               ("choices: 'select_model' takes a non-empty list from", "--select-model takes names from"),
               ("noise_seed must be None or a non-negative integer", "--noise-seed must be a non-negative integer"),
+              ("sampler_seed must be", "--sampler-seed must be"),
               ("number of records; pass n", "number of records; pass -n ROWS"),
               ("count); pass n", "count); pass -n ROWS"),
               ("epsilon=None: this is a NON-PRIVATE run", "--epsilon none: this is a NON-PRIVATE run"),
@@ -231,6 +232,17 @@ def _count(s: str) -> int:
     if v > 2 ** 53:  # pipeline.MAX_SAMPLE_ROWS; a float counts whole numbers exactly up to there
         raise argparse.ArgumentTypeError(f"a number of rows must be at most 2^53 (about 9e15), got {s!r}")
     return int(v)
+
+
+def _seed(s: str) -> int:
+    """A seed: a whole number >= 0 (a negative one ended in numpy's ValueError traceback)."""
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {s!r}")
+    return v
 
 
 MAX_TRIALS = 100_000  # tuning.tuner.MAX_TRIALS (the command line parses before it imports the tuner)
@@ -1040,7 +1052,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                                  "non-private run)")
     f.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5; keep it well below "
                                                              "1 / number of rows)")
-    f.add_argument("--seed", type=int, default=0, help="seed of sampling and post-processing (default 0); it "
+    f.add_argument("--seed", type=_seed, default=0, help="seed of sampling and post-processing (default 0); it "
                                                        "never decides the DP noise")
     f.add_argument("--clip", action="store_true", help="clip numeric values outside the public bounds (default: an "
                                                        "error naming the column)")
@@ -1064,7 +1076,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-n", type=_count, default=None,
                    help="rows to draw, e.g. 10000 or 1e7 (default: the model's DP estimate of the number of "
                         "training rows)")
-    s.add_argument("--seed", type=int, default=None, help="sampling seed (default: derived from the model's seed)")
+    s.add_argument("--seed", type=_seed, default=None, help="sampling seed (default: derived from the model's seed)")
     s.add_argument("--chunk", type=_count, default=None,
                    help="rows generated and written at a time (default 100,000); bounds the memory used")
     s.add_argument("--precision", choices=SAMPLE_PRECISIONS, default=None,
@@ -1085,7 +1097,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("data", help="the CSV to split")
     sp.add_argument("--test-size", type=float, default=0.2,
                     help="share of rows held out, in (0, 1), or a number of rows (default 0.2)")
-    sp.add_argument("--seed", type=int, default=0, help="shuffling seed (default 0)")
+    sp.add_argument("--seed", type=_seed, default=0, help="shuffling seed (default 0)")
     sp.add_argument("--stratify", help="column whose value shares are kept (about) equal in both parts")
     sp.add_argument("--train", help="training file to write (default: DATA with .train.csv)")
     sp.add_argument("--test", help="test file to write (default: DATA with .test.csv)")
@@ -1098,7 +1110,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--epsilon", type=_epsilon, default=1.0, help="privacy budget (default 1; 'none' for non-private)")
     d.add_argument("--delta", type=float, default=1e-5, help="privacy delta (default 1e-5)")
     d.add_argument("--n", type=_count, default=20_000, help="rows of the generated table (default 20,000)")
-    d.add_argument("--seed", type=int, default=0, help="seed of the table, the split and the sampling (default 0)")
+    d.add_argument("--seed", type=_seed, default=0, help="seed of the table, the split and the sampling (default 0)")
     d.add_argument("--out", help="also write the synthetic rows to this CSV")
     d.set_defaults(func=cmd_demo)
 
@@ -1154,7 +1166,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--schema", help="public schema JSON (default: inferred from the real rows)")
     e.add_argument("--out", default="report.html", help="HTML report to write (default report.html)")
     e.add_argument("--metrics", help=_metric_help())
-    e.add_argument("--seed", type=int, default=0, help="seed of the metrics' own randomness (default 0)")
+    e.add_argument("--seed", type=_seed, default=0, help="seed of the metrics' own randomness (default 0)")
     e.add_argument("--risk", help="a risk-response CSV (benchmarks/bench_risk.py --out) to plot in the report")
     _csv_options(e)
     e.set_defaults(func=cmd_eval)
@@ -1194,8 +1206,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--noise-seed", type=int, default=None,
                    help="TEST ONLY: replayable DP noise, stopping coins and score noise; private only while this "
                         "seed stays secret (default: OS entropy, never stored)")
-    t.add_argument("--seed", type=int, default=0, help="synthesizer and metric seed (default 0)")
-    t.add_argument("--sampler-seed", type=int, help="TPE seed (give each worker its own; not used in accounted "
+    t.add_argument("--seed", type=_seed, default=0, help="synthesizer and metric seed (default 0)")
+    t.add_argument("--sampler-seed", type=_seed, help="TPE seed (give each worker its own; not used in accounted "
                                                     "mode, whose random search is seeded secretly)")
     t.add_argument("--out", help="write the tuning metadata JSON here and the tuned synthesizer next to it as "
                                  "<name>.model.json (without --out the tuned synthesizer is not saved)")

@@ -729,3 +729,36 @@ def test_an_absurd_row_count_is_refused_not_an_overflow_traceback(demo_files, tm
     with pytest.raises(ConfigError, match=r"n must be at most 2\^53"):
         s.sample(10 ** 30)
     assert len(next(iter(s.sample_chunks(2 ** 53, chunk=5, seed=0)))) == 5  # the largest allowed starts at once
+
+
+@pytest.mark.parametrize("command", ["split", "eval", "demo", "tune", "tune-sampler"])
+def test_a_negative_seed_is_refused_by_its_option_not_numpys_traceback(demo_files, tmp_path, capsys, command):
+    # `split/eval/demo/tune --seed -1` (and tune --sampler-seed -1) ended in numpy's
+    # "ValueError: expected non-negative integer" (or "Seed must be between 0 and 2**32 - 1") traceback
+    d, _, _ = demo_files
+    data, schema = str(d / "data.csv"), str(d / "schema.json")
+    args = {"split": ["split", data, "--train", str(tmp_path / "a.csv"), "--test", str(tmp_path / "b.csv")],
+            "eval": ["eval", data, data, "--schema", schema, "--out", str(tmp_path / "r.html")],
+            "demo": ["demo", "--n", "500"],
+            "tune": ["tune", data, "--schema", schema, "--storage", str(tmp_path / "s.db")],
+            "tune-sampler": ["tune", data, "--schema", schema, "--storage", str(tmp_path / "s.db")]}[command]
+    option = "--sampler-seed" if command == "tune-sampler" else "--seed"
+    with pytest.raises(SystemExit) as e:
+        main([*args, option, "-1"])
+    assert e.value.code == 2
+    assert f"argument {option}: a seed is a whole number >= 0, got '-1'" in capsys.readouterr().err
+
+
+def test_tune_takes_any_seed_below_2_63_and_refuses_others_by_name(demo_files, tmp_path, capsys):
+    # --sampler-seed 4294967296 (2^32) and tune(seed=2**40) ended in "ValueError: Seed must be between 0 and
+    # 2**32 - 1" from Optuna's TPE sampler, after the study was opened
+    pytest.importorskip("optuna")
+    from tuning import tune
+
+    d, df, schema = demo_files
+    with pytest.raises(ConfigError, match=r"sampler_seed must be a non-negative integer below 2\^63, got -1"):
+        tune("privsyn", df, df, schema=schema, n_trials=1, sampler_seed=-1, storage=str(tmp_path / "s.db"))
+    assert not (tmp_path / "s.db").exists()
+    assert main(["tune", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--trials", "1", "--fixed-modules",
+                 "--weights", "0,0,1", "--sampler-seed", str(2 ** 32), "--in-process",
+                 "--storage", str(tmp_path / "t.db")]) == 0

@@ -253,6 +253,10 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                    or noise_seed < 0):
         raise ConfigError(f"noise_seed must be None or a non-negative integer, got {noise_seed!r}")
     score_rows = _positive_int(score_rows, "score_rows")
+    for name, value in (("seed", seed), ("sampler_seed", sampler_seed)):  # numpy's ValueError named neither
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                                  or not 0 <= value < 2 ** 63):
+            raise ConfigError(f"{name} must be a non-negative integer below 2^63, got {value!r}")
     for key, vals in (choices or {}).items():
         if key not in MODULE_CHOICES:
             raise ConfigError(f"choices: unknown key {key!r}; the tuner chooses {sorted(MODULE_CHOICES)} "
@@ -330,7 +334,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     else:
         # seeded, and offset by the trials already stored, so a resumed study does not redraw its first points
         base = seed if sampler_seed is None else sampler_seed
-        study.sampler = optuna.samplers.TPESampler(seed=base + len(study.get_trials(deepcopy=False)),
+        study.sampler = optuna.samplers.TPESampler(seed=(base + len(study.get_trials(deepcopy=False))) % 2 ** 32,
                                                    n_startup_trials=min(10, max(3, n_trials // 3)))
     statement = {"non-private": NON_PRIVATE_WARNING, "public": PUBLIC_NOTE, "accounted": ACCOUNTED_NOTE}[privacy]
     prior = study.user_attrs.get("synthzoo")
