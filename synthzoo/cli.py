@@ -328,6 +328,8 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
         hint = None if schema is not None and head in schema.names else _sep_hint(head, sep)
         if hint:
             raise ConfigError(f"{role}: {str(p)!r} reads as a single column named {head[:60]!r}: {hint}")
+    if len(df) == 0:  # the library's message named a pandas DataFrame
+        raise ConfigError(f"{role}: {str(p)!r} has a header line but no rows")
     return df
 
 

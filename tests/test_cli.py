@@ -762,3 +762,18 @@ def test_tune_takes_any_seed_below_2_63_and_refuses_others_by_name(demo_files, t
     assert main(["tune", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--trials", "1", "--fixed-modules",
                  "--weights", "0,0,1", "--sampler-seed", str(2 ** 32), "--in-process",
                  "--storage", str(tmp_path / "t.db")]) == 0
+
+
+def test_a_header_without_rows_and_a_written_index_are_named(demo_files, tmp_path, capsys):
+    # a CSV of a header line alone said "fit needs a non-empty pandas DataFrame"; a CSV written by pandas' to_csv
+    # with its index said "the table has column(s) ['Unnamed: 0'] that the schema does not describe" and no more
+    d, df, _ = demo_files
+    (tmp_path / "head.csv").write_text(",".join(df.columns) + "\n")
+    assert main(["fit", str(tmp_path / "head.csv"), "--out", str(tmp_path / "m.szm")]) == 2
+    assert f"data: '{tmp_path / 'head.csv'}' has a header line but no rows" in capsys.readouterr().err
+    df.head(50).to_csv(tmp_path / "idx.csv")  # index=True, pandas' default
+    assert main(["fit", str(tmp_path / "idx.csv"), "--schema", str(d / "schema.json"),
+                 "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert "['Unnamed: 0'] that the schema does not describe ('Unnamed: 0' is a column with an empty header" in err
+    assert "to_csv writes without index=False: drop it" in err

@@ -691,7 +691,10 @@ class Schema:
             raise SchemaError(f"{what} lacks schema column(s) {missing_cols}{also}"
                               + (f" ({'; '.join(spaced)})" if spaced else ""))
         if extra:
-            raise SchemaError(f"{what} has column(s) {extra} that the schema does not describe")
+            unnamed = [c for c in extra if isinstance(c, str) and re.fullmatch(r"Unnamed: \d+", c)]
+            hint = (f" ({unnamed[0]!r} is a column with an empty header field, such as the row index pandas' to_csv "
+                    "writes without index=False: drop it)" if unnamed else "")
+            raise SchemaError(f"{what} has column(s) {extra} that the schema does not describe{hint}")
 
     def validate(self, df: pd.DataFrame, out_of_bounds: str = "raise", categories: bool = False) -> pd.DataFrame:
         """Check ``df`` against the schema; return it (numeric values clipped if asked).
