@@ -210,3 +210,10 @@ def test_a_misspelt_module_parameter_lists_the_parameters_there_are():
     with pytest.raises(ConfigError, match=r"model module 'gum': unknown parameter\(s\) \['iteration'\]; its "
                                           r"parameters are \[.*'iterations'"):
         sz.Synthesizer(select="indif", model={"name": "gum", "iteration": 5})
+    # a module built by hand says it the same way (README: "a misspelt parameter is an error listing the module's
+    # parameters"), a plugin's class included
+    with pytest.raises(ConfigError, match=r"PrivTree: got an unexpected keyword argument 'thet'; its parameters are "
+                                          r"\[.*'theta'"):
+        sz.preprocess.PrivTree(thet=1)
+    with pytest.raises(ConfigError, match=r"ToyPairs: .*unexpected keyword argument 'widht'"):
+        ToyPairs(widht=2)

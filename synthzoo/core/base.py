@@ -73,8 +73,15 @@ class Module(abc.ABC):
         if init is None or getattr(init, "_validates", False):
             return
 
+        sig = inspect.signature(init)
+
         @functools.wraps(init)
         def checked(self, *args, **kwargs):
+            try:
+                sig.bind(self, *args, **kwargs)
+            except TypeError as e:  # a misspelt keyword: said with the parameters there are, as a spec's is
+                known = sorted(k for k, v in sig.parameters.items() if k != "self" and v.kind is not v.VAR_KEYWORD)
+                raise ConfigError(f"{type(self).__name__}: {e}; its parameters are {known}") from None
             init(self, *args, **kwargs)
             if type(self).__init__ is checked:  # the outermost __init__ has run: every parameter is set
                 self.check_params()
