@@ -61,7 +61,7 @@ def test_measurement_noise_and_budget_split():
     stage = ledger.stage("select", 0.9)
     devs = []
     meas = None
-    for seed in range(6):
+    for seed in range(24):  # 24 fits: about 4,400 standardised draws, so 0.08 below is 7 standard errors
         ledger = PrivacyLedger(1.0, 1e-5)
         stage = ledger.stage("select", 0.9)
         sel = InDif(select_share=0.1)
@@ -80,7 +80,7 @@ def test_measurement_noise_and_budget_split():
         assert ledger.rho_spent <= stage.rho * (1 + 1e-9)
         assert ledger.spent().epsilon <= 1.0 * (1 + 1e-9)
     z = np.concatenate(devs)
-    assert z.size > 500
+    assert z.size > 4000
     assert np.std(z) == pytest.approx(1.0, rel=0.08)
 
 
