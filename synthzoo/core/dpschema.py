@@ -113,11 +113,28 @@ def _threshold(sigma: float, n_buckets: int, false_positive: float) -> float:
     return sigma * float(norm.isf(false_positive / n_buckets))
 
 
-def _outermost(noisy: np.ndarray, tau: float) -> tuple[int, int] | None:
-    above = np.flatnonzero(noisy > tau)
+#: How much rarer than ``false_positive`` a bucket cut off from the data's main run must be to widen the core:
+#: an empty bucket anywhere on the grid clears the threshold with probability ``false_positive``, and one far
+#: from the data took the range to it (an upper bound of 1e3 to 1e16 for data in [-80, 0], 7 of 10,000 fits at
+#: epsilon 1); a real cluster apart from the rest (a 999999 sentinel) holds enough rows to clear the higher bar.
+_APART_FACTOR = 1e-3
+
+
+def _outermost(noisy: np.ndarray, sigma: float, false_positive: float) -> tuple[int, int] | None:
+    """Span of the buckets whose noisy count clears the threshold (:func:`_threshold`), those in runs apart
+    from the main one (the run, through buckets above one sigma, of the largest count) only when they clear
+    the threshold of ``false_positive * _APART_FACTOR``."""
+    K = noisy.size
+    above = np.flatnonzero(noisy > _threshold(sigma, K, false_positive))
     if above.size == 0:
         return None
-    return int(above[0]), int(above[-1])
+    ev = np.r_[False, noisy > sigma, False]
+    starts = np.flatnonzero(ev[1:] & ~ev[:-1])  # where each run of buckets above one sigma begins
+    run = np.searchsorted(starts, np.arange(K), side="right") - 1  # each bucket's run (valid where ev)
+    main = run[int(np.argmax(noisy))]
+    far = _threshold(sigma, K, false_positive * _APART_FACTOR)
+    keep = [int(i) for i in above if run[i] == main or noisy[i] > far]  # the largest count is in main's run
+    return min(keep), max(keep)
 
 
 #: Evidence (noisy count in standard deviations) a tail ring beyond the margin needs, innermost first.
@@ -246,7 +263,8 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
        2020's ``ApproxBounds``; :data:`DATETIME_BLOCK_YEARS`-year blocks over a public span of
        history for datetimes, ``kind="datetime"``), plus one bucket for missing values.  The *core*
        is the outermost buckets whose noisy count clears ``sigma * Phi^-1(1 - fp / K)`` (a stray
-       far bucket would widen the range a millionfold).  It is then *walked* outwards through
+       far bucket would widen the range a millionfold, so a bucket apart from the run of the largest
+       count must clear the bar of ``fp * _APART_FACTOR``).  It is then *walked* outwards through
        neighbouring buckets whose noisy count exceeds ``sigma`` (evidence of data), and widened by
        a *margin* of up to ``max_margin`` buckets when the noise could hide more than
        ``clip_share`` of the rows in a bucket (``2 sigma > clip_share * n_hat``) -- at a small
@@ -315,7 +333,7 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
                                          note=f"{name}: bounds, {K} {'log2 buckets' if log_scale else 'blocks'} "
                                               "and missing values")
     noisy, noisy_missing = noisy_all[:K], float(noisy_all[K])
-    span_idx = _outermost(noisy, _threshold(sigma, K, false_positive))
+    span_idx = _outermost(noisy, sigma, false_positive)
     if span_idx is None:
         raise SchemaError(
             f"column {name!r}: no value range could be measured (no noisy bucket count cleared the "

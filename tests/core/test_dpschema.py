@@ -231,11 +231,10 @@ def test_bounds_handle_negative_and_zero_heavy_data():
     rng = np.random.default_rng(0)
     v = np.r_[rng.normal(-50, 10, 3000), np.zeros(2000)]
     ledger, budget = _budget(reserved=0.0)
-    # false_positive: the default 1e-3 is the designed chance that some empty bucket of the first histogram
-    # clears the core threshold, and such a stray core bucket far in the positives leaves an upper bound of
-    # 1e3 to 1e16 (13 of 40,000 fresh-noise fits); 1e-9 sets that threshold at 6.8 sigma instead of 4.4, so
-    # the test sees the rule for negative, zero-heavy data alone
-    lo, hi = dp_bounds(v, budget, false_positive=1e-9)
+    # an empty bucket far in the positives that clears the core threshold (false_positive, 1e-3) took the
+    # upper bound to 1e3-1e16 in 13 of 40,000 fresh-noise fits; apart from the data's run it must now clear a
+    # threshold 1,000 times rarer (_APART_FACTOR): 0 of 40,000
+    lo, hi = dp_bounds(v, budget)
     assert lo <= np.quantile(v, 0.01) and -2 <= hi <= 8
     assert ledger.spent().epsilon <= 1.0 + 1e-9
 
@@ -554,3 +553,20 @@ def test_a_measured_column_with_a_declared_missing_flag_can_be_fitted():
     assert "as the description said" in dp_schema_report(schema)
     synth = sz.make("mst", epsilon=1.0, schema=schema, seed=0).fit(sz.conform(df, schema))
     assert len(synth.sample(50, seed=0)) == 50
+
+
+def test_a_bucket_apart_from_the_data_widens_the_core_only_on_strong_evidence():
+    from synthzoo.core.dpschema import _APART_FACTOR, _outermost, _threshold
+
+    sigma, K = 10.0, 60
+    base, apart = _threshold(sigma, K, 1e-3), _threshold(sigma, K, 1e-3 * _APART_FACTOR)
+    noisy = np.zeros(K)
+    noisy[20:25] = [15, 300, 900, 400, 20]  # the data's run (through buckets above one sigma)
+    assert _outermost(noisy, sigma, 1e-3) == (21, 23)
+    noisy[50] = (base + apart) / 2  # a lone bucket far off, past the threshold but not the stronger one: noise
+    assert _outermost(noisy, sigma, 1e-3) == (21, 23)
+    noisy[50] = apart + 1  # a cluster apart (a sentinel) with the rows to show it
+    assert _outermost(noisy, sigma, 1e-3) == (21, 50)
+    noisy[50], noisy[25:27], noisy[27] = 0, 2 * sigma, base + 1  # joined to the run through evidence: the run's
+    assert _outermost(noisy, sigma, 1e-3) == (21, 27)
+    assert _outermost(np.full(K, sigma), sigma, 1e-3) is None
