@@ -92,7 +92,7 @@ def test_noise_matches_the_gaussian_mechanism(encoded):
     resid = (emb.mean * emb.total - feats.class_sums(encoded.codes, None, 1)).ravel()
     assert resid.size == 4000
     assert abs(resid.std() / emb.sigma_sum - 1) < 0.06  # 4000 draws: the ratio's sd is about 0.011
-    assert abs(resid.mean()) < 4 * emb.sigma_sum / math.sqrt(resid.size)
+    assert abs(resid.mean()) < 6 * emb.sigma_sum / math.sqrt(resid.size)  # 6 s.e.: secret noise, no flake
     assert abs(emb.total - encoded.n) < 6 * emb.sigma_count
     assert emb.weights.tolist() == [1.0]
 

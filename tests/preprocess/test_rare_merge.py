@@ -99,7 +99,8 @@ def test_rare_merge_noise_matches_sigma():
     sigma = 1 / math.sqrt(2 * budget.rho / 3)
     resid = np.concatenate([rm.noisy_counts_[c.name] - df[c.name].value_counts().reindex(cats, fill_value=0)
                             .to_numpy() for c in cols])
-    assert abs(resid.mean()) < 4 * sigma / math.sqrt(resid.size)
+    # the secret noise: the mean within 6 s.e. (4 failed a correct sampler 1 run in 16,000), the std 4.7 s.e.
+    assert abs(resid.mean()) < 6 * sigma / math.sqrt(resid.size)
     assert resid.std() == pytest.approx(sigma, rel=0.06)
 
 

@@ -29,7 +29,7 @@ def test_indif_noise_scale_matches_privsyn():
     _, exact = indif_scores(data)
     m = exact.size
     devs, sigmas = [], []
-    for seed in range(8):
+    for seed in range(16):
         stage = PrivacyLedger(1.0, 1e-5).stage("select", 0.9)
         sel = InDif(select_share=0.1, max_pairs=3)
         sel.run(data, stage, np.random.default_rng(seed))
@@ -38,8 +38,10 @@ def test_indif_noise_scale_matches_privsyn():
         assert sel.sigma_select_ == pytest.approx(expected, rel=1e-9)
         devs.append(sel.scores_noisy_ - exact)
         sigmas.append(expected)
-    devs = np.concatenate(devs)  # 8 * 435 = 3480 draws: std estimate within ~1.2 % (1 s.e.)
-    assert abs(devs.mean()) < 4 * sigmas[0] / math.sqrt(devs.size)
+    # 16 * 435 = 6960 draws of the secret noise: the std estimate's s.e. is 0.85 %, so 5 % is 5.9 s.e. and the
+    # mean's bound 6 s.e. (at 4 s.e. and 3480 draws a correct sampler failed about 1 run in 10,000)
+    devs = np.concatenate(devs)
+    assert abs(devs.mean()) < 6 * sigmas[0] / math.sqrt(devs.size)
     assert np.std(devs) == pytest.approx(sigmas[0], rel=0.05)
 
 
