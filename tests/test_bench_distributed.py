@@ -19,6 +19,7 @@ from conftest import process_alive
 optuna = pytest.importorskip("optuna")
 
 from synthzoo.bench import GRID_COLUMNS, distributed  # noqa: E402
+from synthzoo.core.errors import ConfigError  # noqa: E402
 from synthzoo.datasets import make_demo  # noqa: E402
 from synthzoo.optuna_storage import pg_driver  # noqa: E402
 
@@ -517,3 +518,23 @@ def test_the_shared_grids_last_line_counts_skipped_and_failed_cells(demo_files, 
                  "indif,no_such", "--model", "gum", "--epsilon", "1", "--no-ml", "--cell-timeout", "0.01",
                  "--out", str(tmp_path / "g.csv")]) == 0
     assert "# 0 of 2 cells ran; 1 skipped, 1 failed (error/timeout/crashed)\n" in capsys.readouterr().out
+
+
+def test_a_spec_written_between_reading_the_attributes_and_the_trials_is_found():
+    # the losing creator read no spec, then the winner wrote it and enqueued, then the loser saw trials: it
+    # called the study "not a synthzoo grid" (CI, 2026-11-27); the spec precedes the trials, so it reads again
+    class Study:
+        def __init__(self, specs):
+            self.specs = iter(specs)
+
+        @property
+        def user_attrs(self):
+            spec = next(self.specs)
+            return {} if spec is None else {distributed.SPEC_ATTR: spec}
+
+        def get_trials(self, deepcopy=False):
+            return [object()]
+
+    assert distributed._spec_of(Study([None, {"grid": 1}]), "s", 1.0) == {"grid": 1}
+    with pytest.raises(ConfigError, match="exists and is not a synthzoo grid"):
+        distributed._spec_of(Study([None, None]), "s", 1.0)

@@ -161,6 +161,11 @@ def _spec_of(study, study_name: str, wait: float):
         if have is not None:
             return have
         if study.get_trials(deepcopy=False):  # a grid's spec is written before its first trial
+            # ... so it is there now, unless this is no grid: the creator may have written it and enqueued
+            # between the two reads above (a race that failed CI once, 2026-11-27)
+            have = study.user_attrs.get(SPEC_ATTR)
+            if have is not None:
+                return have
             raise ConfigError(f"study {study_name!r} exists and is not a synthzoo grid")
         if time.monotonic() >= deadline:
             raise ConfigError(f"study {study_name!r} exists but holds no grid {wait:g} s after it was found: "
