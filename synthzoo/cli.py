@@ -403,16 +403,22 @@ def _schema(path):
     return sz.Schema.from_json(path)
 
 
+def _check_sign_key(path) -> None:
+    """Read ``--sign``'s private key before any private work (a fit, a study's trials): a key that cannot sign,
+    found only at the end, would lose a release whose budget is spent."""
+    if path is not None:
+        from synthzoo.modelfile import _read_key
+
+        _read_key(path, private=True)
+
+
 def cmd_fit(a) -> int:
     import synthzoo as sz
     from synthzoo.core.errors import ConfigError
 
     module_params = _module_params(a.params)  # a typo is said before any measurement
     pre = None if a.preprocess is None else _preprocessors(a.preprocess)
-    if a.sign is not None:  # before the fit, as tune --sign: a key that cannot sign would lose the release
-        from synthzoo.modelfile import _read_key
-
-        _read_key(a.sign, private=True)
+    _check_sign_key(a.sign)
     schema_ledger = None
     if a.dp_schema is not None:
         df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
@@ -873,13 +879,11 @@ def cmd_tune(a) -> int:
     from tuning.storage import DEFAULT_STORAGE, _redact
 
     _check_tune_options(a)
-    if a.sign is not None:  # before any trial: a study is long, and a key that cannot sign would lose its release
+    if a.sign is not None and not a.out:
         from synthzoo.core.errors import ConfigError
-        from synthzoo.modelfile import _read_key
 
-        if not a.out:
-            raise ConfigError("--sign signs the model file that --out writes; pass --out tune.json")
-        _read_key(a.sign, private=True)
+        raise ConfigError("--sign signs the model file that --out writes; pass --out tune.json")
+    _check_sign_key(a.sign)
     schema = _schema(a.schema)
     csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "schema": schema}
     train = read_csv(a.data, **csv)
