@@ -31,6 +31,7 @@ from .core.tokens import TokenData, TokenTable
 from .core.errors import (BudgetExceededError, ConfigError, NotFittedError, PrivacySettingsWarning, SchemaError,
                           TimeZoneWarning)
 from .core.measurements import estimate_total, total_sigma
+from .core.params import check_seed
 from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
                                   charge_owner, check_privacy_params, gaussian_sigma, privacy_warnings,
                                   release_warnings, rho_for, rho_of_event)
@@ -156,9 +157,7 @@ class Synthesizer:
             if schema_ledger.private and schema_ledger.extra_delta >= self.delta:
                 raise ConfigError("schema_ledger's additive delta uses up this synthesizer's delta")
         self.schema_ledger = schema_ledger
-        # below 2^63, as a model file holds it (a larger seed fitted and saved a file that would not load)
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 63:
-            raise ConfigError(f"seed must be a non-negative integer below 2^63, got {seed!r}")
+        check_seed(seed)
         if out_of_bounds not in ("raise", "clip"):
             raise ConfigError("out_of_bounds must be 'raise' or 'clip'")
         self.schema, self.seed, self.out_of_bounds = schema, int(seed), out_of_bounds

@@ -68,6 +68,7 @@ import pandas as pd
 
 from synthzoo.core.dpschema import measured_under_dp
 from synthzoo.core.errors import ConfigError
+from synthzoo.core.params import check_seed
 from synthzoo.core.privacy.ledger import check_privacy_params, epsilon_of
 from synthzoo.core.privacy.noise import NoiseSource
 from synthzoo.core.schema import Schema
@@ -253,10 +254,9 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                    or noise_seed < 0):
         raise ConfigError(f"noise_seed must be None or a non-negative integer, got {noise_seed!r}")
     score_rows = _positive_int(score_rows, "score_rows")
-    for name, value in (("seed", seed), ("sampler_seed", sampler_seed)):  # numpy's ValueError named neither
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
-                                  or not 0 <= value < 2 ** 63):
-            raise ConfigError(f"{name} must be a non-negative integer below 2^63, got {value!r}")
+    for name, value in (("seed", seed), ("sampler_seed", sampler_seed)):
+        if value is not None:
+            check_seed(value, name)
     for key, vals in (choices or {}).items():
         if key not in MODULE_CHOICES:
             raise ConfigError(f"choices: unknown key {key!r}; the tuner chooses {sorted(MODULE_CHOICES)} "

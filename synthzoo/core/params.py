@@ -218,3 +218,11 @@ def check_space(owner: str, constraints: dict, space: dict) -> None:
             if not accepts(alts, v):
                 raise ConfigError(f"{owner}: hyperparameter_space[{name!r}] reaches {v!r}, but the parameter must "
                                   f"be {describe(alts)}")
+
+
+def check_seed(value, name: str = "seed") -> None:
+    """ConfigError unless ``value`` is a whole number in [0, 2^63): a model file holds a seed as a signed 64-bit
+    integer (a larger one fitted and saved a file that would not load), and numpy's error for a negative one
+    names no parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2 ** 63:
+        raise ConfigError(f"{name} must be a non-negative integer below 2^63, got {value!r}")
