@@ -2,6 +2,11 @@
 the other side of 0 from the bulk (sentinels, zeros of a float count), over many replayed draws.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_dp_bounds.py [--draws 100] [--rho 2e-4] [--rows 3000]
+    OMP_NUM_THREADS=1 python benchmarks/bench_dp_bounds.py --adult ../shared/datasets/adult [--draws 200]
+
+``--adult`` runs ``dp_schema`` on adult instead (epsilon 1, delta 1e-6, the public schema's types and
+category lists, ``noise_seed`` 5000 + draw) and counts, per non-negative numerical column, the draws whose
+lower bound fell below 0 and below -2 (the other sign's rings answering to noise).
 
 Each draw replays its noise from ``noise_seed`` = draw (the test-only opt-in), so that two versions of
 the code compare on the same draws: run it once more with ``PYTHONPATH=<another checkout>`` to measure
@@ -38,11 +43,37 @@ def cases(n: int, seed: int = 0) -> dict:
     }
 
 
+def adult(folder: str, draws: int) -> dict:
+    """Per non-negative column of adult: draws with a lower bound below 0 and below -2, and the lowest."""
+    import pandas as pd
+
+    from synthzoo.core.dpschema import dp_schema
+
+    df = pd.read_csv(os.path.join(folder, "adult.csv"))
+    with open(os.path.join(folder, "schema.json")) as f:
+        public = json.load(f)["columns"]
+    kinds = {c: ({"type": "numerical", "integer": True} if p.get("type") == "numerical"
+                 else {"type": "categorical", "categories": p["categories"]}) for c, p in public.items()}
+    lows: dict[str, list[float]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # every draw warns that its noise is replayable
+        for i in range(draws):
+            schema, _ = dp_schema(df, kinds, epsilon=1.0, delta=1e-6, noise_seed=5000 + i)
+            for col in schema:
+                if col.kind == "numerical" and df[col.name].min() >= 0:
+                    lows.setdefault(col.name, []).append(float(col.lower))
+    out = {c: {"below_0": int(np.sum(np.array(v) < 0)), "below_-2": int(np.sum(np.array(v) < -2)),
+               "lowest": min(v)} for c, v in lows.items()}
+    out["all columns"] = {k: sum(c[k] for c in out.values()) for k in ("below_0", "below_-2")}
+    return out
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--draws", type=int, default=100)
     ap.add_argument("--rho", type=float, default=2e-4, help="zCDP budget of one column's bounds")
     ap.add_argument("--rows", type=int, default=3000)
+    ap.add_argument("--adult", metavar="FOLDER", help="adult's folder (adult.csv, schema.json): dp_schema there")
     a = ap.parse_args(argv)
 
     import synthzoo
@@ -54,6 +85,12 @@ def main(argv=None) -> dict:
     out = {"code": os.path.dirname(synthzoo.__file__), "rows": a.rows, "rho": a.rho, "draws": a.draws,
            "threads": thread_settings(), "cases": {}}
     cpu = time.process_time()
+    if a.adult:
+        out.update(rows=None, rho=None, epsilon=1.0, delta=1e-6, adult=adult(a.adult, a.draws))
+        del out["cases"]
+        out["cpu_s"] = round(time.process_time() - cpu, 2)
+        print(json.dumps(out, indent=1))
+        return out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # every draw warns that its noise is replayable
         for name, (v, integer) in cases(a.rows).items():

@@ -10,6 +10,8 @@ import pytest
 import synthzoo as sz
 from synthzoo.datasets import make_demo
 
+from conftest import DATASETS
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_attacks  # noqa: E402
 import bench_dp_bounds  # noqa: E402
@@ -60,6 +62,14 @@ def test_bench_dp_bounds_scores_every_case(capsys):
         assert case["draws_over_2pct"] + case["draws_without_a_range"] <= 4
         assert case["lower_range"][0] <= case["lower_median"] <= case["lower_range"][1]
     assert out["cases"]["0-99 score, 12 % -1 sentinel"]["lower_range"][1] <= -1  # the sentinel kept
+
+
+def test_bench_dp_bounds_counts_adults_negative_lower_bounds(adult):
+    out = bench_dp_bounds.main(["--adult", str(DATASETS / "adult"), "--draws", "2"])
+    assert set(out["adult"]) == {"age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week",
+                                 "all columns"}
+    for col in out["adult"].values():
+        assert 0 <= col["below_-2"] <= col["below_0"] <= 2
 
 
 def test_bench_dp_schema_counts_what_each_draw_clips(capsys):

@@ -215,6 +215,24 @@ def test_bounds_reach_zero_and_a_sentinel_across_it(case):
     assert min(lows) > -1e-6
 
 
+def test_a_false_other_sign_ring_costs_a_bound_of_minus_two_not_the_datas_mirror():
+    # ages 17-90 with no margin (adult's scale): the other sign's first ring mirrored the data (-1 to -32) at
+    # 1.5 standard deviations, so 1 draw in 14 put ages down to -32 into the schema (27 of 400 replayed draws
+    # below -2); now magnitudes up to 2 are a ring of their own and the rest of the mirror asks 2.5 (6 of 400)
+    rng = np.random.default_rng(0)
+    n = 26_000
+    ages = rng.integers(17, 91, n).astype(float)
+    lows = np.array([dp_bounds(ages, PrivacyLedger(1.0, 1e-6, noise_seed=s).stage("s", 1.0), 1e-3, integer=True)[0]
+                     for s in range(200)])
+    assert np.sum(lows < 0) >= 5  # the -1 ring still answers at 1.5 standard deviations (13 of 200)
+    assert np.sum(lows < -2) <= 5, sorted(lows)[:8]  # 3 of 200 (14 before)
+    for sentinel in (-1, -9):  # 1 % of the rows: still found in every draw
+        v = np.where(rng.random(n) < 0.01, sentinel, ages)
+        for s in range(20):
+            lo = dp_bounds(v, PrivacyLedger(1.0, 1e-6, noise_seed=s).stage("s", 1.0), 1e-3, integer=True)[0]
+            assert lo <= sentinel, (sentinel, s, lo)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_sparse_data_gets_coarser_refinement_not_heavy_clipping(seed):
     # 1500 rows, epsilon=0.5 over 4 columns: 32 sub-buckets would each fall below the threshold
