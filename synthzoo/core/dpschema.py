@@ -558,7 +558,11 @@ def dp_categories(values, budget: Budget, rho: float | None = None, *,
         keep = noisy >= threshold
     chosen, score = cats[keep], noisy[keep]
     if max_categories is not None and chosen.size > int(max_categories):
-        chosen = chosen[np.argsort(-score, kind="stable")[: int(max_categories)]]
+        # the largest noisy counts, ties broken by the value itself: ``cats`` is in the order the values first
+        # appear in the rows, and a tie broken by that order made the release depend on which record came first
+        # (removing a table's first record then moved a value past the cut as a change of 2 in its count would)
+        best = sorted(range(chosen.size), key=lambda i: (-score[i], str(chosen[i])))
+        chosen = chosen[best[: int(max_categories)]]
     out = sorted(str(c) for c in chosen)
     return (out, noisy_missing, threshold) if report else out
 
