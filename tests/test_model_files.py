@@ -863,3 +863,13 @@ def test_a_tuning_statement_read_from_a_file_is_said_to_be_unverified(docs):
     text = _load(d).privacy_report()
     assert text.startswith("tuned on a public/proxy table over 20 trials (privacy='public') (this statement was read "
                            "from the model file as written; it is not verified)\n")
+
+
+def test_gum_marginal_counts_past_a_record_count_are_refused(docs):
+    # finite counts of 1e308 passed the state check, summed to inf, and sample() raised a bare numpy
+    # ValueError ("could not broadcast input array from shape (5,) into shape (100,)") -- CLI too
+    d = copy.deepcopy(docs["privsyn"])
+    for m in d["model_state"]["marginals"]:
+        m["counts"] = [1e308] * len(m["counts"])
+    with pytest.raises(ConfigError, match=r"model_state: GUM\.set_state: marginal over .* more than a model file"):
+        _load(d)

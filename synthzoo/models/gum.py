@@ -423,4 +423,9 @@ class GUM(MeasurementModel):
             margs[clique] = np.asarray(m["counts"], dtype=float).reshape(m["shape"])
             if not (np.all(np.isfinite(margs[clique])) and np.all(margs[clique] >= 0)):
                 raise ConfigError(f"GUM.set_state: marginal over {clique} holds negative or non-finite counts")
+            # counts of records: their sum is a record count, at most what a state may claim (finite counts
+            # of 1e308 summed to inf, and sampling turned them into a broadcast error)
+            if not margs[clique].sum() <= self.MAX_TOTAL:
+                raise ConfigError(f"GUM.set_state: marginal over {clique} counts {margs[clique].sum():.3g} records, "
+                                  f"more than a model file may claim ({self.MAX_TOTAL:g})")
         self._set_fitted(domain, margs, total, seed)
