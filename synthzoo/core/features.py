@@ -433,6 +433,11 @@ def feature_encoder_from_state(column: Column, state: dict):
     raise ConfigError(f"{where}: unknown or mismatched feature encoder {kind!r}")
 
 
+#: What sampling says when a model's network output is not finite (weights edited in a model file).
+NONFINITE_OUTPUT = ("the model's network output holds non-finite values (NaN or infinity), which no sound model "
+                    "produces: weights edited in a model file (or a fit that diverged)")
+
+
 class FeatureTable:
     """One feature encoder per schema column: a frame <-> an (n, dim) float32 matrix with a layout.
 
@@ -464,7 +469,12 @@ class FeatureTable:
         return np.concatenate([self.encoders[c].transform(df[c], rng) for c in self.schema.names], axis=1)
 
     def inverse(self, x: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
-        """Raw-typed values: categories as their schema strings, numbers as float (epoch s)."""
+        """Raw-typed values: categories as their schema strings, numbers as float (epoch s).  A model's
+        output holding NaN or infinity (no fitted model's does; weights edited in a model file overflow to
+        it) is a ConfigError: decoded, a NaN became a missing value or a category without a word."""
+        x = np.asarray(x)
+        if x.size and not np.isfinite(x).all():
+            raise ConfigError(NONFINITE_OUTPUT)
         return pd.DataFrame({c: self.encoders[c].inverse(x[:, self.columns[c]], rng) for c in self.schema.names})
 
     def to_dict(self) -> dict:

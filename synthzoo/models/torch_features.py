@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ConfigError
-from ..core.features import FeatureTable
+from ..core.features import NONFINITE_OUTPUT, FeatureTable
 from ..core.statecheck import NUMBER, TENSOR
 
 
@@ -117,6 +117,8 @@ class Head:
         torch = torch_module()
         with torch.no_grad():
             x = logits.detach().to("cpu", torch.float32)
+            if not bool(torch.isfinite(x).all()):  # a NaN flag's draw was silently 0, a NaN scalar a missing value
+                raise ConfigError(NONFINITE_OUTPUT)
             n = x.shape[0]
             out = torch.zeros(n, self.dim)
             if self.tanh.numel():
@@ -173,6 +175,8 @@ def draw_weighted(weights, u):
     exceeds ``u`` times the row's total (a code of weight 0 is never drawn).  Returns (m, r) codes.
     ``weights`` is overwritten by its cumulative sums."""
     torch = torch_module()
+    if not bool(torch.isfinite(weights).all()):  # NaN logits drew the last code of every row, silently
+        raise ConfigError(NONFINITE_OUTPUT)
     cdf = weights.cumsum_(dim=1)
     return torch.searchsorted(cdf, u * cdf[:, -1:], right=True).clamp_(max=weights.shape[1] - 1)
 
