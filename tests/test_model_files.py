@@ -887,3 +887,19 @@ def test_gum_marginal_counts_past_a_record_count_are_refused(docs):
         m["counts"] = [1e308] * len(m["counts"])
     with pytest.raises(ConfigError, match=r"model_state: GUM\.set_state: marginal over .* more than a model file"):
         _load(d)
+
+
+def test_ctgan_condition_frequencies_must_be_probabilities():
+    # frequencies of 1e308 (finite) summed to inf and normalised to zeros: sample() raised numpy's bare
+    # ValueError "probabilities do not sum to 1" from Generator.choice (ctgan and pate-gan alike)
+    df, schema = make_demo(n=300, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.make("ctgan", epsilon=None, schema=schema, seed=0,
+                        model={"epochs": 1, "generator_dim": [8], "discriminator_dim": [8], "embedding_dim": 8,
+                               "batch_size": 100}).fit(df)
+    d = synth.to_json()
+    for f in d["model_state"]["frequencies"]:
+        f[:] = [1e308] * len(f)
+    with pytest.raises(ConfigError, match=r"ctgan\.set_state: the saved frequencies must be probabilities"):
+        _load(d)

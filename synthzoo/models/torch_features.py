@@ -397,7 +397,13 @@ class Conditions:
     @classmethod
     def from_state(cls, table: FeatureTable, frequencies: list, who: str, every_block: bool = False) -> "Conditions":
         """The saved category frequencies (:attr:`freq`), checked against the layout."""
-        cond = cls(table, Head(table, "cpu"), [np.asarray(f, dtype=float) for f in frequencies], every_block)
+        saved = [np.asarray(f, dtype=float) for f in frequencies]
+        # probabilities, as saved: finite counts of 1e308 summed to inf, normalised to zeros, and sampling
+        # raised numpy's "probabilities do not sum to 1"
+        if not all(f.ndim == 1 and np.all((f >= 0) & (f <= 1)) and abs(f.sum() - 1.0) <= 1e-6 for f in saved):
+            raise ConfigError(f"{who}.set_state: the saved frequencies must be probabilities (each in [0, 1], "
+                              "summing to 1 in each block)")
+        cond = cls(table, Head(table, "cpu"), saved, every_block)
         if len(cond.freq) != len(cond.blocks) or any(f.size != w or not np.isfinite(f).all()
                                                      for f, (_, _, w) in zip(cond.freq, cond.blocks)):
             raise ConfigError(f"{who}.set_state: the saved frequencies do not fit the feature layout")
