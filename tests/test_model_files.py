@@ -903,3 +903,13 @@ def test_ctgan_condition_frequencies_must_be_probabilities():
         f[:] = [1e308] * len(f)
     with pytest.raises(ConfigError, match=r"ctgan\.set_state: the saved frequencies must be probabilities"):
         _load(d)
+
+
+@pytest.mark.parametrize("fmt", ["%Y%Y", "%s", "%Y" * 50_000])
+def test_a_datetime_format_that_does_not_read_back_is_refused(docs, fmt):
+    # a repeated code made pandas' strptime raise re.error out of load (no ConfigError); "%s" loaded and every
+    # sample wrote epoch seconds that its own schema does not read as datetimes
+    d = copy.deepcopy(docs["mst"])
+    d["schema"]["columns"]["signup_date"]["format"] = fmt
+    with pytest.raises(ConfigError, match=r"model file: schema: column 'signup_date': \"format\""):
+        _load(d)

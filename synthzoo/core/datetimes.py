@@ -69,11 +69,32 @@ def check_tz(tz, name: str) -> str | None:
     return tz
 
 
+#: Longest "format" a column may declare (a real layout is a few dozen characters).
+MAX_FORMAT_CHARS = 200
+
+
 def check_format(fmt, name: str) -> str | None:
+    """``fmt`` if it is a layout synthzoo can write values in and read them back with, else SchemaError: values
+    are written with it (strftime) and read with it (pandas' strptime), so a layout only one side knows
+    (``%s``, a stray ``%``, an unknown or repeated code) made samples that do not read back as datetimes."""
     if fmt is None:
         return None
     if not isinstance(fmt, str) or "%" not in fmt:
         raise SchemaError(f"column {name!r}: \"format\" must be strftime codes such as \"%d/%m/%Y\", got {fmt!r}")
+    if len(fmt) > MAX_FORMAT_CHARS:
+        raise SchemaError(f"column {name!r}: \"format\" must be at most {MAX_FORMAT_CHARS} characters, got "
+                          f"{len(fmt):,}")
+    ref = pd.Series([pd.Timestamp("2001-02-03 04:05:06", tz="UTC" if "%z" in fmt or "%Z" in fmt else None)])
+    text = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            text = ref.dt.strftime(fmt)
+            pd.to_datetime(text, format=fmt)
+    except (ValueError, TypeError, OverflowError, re.error) as e:  # pandas' strptime compiles a regex
+        wrote = f" (it writes {text.iloc[0][:40]!r})" if text is not None else ""
+        raise SchemaError(f"column {name!r}: \"format\" {fmt[:40]!r} does not read back what it writes{wrote}: "
+                          f"{str(e).splitlines()[0][:120]}") from None
     return fmt
 
 
