@@ -913,3 +913,19 @@ def test_a_datetime_format_that_does_not_read_back_is_refused(docs, fmt):
     d["schema"]["columns"]["signup_date"]["format"] = fmt
     with pytest.raises(ConfigError, match=r"model file: schema: column 'signup_date': \"format\""):
         _load(d)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda st: st["potentials"][0]["shape"].__setitem__(0, -1), r"potentials\[0\]: shape \[-1, .* does not hold"),
+    (lambda st: st["potentials"][0]["shape"].__setitem__(0, 1000), r"potentials\[0\]: shape .* does not hold"),
+    (lambda st: st["measurements"][0]["noisy"].pop(), r"measurements\[0\]: shape .* does not hold"),
+    (lambda st: st["potentials"].append(copy.deepcopy(st["potentials"][0])), r"potentials\[\d+\]: a second potential"),
+])
+def test_pgm_state_arrays_must_match_their_shapes_and_cliques_not_repeat(docs, edit, match):
+    # a shape of [-1] loaded (numpy inferred it), a shape that did not hold the values was "malformed state
+    # (ValueError('cannot reshape array ...'))" naming no field, and a second potential over a clique silently
+    # replaced the first
+    d = copy.deepcopy(docs["mst"])
+    edit(d["model_state"])
+    with pytest.raises(ConfigError, match=r"model file: model_state\." + match):
+        _load(d)

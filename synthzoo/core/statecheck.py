@@ -85,6 +85,19 @@ def check_state(value, spec, where: str) -> None:
         raise ValueError(f"unknown state form {spec!r}")
 
 
+def shaped(values, shape, where: str) -> np.ndarray:
+    """``values`` (numbers, as :func:`check_state` passed them) as an array of ``shape``, or ConfigError naming
+    ``where`` when the shape is not one (negative sizes, more than 32 dimensions) or does not hold exactly those
+    values -- a reshape's bare ValueError said neither which field nor why."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except ValueError:  # lists of unequal lengths: not an array
+        raise ConfigError(f"{where}: the values are not a regular array (rows of unequal lengths)") from None
+    if len(shape) > 32 or any(s < 0 for s in shape) or int(np.prod(shape, dtype=object)) != arr.size:
+        raise ConfigError(f"{where}: shape {_short(shape)} does not hold the {arr.size:,} values given")
+    return arr.reshape(shape)
+
+
 #: Unicode categories a text read from a model file and printed in a report may not hold: control characters
 #: (line breaks, terminal escape codes), format characters (bidirectional overrides, zero-width marks: they
 #: reorder or hide what is shown), lone surrogates (not encodable: printing one raises) and line separators.

@@ -26,7 +26,7 @@ from ..core.domain import Domain, Measurement, count
 from ..core.errors import ConfigError
 from ..core.params import Function, Integral, Interval, Options, Real, Sequence
 from ..core.sampling import allocate
-from ..core.statecheck import INTEGER, NUMBER, TEXT
+from ..core.statecheck import INTEGER, NUMBER, TEXT, shaped
 from .consistency import make_consistent
 
 _PAPER = "Zhang et al., PrivSyn: Differentially Private Data Synthesis (USENIX Security 2021)"
@@ -415,12 +415,12 @@ class GUM(MeasurementModel):
     def _set_state(self, state: dict, domain: Domain) -> None:
         total, seed = float(state["total"]), int(state["seed"])
         margs = {}
-        for m in state["marginals"]:
+        for i, m in enumerate(state["marginals"]):
             clique = tuple(m["clique"])
             if (not all(isinstance(a, str) and a in domain for a in clique) or len(set(clique)) != len(clique)
                     or clique in margs or tuple(m["shape"]) != domain.project(clique).shape):
                 raise ConfigError(f"GUM.set_state: marginal over {clique} does not fit the domain (or repeats)")
-            margs[clique] = np.asarray(m["counts"], dtype=float).reshape(m["shape"])
+            margs[clique] = shaped(m["counts"], m["shape"], f"model file: model_state.marginals[{i}]")
             if not (np.all(np.isfinite(margs[clique])) and np.all(margs[clique] >= 0)):
                 raise ConfigError(f"GUM.set_state: marginal over {clique} holds negative or non-finite counts")
             # counts of records: their sum is a record count, at most what a state may claim (finite counts

@@ -34,7 +34,7 @@ from ..core.errors import ConfigError
 from ..core.graph import junction_tree, maximal, model_size_mb
 from ..core.measurements import check_measurements, estimate_total
 from ..core.params import Boolean, Integral, Interval, Options, Real
-from ..core.statecheck import INTEGER, NUMBER, TEXT
+from ..core.statecheck import INTEGER, NUMBER, TEXT, shaped
 from . import pgm_engine
 
 _PAPER = ("McKenna, Sheldon, Miklau, Graphical-model based estimation and inference for differential "
@@ -750,9 +750,14 @@ class PGM(MeasurementModel):
         total = float(state["total"])
         if not total > 0:  # the model's marginals are shares of it
             raise ConfigError(f"model file: model_state.total: must be a positive record count, got {total:g}")
+        for i, m in enumerate(state["measurements"]):
+            shaped(m["noisy"], m["shape"], f"model file: model_state.measurements[{i}]")
         measurements = [Measurement.from_state(m) for m in state["measurements"]]
-        pots = {tuple(p["clique"]): np.asarray(p["values"], dtype=float).reshape(p["shape"])
-                for p in state["potentials"]}
+        pots = {}
+        for i, p in enumerate(state["potentials"]):
+            if tuple(p["clique"]) in pots:  # the dict kept the last and dropped the first, without a word
+                raise ConfigError(f"model file: model_state.potentials[{i}]: a second potential over {p['clique']}")
+            pots[tuple(p["clique"])] = shaped(p["values"], p["shape"], f"model file: model_state.potentials[{i}]")
         for c, v in pots.items():
             if any(a not in domain for a in c) or v.shape != domain.project(c).shape:
                 raise ConfigError(f"PGM.set_state: potential over {c} does not fit the domain")
