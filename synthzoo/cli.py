@@ -305,7 +305,7 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
                 else "")
         raise ConfigError(f"{role}: {str(p)!r} is {what}, not a CSV file{hint}")
     try:
-        df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal)
+        df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal, **_na_reading(schema))
     except UnicodeDecodeError as e:
         raise ConfigError(f"{role}: {str(p)!r} is not {encoding or 'utf-8'} text ({_undecodable(p, encoding, e)}); "
                           "pass its encoding, e.g. --encoding latin-1") from None
@@ -331,6 +331,28 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
     if len(df) == 0:  # the library's message named a pandas DataFrame
         raise ConfigError(f"{role}: {str(p)!r} has a header line but no rows")
     return df
+
+
+#: The texts pandas' CSV reader takes for a missing value (its documented default ``na_values``).
+CSV_NA_TEXTS = frozenset(["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                          "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"])
+
+
+def _na_reading(schema) -> dict:
+    """``read_csv`` keywords that keep a schema's categories spelt like a missing value ("NA" for North
+    America, "None" for no alley) as those categories: pandas reads such a text as missing in every column,
+    and the fit then failed on missing values the file does not hold.  Other texts, and every column that
+    lists no such category, read as pandas reads them."""
+    if schema is None:
+        return {}
+    listed = {c.name: CSV_NA_TEXTS & set(c.categories) for c in schema.columns
+              if c.kind == "categorical" and CSV_NA_TEXTS & set(c.categories)}
+    if not listed:
+        return {}
+    # keep_default_na=False leaves a column outside the dict with no missing texts at all, so every column the
+    # schema names gets the default set, less its own categories
+    return {"keep_default_na": False,
+            "na_values": {c.name: sorted(CSV_NA_TEXTS - listed.get(c.name, set())) for c in schema.columns}}
 
 
 def _undecodable(p: Path, encoding, err: UnicodeDecodeError) -> str:

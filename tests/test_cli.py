@@ -140,6 +140,33 @@ def test_tab_separated_input_by_name(demo_files, tmp_path):
     assert main(["split", str(tmp_path / "t.tsv"), "--sep", "tab"]) == 0
 
 
+def test_categories_spelt_like_missing_values_stay_categories(tmp_path, capsys):
+    # pandas reads "NA" and "None" as missing in every column: the fit refused this file for 195 missing
+    # values of a column that holds none; a listed category now stays one, other missing texts do not
+    rng = np.random.default_rng(0)
+    n = 400
+    region = rng.choice(["NA", "EU", "None", "ASIA"], n).astype(object)
+    df = pd.DataFrame({"region": region, "x": rng.integers(0, 50, n).astype(float),
+                       "plan": rng.choice(["basic", "pro"], n).astype(object)})
+    df.loc[:9, "x"] = np.nan
+    df.loc[:4, "plan"] = None
+    df.to_csv(tmp_path / "d.csv", index=False, na_rep="NA")  # as R writes its missing values
+    schema = sz.Schema.from_dict({"columns": {
+        "region": {"type": "categorical", "categories": ["ASIA", "EU", "NA", "None"]},
+        "x": {"type": "numerical", "lower": 0, "upper": 49, "integer": True, "missing": True},
+        "plan": {"type": "categorical", "categories": ["basic", "pro"], "missing": True}}})
+    schema.to_json(tmp_path / "s.json")
+    got = read_csv(tmp_path / "d.csv", schema=schema)
+    assert got["region"].tolist() == df["region"].tolist()  # no NaN: "NA" and "None" are categories
+    assert got["x"].isna().sum() == 10 and got["plan"].isna().sum() == 5  # missing values elsewhere still are
+    assert read_csv(tmp_path / "d.csv")["region"].isna().sum() > 0  # without a schema, as pandas reads it
+    out = tmp_path / "m.szm"
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--out", str(out)]) == 0
+    assert main(["sample", str(out), "-n", "500", "--out", str(tmp_path / "f.csv")]) == 0
+    fake = read_csv(tmp_path / "f.csv", schema=schema)
+    assert fake["region"].notna().all() and {"NA", "None"} <= set(fake["region"])
+
+
 def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
     d, _, _ = demo_files
     (tmp_path / "empty.csv").write_bytes(b"")
