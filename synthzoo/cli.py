@@ -280,10 +280,12 @@ _SEP_NAMES = {";": "semicolons", "\t": "tabs", "|": "pipes", ",": "commas"}
 
 
 def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "data", schema=None,
-             decimal: str = "."):
+             decimal: str = ".", categories: dict | None = None):
     """Read a CSV the way every command does, with an error that says what to do for the usual
     mistakes: a missing or empty (0-byte) file, a wrong text encoding, a separator other than
-    ``sep`` (the file then reads as one column, or as ragged rows)."""
+    ``sep`` (the file then reads as one column, or as ragged rows).  The categories ``schema`` lists (or
+    ``categories``, column -> list, where only a partial description exists) are read as themselves even
+    where pandas would read them as missing (:func:`_na_reading`)."""
     import pandas as pd
 
     from .core.errors import ConfigError
@@ -305,7 +307,9 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
                 else "")
         raise ConfigError(f"{role}: {str(p)!r} is {what}, not a CSV file{hint}")
     try:
-        df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal, **_na_reading(schema))
+        na = _na_reading(schema, categories, lambda: pd.read_csv(p, sep=sep, encoding=encoding, header=None, nrows=1,
+                                                                 dtype=str, keep_default_na=False).iloc[0])
+        df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal, **na)
     except UnicodeDecodeError as e:
         raise ConfigError(f"{role}: {str(p)!r} is not {encoding or 'utf-8'} text ({_undecodable(p, encoding, e)}); "
                           "pass its encoding, e.g. --encoding latin-1") from None
@@ -338,21 +342,21 @@ CSV_NA_TEXTS = frozenset(["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", 
                           "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"])
 
 
-def _na_reading(schema) -> dict:
-    """``read_csv`` keywords that keep a schema's categories spelt like a missing value ("NA" for North
-    America, "None" for no alley) as those categories: pandas reads such a text as missing in every column,
-    and the fit then failed on missing values the file does not hold.  Other texts, and every column that
-    lists no such category, read as pandas reads them."""
-    if schema is None:
+def _na_reading(schema, categories: dict | None, header) -> dict:
+    """``read_csv`` keywords that keep a listed category spelt like a missing value ("NA" for North America,
+    "None" for no alley) as that category: pandas reads such a text as missing in every column, and the fit
+    then failed on missing values the file does not hold.  Other texts, and every column that lists no such
+    category, read as pandas reads them.  ``categories``: column -> listed categories, beside ``schema``'s;
+    ``header()``: the file's column names (read only when some category needs it)."""
+    listed = {} if schema is None else {c.name: c.categories for c in schema.columns if c.kind == "categorical"}
+    listed.update({k: v for k, v in (categories or {}).items() if isinstance(v, (list, tuple))})
+    keep = {k: CSV_NA_TEXTS & {str(x) for x in v} for k, v in listed.items()}
+    if not any(keep.values()):
         return {}
-    listed = {c.name: CSV_NA_TEXTS & set(c.categories) for c in schema.columns
-              if c.kind == "categorical" and CSV_NA_TEXTS & set(c.categories)}
-    if not listed:
-        return {}
-    # keep_default_na=False leaves a column outside the dict with no missing texts at all, so every column the
-    # schema names gets the default set, less its own categories
+    # keep_default_na=False leaves a column outside the dict with no missing texts at all: every column of the
+    # file gets the default set, less its own listed categories
     return {"keep_default_na": False,
-            "na_values": {c.name: sorted(CSV_NA_TEXTS - listed.get(c.name, set())) for c in schema.columns}}
+            "na_values": {c: sorted(CSV_NA_TEXTS - keep.get(c, set())) for c in header()}}
 
 
 def _undecodable(p: Path, encoding, err: UnicodeDecodeError) -> str:
@@ -443,7 +447,7 @@ def cmd_fit(a) -> int:
     _check_sign_key(a.sign)
     schema_ledger = None
     if a.dp_schema is not None:
-        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
+        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, categories=_listed_categories(a.schema))
         schema, schema_ledger = _measure_schema(a, df)
         df = sz.conform(df, schema)  # warns with what it changed (exact counts: for your eyes only)
     else:
@@ -474,6 +478,18 @@ def cmd_fit(a) -> int:
     print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)
     print(_cli_words(synth.privacy_report()))
     return 0
+
+
+def _listed_categories(path) -> dict:
+    """Column -> categories a partial --schema file lists (for reading the CSV; the file is checked later)."""
+    if not path:
+        return {}
+    from synthzoo.core.schema import read_json_file
+
+    doc = read_json_file(path, "schema")
+    cols = doc.get("columns") if isinstance(doc, dict) else None
+    return {k: v["categories"] for k, v in cols.items() if isinstance(v, dict) and "categories" in v} \
+        if isinstance(cols, dict) else {}
 
 
 def _measure_schema(a, df):

@@ -165,6 +165,13 @@ def test_categories_spelt_like_missing_values_stay_categories(tmp_path, capsys):
     assert main(["sample", str(out), "-n", "500", "--out", str(tmp_path / "f.csv")]) == 0
     fake = read_csv(tmp_path / "f.csv", schema=schema)
     assert fake["region"].notna().all() and {"NA", "None"} <= set(fake["region"])
+    # a partial description for --dp-schema: its listed categories are read as themselves too
+    kinds = {"columns": {"region": {"type": "categorical", "categories": ["ASIA", "EU", "NA", "None"]},
+                         "x": {"type": "numerical", "integer": True}, "plan": "categorical"}}
+    (tmp_path / "k.json").write_text(json.dumps(kinds))
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "k.json"), "--dp-schema", "1",
+                 "--epsilon", "3", "--out", str(out)]) == 0
+    assert sz.Synthesizer.load(out).schema_["region"].missing is False
 
 
 def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
