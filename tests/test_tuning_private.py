@@ -385,3 +385,34 @@ def misbehave(monkeypatch, tmp_path):
         monkeypatch.setenv("SYNTHZOO_TEST_FIT_CALL", str(call))
         monkeypatch.setenv("SYNTHZOO_TEST_SYNC", str(tmp_path))
     return setup
+
+
+def test_a_run_lost_to_an_interrupted_or_dead_worker_stops_accounted_tuning_on_resume(data, tmp_path, monkeypatch):
+    """A run that started and never reported (the tuner was interrupted or killed mid-fit -- by the OOM killer,
+    say, or by an operator tired of a slow fit: both can follow the private rows) was silently dropped on
+    resume, and the best of the other runs was released.  Like a run that fails, it now releases nothing."""
+    import tuning.trials as trials
+
+    df, schema = data
+    train, val = train_test_split(df.iloc[:600], test_size=0.3, seed=0)
+    seed = _first_seed(lambda s: _coin_runs(s, 3.0, 1.0) >= 2)
+    args = dict(epsilon=1.0, schema=schema, n_trials=3, privacy="accounted", score_rows=100, noise_seed=seed,
+                isolate=False, storage=str(tmp_path / "k.db"), study_name="k", **FAST)
+    real, calls = trials._InProcess.run, []
+
+    def interrupted(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the second run never reports
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(trials._InProcess, "run", interrupted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(KeyboardInterrupt):
+            tune("privsyn", train, val, **args)
+        monkeypatch.setattr(trials._InProcess, "run", real)
+        with pytest.raises(TuningAborted, match="releases nothing: run 1: "):
+            tune("privsyn", train, val, **args)
+        with pytest.raises(TuningAborted, match="run 1"):  # and it stays so
+            tune("privsyn", train, val, **args)

@@ -118,6 +118,20 @@ class StudySettingsError(ConfigError):
                          "with each other), or give another study_name")
 
 
+def abort_lost_runs(study) -> None:
+    """Accounted mode: a run that started and ended without a value -- its tuner interrupted or killed
+    mid-fit (out of memory, say), or its worker failed by the heartbeat -- stops the study as a run that
+    fails does (:data:`ABORTED`); selecting among the other runs would release whether it ended."""
+    import optuna
+
+    if ABORTED in study.user_attrs:
+        return
+    lost = runs(study, states=(optuna.trial.TrialState.FAIL, optuna.trial.TrialState.PRUNED))
+    if lost:
+        study.set_user_attr(ABORTED, f"run {lost[0].number}: it started and ended without output (its worker was "
+                                     "interrupted or died)")
+
+
 def aborted_message(reason: str) -> str:
     return (f"accounted tuning stopped and releases nothing: {reason}. Random stopping needs every run to be a DP "
             "mechanism; a run that fails may have failed because of the private rows, and choosing the best of the "
@@ -130,6 +144,7 @@ def _release_accounted(study, meta, statement, states, weights, epsilon, delta, 
     whose runs ended without output (:data:`ABORTED`) raises :class:`TuningAborted`."""
     import optuna
 
+    abort_lost_runs(study)
     if ABORTED in study.user_attrs:  # in whichever worker ends the study
         raise TuningAborted(aborted_message(study.user_attrs[ABORTED]))
 

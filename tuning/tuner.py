@@ -33,7 +33,8 @@ Privacy modes, stated in every result:
     worker, before or after a resume -- are independent draws of the same procedure;
   - K is never drawn as a number: before each run a secret coin stops with the law's hazard
     (:mod:`tuning.accounting`); every started run counts, whether it completes, times out,
-    crashes or fails; a stopped study only holds a "stopped" flag;
+    crashes or fails; a run that fails, or whose worker is interrupted or dies before it reports, stops
+    the study with nothing released, now and on resume; a stopped study only holds a "stopped" flag;
   - nothing exact is written anywhere: the exact terms travel from the trial process in memory
     and only the clipped, noised score becomes the trial's value; the saved metadata, the
     summary and the released synthesizer's ledger carry neither the number of runs nor finished
@@ -82,8 +83,8 @@ from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_tri
 from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_score, score_sensitivity,
                         score_terms, validation_sketch, weighted)
 from .result import (ABORTED, ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
-                     StudySettingsError, TuneResult, TuningAborted, _release_accounted, _zcdp, aborted_message,
-                     tuning_statement)
+                     StudySettingsError, TuneResult, TuningAborted, _release_accounted, _zcdp, abort_lost_runs,
+                     aborted_message, tuning_statement)
 from .space import MODULE_CHOICES, check_space, default_params, suggest_config
 from .storage import (DEFAULT_STORAGE, STATE_ATTR, STATE_CHUNK, STOPPED_ATTR, _best_complete_value,
                       _fail_dead_local_trials, _fail_stale, _finished, _pg_driver, _redact, _slots_taken, _storage,
@@ -512,6 +513,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         with storage_errors(getattr(rdb, "url", None) or str(storage), during=True):
             while True:
                 if accounted:
+                    abort_lost_runs(study)  # a run interrupted or killed mid-fit, here or in another worker
                     if ABORTED in study.user_attrs:  # a run ended without output, here or in another worker
                         break
                     if stopped(study):
