@@ -416,3 +416,25 @@ def test_a_run_lost_to_an_interrupted_or_dead_worker_stops_accounted_tuning_on_r
             tune("privsyn", train, val, **args)
         with pytest.raises(TuningAborted, match="run 1"):  # and it stays so
             tune("privsyn", train, val, **args)
+
+
+def test_a_failed_runs_error_text_is_not_written_to_the_storage(data, tmp_path):
+    """A run's fit error can quote private values ("value(s) ['...'] not among the schema's categories"); the
+    abort reason went whole into the study's user attrs and the trial's, which others sharing the storage
+    read.  The storage now holds the error's type only; the local exception still says it all."""
+    df, schema = data
+    train, val = train_test_split(df.iloc[:600], test_size=0.3, seed=0)
+    cat = next(c.name for c in schema.columns if c.kind == "categorical")
+    train = train.copy()
+    train.iloc[3, train.columns.get_loc(cat)] = "PRIVATE_VALUE_4711"
+    db = tmp_path / "e.db"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TuningAborted, match="releases nothing: run 0: SchemaError") as info:
+            tune("privsyn", train, val, epsilon=1.0, schema=schema, n_trials=2, privacy="accounted",
+                 score_rows=100, noise_seed=1, isolate=False, storage=str(db), study_name="e", **FAST)
+    assert "PRIVATE_VALUE_4711" in str(info.value)  # the operator, who holds the data, is told
+    con = sqlite3.connect(db)
+    dump = "\n".join(con.iterdump())
+    con.close()
+    assert "SchemaError" in dump and "PRIVATE_VALUE_4711" not in dump

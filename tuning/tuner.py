@@ -457,13 +457,16 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         except Exception as e:  # noqa: BLE001 - an error in the fit is a run without output too
             if not accounted:
                 raise
-            out = ("error", f"{type(e).__name__}: {e}")
+            # the storage (which others may read) gets the error's type only: its text can quote private
+            # values ("value(s) [...] not among the schema's categories"); the operator is told it all
+            out = ("error", f"{type(e).__name__} (its message is not stored: it may quote private values)",
+                   f"{type(e).__name__}: {e}")
         if out[0] != "done" and accounted:
             # a run without output (its process died: out of memory, say) may have failed because of the
             # private rows, and selecting among the others would release that: the study releases nothing
             trial.set_user_attr("pruned_reason", out[1])
             study.set_user_attr(ABORTED, f"run {trial.number}: {out[1]}")
-            raise TuningAborted(aborted_message(study.user_attrs[ABORTED]))
+            raise TuningAborted(aborted_message(f"run {trial.number}: {out[-1]}"))
         if out[0] != "done":  # pruned, past its time limit, or its process died
             trial.set_user_attr("pruned_reason", out[1])
             raise optuna.TrialPruned(out[1])
