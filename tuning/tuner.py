@@ -35,12 +35,13 @@ Privacy modes, stated in every result:
     (:mod:`tuning.accounting`); every started run counts, whether it completes, times out,
     crashes or fails; a run that fails, or whose worker is interrupted or dies before it reports, stops
     the study with nothing released, now and on resume; a stopped study only holds a "stopped" flag;
-  - nothing exact is written anywhere: the exact terms travel from the trial process in memory
+  - nothing exact is written by the tuner: the exact terms travel from the trial process in memory
     and only the clipped, noised score becomes the trial's value; the saved metadata, the
     summary and the released synthesizer's ledger carry neither the number of runs nor finished
     trials, nor the validation size, nor the score's sensitivity; optuna's per-trial log lines
     are silenced.  The storage still holds every run's synthesizer, configuration and noisy
-    score (none of which the theorem covers): keep it private.
+    score, and Optuna's start and end time of every trial (none of which the theorem covers):
+    keep it private.
 
 Trials run in separate processes (:mod:`tuning.trials`); studies live in an Optuna RDB storage
 (``sqlite:///file.db`` by default, ``postgresql://...`` for workers on several machines;
