@@ -36,6 +36,7 @@ from tuning import (
 )
 from tuning.accounting import coin_source
 from tuning.storage import STOPPED_ATTR
+from tuning.tuner import REPLAYABLE_TUNING
 
 FAST = {"choices": {"preprocess.numeric": ["uniform"], "select_model": ["indif+gum"]},
             "space": {"model.gum.iterations": ("int", 5, 10)}}
@@ -438,3 +439,34 @@ def test_a_failed_runs_error_text_is_not_written_to_the_storage(data, tmp_path):
     dump = "\n".join(con.iterdump())
     con.close()
     assert "SchemaError" in dump and "PRIVATE_VALUE_4711" not in dump
+
+
+def test_a_study_begun_with_replayable_noise_stays_flagged_when_resumed_without_it(data, tmp_path, monkeypatch):
+    # a session with the test-only noise_seed, interrupted between runs, then resumed with secret noise: the
+    # release was flagged replayable only if its own run was, though the first runs' coins and scores were
+    import tuning.tuner as tuner
+
+    df, schema = data
+    train, val = train_test_split(df.iloc[:600], test_size=0.3, seed=0)
+    seed = _first_seed(lambda s: _coin_runs(s, 3.0, 1.0) >= 2)
+    args = dict(epsilon=1.0, schema=schema, n_trials=3, privacy="accounted", score_rows=100, isolate=False,
+                storage=str(tmp_path / "r.db"), study_name="r", **FAST)
+    real, calls = tuner.stopped, []
+
+    def interrupted(study):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # after the first run, before the second
+        return real(study)
+
+    monkeypatch.setattr(tuner, "stopped", interrupted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(KeyboardInterrupt):
+            tune("privsyn", train, val, noise_seed=seed, **args)
+        monkeypatch.setattr(tuner, "stopped", real)
+        res = tune("privsyn", train, val, **args)  # secret noise from here on
+    assert res.metadata.get("replayable_noise") == REPLAYABLE_TUNING
+    assert REPLAYABLE_TUNING in res.summary()
+    if res.synthesizer is not None:
+        assert "replayable" in res.synthesizer.privacy_report().lower()

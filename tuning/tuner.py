@@ -340,6 +340,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                                    n_startup_trials=min(10, max(3, n_trials // 3)))
     statement = {"non-private": NON_PRIVATE_WARNING, "public": PUBLIC_NOTE, "accounted": ACCOUNTED_NOTE}[privacy]
     prior = study.user_attrs.get("synthzoo")
+    was_replayable = bool(isinstance(prior, dict) and prior.get("replayable_noise"))
     ran = [t for t in study.get_trials(deepcopy=False) if t.state != optuna.trial.TrialState.WAITING]
     if prior is None and ("synthzoo_grid" in study.user_attrs or ran):
         # another program's study (a bench grid's, say): the tuner wrote its settings into it, took its trials
@@ -389,7 +390,10 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
             "choose_modules": bool(choose_modules), "seed": int(seed), "study_name": study_name,
             "storage": _redact(storage) if isinstance(storage, str) else DEFAULT_STORAGE if storage is None
             else type(storage).__name__}
-    if noise_seed is not None:
+    # a study that any session ran with the test-only noise_seed stays flagged: its earlier runs' coins and noisy
+    # scores were replayable, whichever run a later session (with secret noise) releases
+    replayable = noise_seed is not None or was_replayable
+    if replayable:
         meta["replayable_noise"] = REPLAYABLE_TUNING
     if accounted:
         meta.update({"search": "random search from a fixed prior (secret randomness)", "mean_runs": int(n_trials),
@@ -552,7 +556,7 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
 
     if accounted:
         return _release_accounted(study, meta, statement, states, weights, epsilon, delta, trial_eps, trial_rho,
-                                  n_trials, shape, models_dir, study_name, noise_seed is not None, verbose,
+                                  n_trials, shape, models_dir, study_name, replayable, verbose,
                                   schema_ledger)
 
     finished = _finished(study)
