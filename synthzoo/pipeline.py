@@ -730,7 +730,15 @@ class Synthesizer:
             else:
                 self.encoder_ = TableEncoder.from_state(schema, doc["encoder"])
             stage = "model_state"
+            configured = _json_params(self.model)
             self.model.set_state(doc["model_state"], self.encoder_.domain if encoding == "codes" else self.encoder_)
+            # the state's parameters are the ones the model samples with; a config that says otherwise
+            # was edited, and would show (and refit with) parameters the saved model never had
+            restored = _json_params(self.model)
+            for k in sorted(configured.keys() & restored.keys()):
+                if configured[k] != restored[k]:
+                    raise ConfigError(f"model file: config.model.{k}={configured[k]} disagrees with "
+                                      f"model_state.params.{k}={restored[k]} (edited?)")
             stage = "encoder"
             _check_free_encoders(self)
             stage = "privacy"
@@ -1000,6 +1008,11 @@ def _implied_rows(model) -> tuple[float, bool]:
         with np.errstate(over="ignore"):  # an edited count of 1e308 sums to inf: a mismatch, not a pass
             return estimate_total(measurements, floor=0.0), True
     return float(getattr(model, "total_", float("nan"))), records
+
+
+def _json_params(model) -> dict:
+    """A model's saved parameters, each as its canonical JSON text (tuples as lists, NaN equal to NaN)."""
+    return {k: json.dumps(v, sort_keys=True) for k, v in model._saved_params().items()}
 
 
 def _check_free_encoders(synth: "Synthesizer") -> None:

@@ -228,6 +228,17 @@ def test_state_parameters_cannot_shadow_methods(docs):
             _load(d)
 
 
+def test_a_config_that_disagrees_with_the_models_saved_parameters_is_refused(docs):
+    # the state's parameters are what the model samples with; a config edited to others loaded before and
+    # showed (and would refit with) parameters the saved model never had
+    for kind, param, value in (("privsyn", "iterations", 7), ("gn", "hidden", [8, 8]), ("tvae", "epochs", 3)):
+        d = copy.deepcopy(docs[kind])
+        assert d["config"]["model"][param] != value
+        d["config"]["model"][param] = value
+        with pytest.raises(ConfigError, match=rf"config\.model\.{param}=.* disagrees with model_state\.params\.{param}"):
+            _load(d)
+
+
 def test_bin_edges_must_lie_within_the_schema_bounds(docs):
     # the edit that made a loaded model sample ages -31,789 ... 40,851
     d = copy.deepcopy(docs["privsyn"])
