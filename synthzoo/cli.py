@@ -447,8 +447,9 @@ def cmd_fit(a) -> int:
     _check_sign_key(a.sign)
     schema_ledger = None
     if a.dp_schema is not None:
-        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, categories=_listed_categories(a.schema))
-        schema, schema_ledger = _measure_schema(a, df)
+        partial = None if not a.schema else _read_schema_doc(a.schema)  # read once: what is checked is what is used
+        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, categories=_listed_categories(partial))
+        schema, schema_ledger = _measure_schema(a, df, partial)
         df = sz.conform(df, schema)  # warns with what it changed (exact counts: for your eyes only)
     else:
         schema = _schema(a.schema)
@@ -480,26 +481,27 @@ def cmd_fit(a) -> int:
     return 0
 
 
-def _listed_categories(path) -> dict:
-    """Column -> categories a partial --schema file lists (for reading the CSV; the file is checked later)."""
-    if not path:
-        return {}
+def _read_schema_doc(path):
     from synthzoo.core.schema import read_json_file
 
-    doc = read_json_file(path, "schema")
+    return read_json_file(path, "schema")
+
+
+def _listed_categories(doc) -> dict:
+    """Column -> categories a partial --schema document lists (for reading the CSV; the document is checked
+    later)."""
     cols = doc.get("columns") if isinstance(doc, dict) else None
     return {k: v["categories"] for k, v in cols.items() if isinstance(v, dict) and "categories" in v} \
         if isinstance(cols, dict) else {}
 
 
-def _measure_schema(a, df):
+def _measure_schema(a, df, doc):
     """``fit --dp-schema EPS``: measure the schema under DP with EPS of the --epsilon budget (and a tenth of
     --delta); a --schema file may then be partial (types, integer, resolution, known categories...), and
-    what it lacks is measured.  Prints what was measured and why."""
+    what it lacks is measured (``doc``: that file's document, or None).  Prints what was measured and why."""
     import synthzoo as sz
     from synthzoo.core.dpschema import dp_schema_report
     from synthzoo.core.errors import ConfigError
-    from synthzoo.core.schema import read_json_file
 
     if a.epsilon is None:
         raise ConfigError("--dp-schema needs a private run (--epsilon a number): a non-private run without "
@@ -507,8 +509,7 @@ def _measure_schema(a, df):
     if not 0 < a.dp_schema < a.epsilon:
         raise ConfigError(f"--dp-schema {a.dp_schema:g} must be a part of --epsilon {a.epsilon:g}")
     kinds, meta = {}, {}
-    if a.schema:
-        doc = read_json_file(a.schema, "schema")
+    if doc is not None:
         if not isinstance(doc, dict) or not isinstance(doc.get("columns"), dict):
             raise ConfigError(f"{a.schema}: a schema file needs a 'columns' object")
         kinds = doc["columns"]

@@ -174,6 +174,22 @@ def test_categories_spelt_like_missing_values_stay_categories(tmp_path, capsys):
     assert sz.Synthesizer.load(out).schema_["region"].missing is False
 
 
+def test_dp_schema_reads_its_partial_schema_file_once(tmp_path, monkeypatch):
+    # it was read twice (for the CSV's category texts, then for the kinds): a file changed between the two
+    # reads made the CSV be read by one description and measured by another
+    import synthzoo.core.schema as schema_module
+
+    df = pd.DataFrame({"g": ["a", "b", "NA"] * 100, "x": np.arange(300) % 40})
+    df.to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "k.json").write_text(json.dumps({"columns": {"g": {"type": "categorical", "categories": ["a", "b", "NA"]},
+                                                             "x": {"type": "numerical", "integer": True}}}))
+    reads, real = [], schema_module.read_json_file
+    monkeypatch.setattr(schema_module, "read_json_file", lambda path, what: reads.append(str(path)) or real(path, what))
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "k.json"), "--dp-schema", "1",
+                 "--epsilon", "3", "--out", str(tmp_path / "m.szm")]) == 0
+    assert reads == [str(tmp_path / "k.json")]
+
+
 def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
     d, _, _ = demo_files
     (tmp_path / "empty.csv").write_bytes(b"")
