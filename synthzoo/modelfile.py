@@ -168,17 +168,17 @@ def canonical_bytes(doc: dict) -> bytes:
 
 def _crypto():
     try:
-        from cryptography.exceptions import InvalidSignature
+        from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import ed25519
     except ImportError:  # pragma: no cover - a dependency; a broken install says so
         raise ConfigError("signing model files needs the 'cryptography' package (pip install cryptography)") from None
-    return ed25519, serialization, InvalidSignature
+    return ed25519, serialization, InvalidSignature, UnsupportedAlgorithm
 
 
 def key_id(public_key) -> str:
     """A public key's fingerprint: the first 16 hex digits of SHA-256 over its 32 raw bytes."""
-    _, serialization, _ = _crypto()
+    _, serialization, _, _ = _crypto()
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()[:16]
 
@@ -186,7 +186,7 @@ def key_id(public_key) -> str:
 def generate_key(path: str | Path) -> tuple[Path, Path]:
     """Write a new Ed25519 private key to ``path`` (PEM, readable by its owner only) and its public
     key to ``path + ".pub"`` (PEM); returns both paths.  Refuses to overwrite either."""
-    ed25519, serialization, _ = _crypto()
+    ed25519, serialization, _, _ = _crypto()
     path = Path(path)
     pub = path.with_name(path.name + ".pub")
     for p in (path, pub):
@@ -211,7 +211,7 @@ def generate_key(path: str | Path) -> tuple[Path, Path]:
 
 
 def _read_key(path, private: bool):
-    ed25519, serialization, _ = _crypto()
+    ed25519, serialization, _, UnsupportedAlgorithm = _crypto()
     what = "private" if private else "public"
     try:
         with open(path, "rb") as f:  # at most 64 KiB, whatever the path is (a device, a pipe)
@@ -223,6 +223,8 @@ def _read_key(path, private: bool):
                else serialization.load_pem_public_key(data))
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{path}: not a PEM {what} key ({e})") from None
+    except UnsupportedAlgorithm:  # not a ValueError: a key on a curve cryptography does not load (secp112r1)
+        raise ConfigError(f"{path}: not an Ed25519 {what} key (synthzoo keygen makes one)") from None
     want = ed25519.Ed25519PrivateKey if private else ed25519.Ed25519PublicKey
     if not isinstance(key, want):
         raise ConfigError(f"{path}: not an Ed25519 {what} key (synthzoo keygen makes one)")
@@ -255,7 +257,7 @@ def verify_document(doc: dict, trusted_keys) -> str:
     """Check ``doc``'s signature against the public key files ``trusted_keys``; return the signing
     key's fingerprint.  ConfigError when the file is unsigned, signed by a key not among them, or
     changed after it was signed."""
-    _, _, InvalidSignature = _crypto()
+    _, _, InvalidSignature, _ = _crypto()
     if isinstance(trusted_keys, (str, os.PathLike)):  # one key file, not its characters
         trusted_keys = [trusted_keys]
     keys = {}

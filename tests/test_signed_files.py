@@ -1,0 +1,61 @@
+"""Signed model files (``save(sign_with=...)`` / ``load(trusted_keys=...)``) against an attacker who holds a
+legitimately signed file and the code: whatever loads under trusted keys is what was signed, and every refusal
+-- of the file, of a key file, of the ``trusted_keys`` argument -- is a :class:`ConfigError` (on the command
+line exit code 2 and one ``synthzoo: error:`` line), never a traceback."""
+
+import json
+import warnings
+
+import pytest
+
+import synthzoo as sz
+from synthzoo.cli import main
+from synthzoo.core.errors import ConfigError
+from synthzoo.datasets import make_demo
+from synthzoo.modelfile import generate_key, sign_document
+
+# a public and a private key on secp112r1, a curve OpenSSL 3 parses but cryptography does not load
+SECP112R1_PUB = """-----BEGIN PUBLIC KEY-----
+MDIwEAYHKoZIzj0CAQYFK4EEAAYDHgAEduV+ZwoyEkJsacWr4Tk+hm/rV9dibdL8
+WtVhpQ==
+-----END PUBLIC KEY-----
+"""
+SECP112R1_KEY = """-----BEGIN PRIVATE KEY-----
+ME4CAQAwEAYHKoZIzj0CAQYFK4EEAAYENzA1AgEBBA5ZqpFPoUGO33JbCjPmxaEg
+Ax4ABHblfmcKMhJCbGnFq+E5PoZv61fXYm3S/FrVYaU=
+-----END PRIVATE KEY-----
+"""
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory):
+    """(folder, the unsigned document, the owner's key pair, another key pair); m.json is signed by the owner."""
+    d = tmp_path_factory.mktemp("signed")
+    df, schema = make_demo(n=300, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.make("mst", epsilon=1.0, delta=1e-5, schema=schema, seed=0, model={"iters": 50}).fit(df)
+    owner, other = generate_key(d / "owner"), generate_key(d / "other")
+    synth.save(d / "m.json", sign_with=owner[0])
+    return d, synth.to_json(), owner, other
+
+
+def _load(path, trusted_keys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sz.Synthesizer.load(path, trusted_keys=trusted_keys)
+
+
+def test_a_key_on_a_curve_cryptography_cannot_load_is_a_config_error(signed, tmp_path, capsys):
+    # cryptography's UnsupportedAlgorithm is no ValueError: it came out of load, save and the CLI as a traceback
+    d, _, _, _ = signed
+    (tmp_path / "k.pub").write_text(SECP112R1_PUB)
+    (tmp_path / "k").write_text(SECP112R1_KEY)
+    with pytest.raises(ConfigError, match=r"k.pub: not an Ed25519 public key"):
+        _load(d / "m.json", [tmp_path / "k.pub"])
+    with pytest.raises(ConfigError, match=r"k: not an Ed25519 private key"):
+        _load(d / "m.json", None).save(tmp_path / "m2.json", sign_with=tmp_path / "k")
+    assert main(["sample", str(d / "m.json"), "-n", "5", "--out", str(tmp_path / "f.csv"),
+                 "--trust", str(tmp_path / "k.pub")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("synthzoo: error: ") and err.count("\n") == 1 and "not an Ed25519 public key" in err
