@@ -213,11 +213,15 @@ def generate_key(path: str | Path) -> tuple[Path, Path]:
 def _read_key(path, private: bool):
     ed25519, serialization, _, UnsupportedAlgorithm = _crypto()
     what = "private" if private else "public"
+    if not isinstance(path, (str, bytes, os.PathLike)):  # open() reads an int as a file descriptor: 0 is stdin
+        raise ConfigError(f"the {what} key: a key file's path is expected, got {type(path).__name__} {path!r:.60}")
     try:
         with open(path, "rb") as f:  # at most 64 KiB, whatever the path is (a device, a pipe)
             data = f.read(1 << 16)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the {what} key ({e.strerror})") from None
+    except ValueError as e:  # a NUL in the path
+        raise ConfigError(f"{path!r:.80}: cannot read the {what} key ({e})") from None
     try:
         key = (serialization.load_pem_private_key(data, password=None) if private
                else serialization.load_pem_public_key(data))
@@ -258,8 +262,13 @@ def verify_document(doc: dict, trusted_keys) -> str:
     key's fingerprint.  ConfigError when the file is unsigned, signed by a key not among them, or
     changed after it was signed."""
     _, _, InvalidSignature, _ = _crypto()
-    if isinstance(trusted_keys, (str, os.PathLike)):  # one key file, not its characters
+    if isinstance(trusted_keys, (str, bytes, os.PathLike)):  # one key file, not its characters (or bytes' ints)
         trusted_keys = [trusted_keys]
+    try:
+        trusted_keys = list(trusted_keys)
+    except TypeError:
+        raise ConfigError(f"trusted_keys: a public key file or a list of them is expected, got "
+                          f"{type(trusted_keys).__name__} {trusted_keys!r:.60}") from None
     keys = {}
     for p in trusted_keys:
         k = _read_key(p, private=False)

@@ -59,3 +59,32 @@ def test_a_key_on_a_curve_cryptography_cannot_load_is_a_config_error(signed, tmp
                  "--trust", str(tmp_path / "k.pub")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("synthzoo: error: ") and err.count("\n") == 1 and "not an Ed25519 public key" in err
+
+
+@pytest.mark.parametrize("trusted, match", [
+    (False, r"trusted_keys: a public key file or a list of them is expected, got bool False"),
+    (0, r"trusted_keys: a public key file or a list of them is expected, got int 0"),
+    ([0], r"the public key: a key file's path is expected, got int 0"),  # open(0) read stdin and closed it
+    ([None], r"the public key: a key file's path is expected, got NoneType None"),
+    (["owner.pub\0"], r"cannot read the public key \(embedded null byte\)"),
+])
+def test_trusted_keys_that_are_not_key_file_paths_are_config_errors(signed, trusted, match):
+    # bool/int gave TypeError "not iterable"; an int entry was opened as a file descriptor (0: stdin, read up to
+    # 64 KiB and closed); None gave TypeError; a NUL in a path gave open()'s ValueError
+    d, _, _, _ = signed
+    with pytest.raises(ConfigError, match=match):
+        _load(d / "m.json", trusted)
+
+
+def test_one_trusted_key_given_as_bytes_is_one_path(signed):
+    # bytes were iterated as ints, each opened as a file descriptor ("111: cannot read the public key (Bad file
+    # descriptor)", or the data of whatever descriptor was open)
+    d, _, (_, pub), _ = signed
+    assert _load(d / "m.json", bytes(pub)).signature_["verified"]
+    assert _load(d / "m.json", [bytes(pub)]).signature_["verified"]
+
+
+def test_sign_with_a_file_descriptor_number_is_refused(signed, tmp_path):
+    d, _, _, _ = signed
+    with pytest.raises(ConfigError, match=r"the private key: a key file's path is expected, got int 0"):
+        _load(d / "m.json", None).save(tmp_path / "m2.json", sign_with=0)
