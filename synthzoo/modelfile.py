@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 from .core.errors import ConfigError
@@ -166,6 +167,38 @@ def canonical_bytes(doc: dict) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+_SPLIT_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def check_plain_json(doc) -> None:
+    """ConfigError unless ``doc`` holds only what ``json.loads`` makes of a file: objects with string keys,
+    lists, strings, numbers, true/false/null.  :func:`canonical_bytes` is one-to-one on those only: it writes a
+    tuple as a list, a key 1 as "1", a surrogate pair held as two characters as the one character it encodes
+    -- a document :meth:`Synthesizer.from_json` is handed could load as another model than the one signed."""
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            bad = next((k for k in node if type(k) is not str), None)
+            if bad is not None:
+                raise ConfigError(f"model file: an object key {bad!r:.40} is not a string (not JSON data)")
+            strings = [k for k in node if not k.isascii()]
+            node = node.values()
+        else:
+            strings = []
+        kinds = set(map(type, node))  # C speed over long lists of numbers
+        if not kinds <= _PLAIN:
+            bad = sorted(t.__name__ for t in kinds - _PLAIN)
+            raise ConfigError(f"model file: holds {bad} values, which are not JSON data")
+        if str in kinds:
+            strings += [v for v in node if type(v) is str and not v.isascii()]
+        if any(_SPLIT_PAIR.search(v) for v in strings):  # json.loads joins an escaped pair into one character
+            raise ConfigError("model file: a string holds a surrogate pair as two characters (not JSON text)")
+        if dict in kinds or list in kinds:
+            stack.extend(v for v in node if type(v) is dict or type(v) is list)
+
+
 def _crypto():
     try:
         from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
@@ -279,6 +312,7 @@ def verify_document(doc: dict, trusted_keys) -> str:
     if sig is None:
         raise ConfigError(f"model file: not signed, but only files signed by {sorted(keys)} are trusted")
     check_signature_field(sig)
+    check_plain_json(doc)
     key = keys.get(sig["key"])
     if key is None:
         raise ConfigError(f"model file: signed by key {sig['key']!r}, which is not a trusted key ({sorted(keys)})")

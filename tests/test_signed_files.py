@@ -88,3 +88,47 @@ def test_sign_with_a_file_descriptor_number_is_refused(signed, tmp_path):
     d, _, _, _ = signed
     with pytest.raises(ConfigError, match=r"the private key: a key file's path is expected, got int 0"):
         _load(d / "m.json", None).save(tmp_path / "m2.json", sign_with=0)
+
+
+def _signed_doc(signed, edit=None):
+    d, doc, (key, _), _ = signed
+    doc = json.loads(json.dumps(doc))
+    if edit:
+        edit(doc)
+    return sign_document(doc, key)
+
+
+def test_a_document_with_the_signed_bytes_of_another_is_refused(signed):
+    # canonical_bytes writes "\ud83d\ude00" held as two characters as it writes the one character U+1F600: a
+    # document handed to from_json with the pair split verified against the other's signature and loaded a
+    # schema whose category is another string (every sampled value of it another string)
+    from synthzoo.modelfile import canonical_bytes
+    _, _, (_, pub), _ = signed
+    doc = _signed_doc(signed, lambda d: d["schema"]["columns"]["education"]["categories"].__setitem__(0, "\U0001F600"))
+    split = json.loads(json.dumps(doc))
+    split["schema"]["columns"]["education"]["categories"][0] = "\ud83d\ude00"
+    assert canonical_bytes(split) == canonical_bytes(doc)  # the premise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = sz.Synthesizer.from_json(doc, trusted_keys=[pub])
+        assert s.schema_["education"].categories[0] == "\U0001F600" and s.signature_["verified"]
+        with pytest.raises(ConfigError, match=r"a surrogate pair as two characters"):
+            sz.Synthesizer.from_json(split, trusted_keys=[pub])
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d["model_state"].__setitem__("x", {1, 2}), r"holds \['set'\] values, which are not JSON data"),
+    (lambda d: d["model_state"].__setitem__("x", b"\x00"), r"holds \['bytes'\] values"),
+    (lambda d: d["model_state"].__setitem__("x", {1: 0, "a": 0}), r"an object key 1 is not a string"),
+    (lambda d: d["schema"]["columns"]["education"].__setitem__("categories", tuple(
+        d["schema"]["columns"]["education"]["categories"])), r"holds \['tuple'\] values"),
+])
+def test_a_document_that_is_not_json_data_is_refused_under_trusted_keys(signed, edit, match):
+    # a set, bytes or mixed keys made canonical_bytes raise TypeError out of from_json (a traceback); a tuple
+    # verified as the list it is written as
+    _, _, (_, pub), _ = signed
+    doc = _signed_doc(signed)
+    edit(doc)
+    with warnings.catch_warnings(), pytest.raises(ConfigError, match=match):
+        warnings.simplefilter("ignore")
+        sz.Synthesizer.from_json(doc, trusted_keys=[pub])
