@@ -317,7 +317,10 @@ def verify_document(doc: dict, trusted_keys) -> str:
     if key is None:
         raise ConfigError(f"model file: signed by key {sig['key']!r}, which is not a trusted key ({sorted(keys)})")
     try:
-        key.verify(base64.b64decode(sig["value"], validate=True), canonical_bytes(doc))
+        raw = base64.b64decode(sig["value"], validate=True)
+        if base64.b64encode(raw).decode("ascii") != sig["value"]:  # b64decode ignores the bits padding leaves over:
+            raise ValueError("not canonical base64")  # 16 spellings of one signature, each a different file
+        key.verify(raw, canonical_bytes(doc))
     except (InvalidSignature, ValueError):
         raise ConfigError(f"model file: the signature by key {sig['key']!r} does not match the document: the file "
                           "was changed after it was signed") from None

@@ -132,3 +132,21 @@ def test_a_document_that_is_not_json_data_is_refused_under_trusted_keys(signed, 
     with warnings.catch_warnings(), pytest.raises(ConfigError, match=match):
         warnings.simplefilter("ignore")
         sz.Synthesizer.from_json(doc, trusted_keys=[pub])
+
+
+def test_the_signature_value_has_one_spelling(signed, tmp_path):
+    # 64 bytes are 86 base64 digits and "==": the last digit carries 2 bits and 4 that b64decode ignores, so 15
+    # other values (another file, another hash) verified as the signed file
+    d, _, (_, pub), _ = signed
+    doc = json.loads((d / "m.json").read_text())
+    value = doc["signature"]["value"]
+    digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    i = digits.index(value[-3])
+    for j in range(16):
+        other = digits[(i & ~15) | j]
+        if other == value[-3]:
+            continue
+        doc["signature"]["value"] = value[:-3] + other + "=="
+        (tmp_path / "m.json").write_text(json.dumps(doc))
+        with pytest.raises(ConfigError, match=r"does not match the document"):
+            _load(tmp_path / "m.json", [pub])
