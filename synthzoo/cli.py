@@ -191,8 +191,8 @@ def _check_output(path, role: str = "--out") -> None:
 
 
 #: Each command's input files, by the name argparse gives them, that its --out must not replace.
-_INPUTS = {"fit": ("data", "schema"), "sample": ("model",), "eval": ("real", "fake", "test", "schema", "risk"),
-           "tune": ("data", "val", "public", "schema")}
+_INPUTS = {"fit": ("data", "schema", "sign"), "sample": ("model", "trust"),
+           "eval": ("real", "fake", "test", "schema", "risk"), "tune": ("data", "val", "public", "schema", "sign")}
 
 
 def _check_out_is_not_an_input(args) -> None:
@@ -205,10 +205,11 @@ def _check_out_is_not_an_input(args) -> None:
         return
     for dest in _INPUTS.get(getattr(args, "cmd", None), ()):
         given = getattr(args, dest, None)
-        if isinstance(given, str) and Path(given).exists() and os.path.samefile(out, given):
-            role = dest.upper() if dest in ("data", "model", "real", "fake") else f"--{dest}"
-            raise ConfigError(f"--out {str(args.out)!r} is the input file given as {role}; writing it would "
-                              "replace that file: name another output file")
+        for one in given if isinstance(given, list) else [given]:  # --trust is repeatable
+            if isinstance(one, str) and one and Path(one).exists() and os.path.samefile(out, one):  # "" is "."
+                role = dest.upper() if dest in ("data", "model", "real", "fake") else f"--{dest}"
+                raise ConfigError(f"--out {str(args.out)!r} is the input file given as {role}; writing it would "
+                                  "replace that file: name another output file")
 
 
 def _check_encoding(encoding) -> None:

@@ -268,6 +268,18 @@ def _read_key(path, private: bool):
     return key
 
 
+def check_not_the_key(out: str | Path, key_path: str | Path) -> None:
+    """ConfigError when writing ``out`` would replace the key file ``key_path`` (``save(k, sign_with=k)``): a
+    lost private key cannot be recovered."""
+    try:
+        same = os.path.samefile(out, key_path)
+    except (OSError, ValueError, TypeError):  # either missing (or not a path): nothing to replace
+        return
+    if same:
+        raise ConfigError(f"{out}: is the signing key sign_with; writing the model file there would replace the "
+                          "key: name another file")
+
+
 def sign_document(doc: dict, key_path: str | Path) -> dict:
     """``doc`` with a ``signature`` by the Ed25519 private key at ``key_path`` over
     :func:`canonical_bytes`."""

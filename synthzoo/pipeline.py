@@ -38,7 +38,7 @@ from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, Pri
 from .core.privacy.dpsgd import schedule as dpsgd_schedule
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
 from .core.schema import READ_FROM_ROWS, Schema, read_json
-from .modelfile import FORMAT, MAX_BYTES, check_document, sign_document, verify_document
+from .modelfile import FORMAT, MAX_BYTES, check_document, check_not_the_key, sign_document, verify_document
 
 #: Rows per block of a sample: every sample is generated block by block, block k from a random stream
 #: derived from the seed and k, so that one-go, chunked and streamed samples hold the same rows.
@@ -777,6 +777,7 @@ class Synthesizer:
         that whoever holds the public key can tell the file is as you saved it."""
         doc = self.to_json()
         if sign_with is not None:
+            check_not_the_key(path, sign_with)
             doc = sign_document(doc, sign_with)
         Path(path).write_text(json.dumps(doc))
 

@@ -150,3 +150,33 @@ def test_the_signature_value_has_one_spelling(signed, tmp_path):
         (tmp_path / "m.json").write_text(json.dumps(doc))
         with pytest.raises(ConfigError, match=r"does not match the document"):
             _load(tmp_path / "m.json", [pub])
+
+
+def test_the_model_file_is_not_written_over_the_signing_key(signed, tmp_path, capsys):
+    # `fit --out owner --sign owner` spent the budget, then replaced the private key with the model file it had
+    # signed (`tune --out owner --sign owner` with its metadata; `sample --out k.pub --trust k.pub` the public
+    # key with the sample); save(k, sign_with=k) alike
+    d, _, _, _ = signed
+    key, pub = generate_key(tmp_path / "owner")
+    pem, public = key.read_bytes(), pub.read_bytes()
+    df, schema = make_demo(n=200, seed=0)
+    df.to_csv(tmp_path / "data.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    assert main(["fit", str(tmp_path / "data.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
+                 "--out", str(key), "--sign", str(key)]) == 2
+    err = capsys.readouterr().err
+    assert "is the input file given as --sign" in err and "fitting" not in err
+    assert main(["sample", str(d / "m.json"), "-n", "5", "--out", str(pub), "--trust", str(d / "other.pub"),
+                 "--trust", str(pub)]) == 2
+    assert "is the input file given as --trust" in capsys.readouterr().err
+    assert main(["sample", str(d / "m.json"), "-n", "5", "--out", str(pub), "--trust", ""]) == 2
+    err = capsys.readouterr().err  # the key's own error, not samefile's "[Errno 2] ... ''" ("" is "." to Path)
+    assert err == "synthzoo: error: : cannot read the public key (No such file or directory)\n"
+    with pytest.raises(ConfigError, match=r"is the signing key sign_with; writing the model file there would"):
+        _load(d / "m.json", None).save(key, sign_with=key)
+    from tuning.result import TuneResult
+    res = TuneResult.__new__(TuneResult)
+    res.synthesizer, res.metadata = _load(d / "m.json", None), {}
+    with pytest.raises(ConfigError, match=r"is the signing key sign_with"):
+        res.save(key, sign_with=key)
+    assert key.read_bytes() == pem and pub.read_bytes() == public

@@ -93,6 +93,10 @@ class TuneResult:
         the Ed25519 private key file ``sign_with`` where given (``synthzoo keygen``; see the README's
         "Signed releases").  The model file is written first, so a key that cannot sign writes nothing."""
         path = Path(path)
+        if sign_with is not None:
+            from synthzoo.modelfile import check_not_the_key
+
+            check_not_the_key(path, sign_with)  # the metadata written over the private key lost it
         if self.synthesizer is not None:
             self.synthesizer.save(path.with_suffix(".model.json"), sign_with=sign_with)
         path.write_text(json.dumps(self.metadata, indent=2, default=str))
