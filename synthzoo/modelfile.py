@@ -221,6 +221,8 @@ def generate_key(path: str | Path) -> tuple[Path, Path]:
     key to ``path + ".pub"`` (PEM); returns both paths.  Refuses to overwrite either."""
     ed25519, serialization, _, _ = _crypto()
     path = Path(path)
+    if not path.name:  # "", "." or "/": with_name raised ValueError
+        raise ConfigError(f"{str(path)!r}: not a file name for the key (e.g. keys/release)")
     pub = path.with_name(path.name + ".pub")
     for p in (path, pub):
         if p.exists() or p.is_symlink():

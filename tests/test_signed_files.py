@@ -180,3 +180,11 @@ def test_the_model_file_is_not_written_over_the_signing_key(signed, tmp_path, ca
     with pytest.raises(ConfigError, match=r"is the signing key sign_with"):
         res.save(key, sign_with=key)
     assert key.read_bytes() == pem and pub.read_bytes() == public
+
+
+@pytest.mark.parametrize("name", ["", ".", "/"])
+def test_keygen_at_a_path_without_a_file_name_is_a_config_error(name, capsys):
+    # Path(name).with_name(...) raised ValueError "has an empty name": a traceback from `synthzoo keygen .`
+    assert main(["keygen", name]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("synthzoo: error: ") and err.count("\n") == 1 and "not a file name for the key" in err
