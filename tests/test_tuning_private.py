@@ -419,26 +419,64 @@ def test_a_run_lost_to_an_interrupted_or_dead_worker_stops_accounted_tuning_on_r
             tune("privsyn", train, val, **args)
 
 
-def test_a_failed_runs_error_text_is_not_written_to_the_storage(data, tmp_path):
-    """A run's fit error can quote private values ("value(s) ['...'] not among the schema's categories"); the
-    abort reason went whole into the study's user attrs and the trial's, which others sharing the storage
-    read.  The storage now holds the error's type only; the local exception still says it all."""
+def test_a_failed_runs_error_text_is_not_written_to_the_storage(data, tmp_path, monkeypatch):
+    """A run's fit error can quote private values; the abort reason went whole into the study's user attrs and
+    the trial's, which others sharing the storage read.  The storage now holds the error's type only; the local
+    exception still says it all.  (A table outside the schema, the error this test first planted, is now refused
+    before the study: see the next test.)"""
+    from synthzoo.pipeline import Synthesizer
+
     df, schema = data
     train, val = train_test_split(df.iloc[:600], test_size=0.3, seed=0)
-    cat = next(c.name for c in schema.columns if c.kind == "categorical")
-    train = train.copy()
-    train.iloc[3, train.columns.get_loc(cat)] = "PRIVATE_VALUE_4711"
+
+    def fails(self, frame, progress=False):
+        raise ValueError("model: cannot fit value 'PRIVATE_VALUE_4711'")
+
+    monkeypatch.setattr(Synthesizer, "fit", fails)
     db = tmp_path / "e.db"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(TuningAborted, match="releases nothing: run 0: SchemaError") as info:
+        with pytest.raises(TuningAborted, match="releases nothing: run 0: ValueError") as info:
             tune("privsyn", train, val, epsilon=1.0, schema=schema, n_trials=2, privacy="accounted",
                  score_rows=100, noise_seed=1, isolate=False, storage=str(db), study_name="e", **FAST)
     assert "PRIVATE_VALUE_4711" in str(info.value)  # the operator, who holds the data, is told
     con = sqlite3.connect(db)
     dump = "\n".join(con.iterdump())
     con.close()
-    assert "SchemaError" in dump and "PRIVATE_VALUE_4711" not in dump
+    assert "ValueError" in dump and "PRIVATE_VALUE_4711" not in dump
+
+
+@pytest.mark.parametrize("bad", ["unseen category", "past the bounds", "missing where none may be"])
+@pytest.mark.parametrize("with_val", [True, False])
+def test_a_private_table_outside_the_schema_is_refused_before_the_study(data, tmp_path, bad, with_val):
+    """Neighbouring-table audit: D' = D plus one record outside the schema made run 0 (or, with the per-record
+    split, the first run that drew the record to fit) fail, and the shared storage then held a FAIL trial, the
+    abort attr and the error's type, where D's storage held completed runs -- a function of the private rows
+    without noise that every reader of the storage sees.  The tuner now checks the private table against the
+    schema as the fit would, before the study exists: the caller (who holds the data) is told, the storage
+    holds nothing."""
+    from synthzoo.core.errors import SchemaError
+
+    df, schema = data
+    train, val = train_test_split(df.iloc[:600], test_size=0.3, seed=0)
+    record = train.iloc[[0]].copy()
+    num = next(c for c in schema.columns if c.kind == "numerical" and not c.missing)
+    if bad == "unseen category":
+        cat = next(c.name for c in schema.columns if c.kind == "categorical")
+        record[cat] = "PRIVATE_VALUE_4711"
+    elif bad == "past the bounds":
+        record[num.name] = num.upper + 1000
+    else:
+        record[num.name] = np.nan
+    neighbour = pd.concat([train, record], ignore_index=True)
+    db = tmp_path / "o.db"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SchemaError, match="nothing was written to the storage"):
+            tune("privsyn", neighbour, val if with_val else None, epsilon=1.0, schema=schema, n_trials=3,
+                 privacy="accounted", score_rows=100, noise_seed=1, isolate=False, storage=str(db),
+                 study_name="o", **FAST)
+    assert not db.exists() or not optuna.get_all_study_summaries(f"sqlite:///{db}")
 
 
 def test_a_study_begun_with_replayable_noise_stays_flagged_when_resumed_without_it(data, tmp_path, monkeypatch):

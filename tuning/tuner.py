@@ -69,7 +69,7 @@ import numpy as np
 import pandas as pd
 
 from synthzoo.core.dpschema import measured_under_dp
-from synthzoo.core.errors import ConfigError
+from synthzoo.core.errors import ConfigError, SchemaError
 from synthzoo.core.params import check_seed
 from synthzoo.core.privacy.ledger import check_privacy_params, epsilon_of
 from synthzoo.core.privacy.noise import NoiseSource
@@ -78,7 +78,7 @@ from synthzoo.datasets import train_test_split
 from synthzoo.isolation import WORKER_INIT_ENV
 from synthzoo.optuna_storage import storage_errors
 from synthzoo.pipeline import schema_cost
-from synthzoo.presets import PRESETS, make
+from synthzoo.presets import PRESETS, make, preset_config
 
 from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_trial_rho
 from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_score, score_sensitivity,
@@ -315,6 +315,16 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
               **({"val": val} if isinstance(val, pd.DataFrame) and privacy != "public" else {})}
     for what, frame in tables.items():
         schema.check_columns(frame, f"the {what} table")
+    if accounted:
+        # a record outside the schema (an unseen category, a value past the public bounds, a missing value where
+        # none may be) failed the fit of every run that drew it, and the shared storage then held the failed run,
+        # the abort and the error's type: a function of the private rows without noise.  Checked here as the fit
+        # checks it, before the study exists: the caller, who holds the data, is told; the storage holds nothing
+        try:
+            schema.validate(train, out_of_bounds=preset_config(preset).get("out_of_bounds", "raise"))
+        except SchemaError as e:
+            raise SchemaError(f"privacy='accounted': the private table does not fit the schema (checked before the "
+                              f"study; nothing was written to the storage): {e}") from None
     if isolate and os.name != "posix":
         warnings.warn("trial processes need a POSIX system; trials run in this process and trial_timeout is soft",
                       RuntimeWarning, stacklevel=2)
