@@ -1002,7 +1002,8 @@ def _check_tune_options(a) -> None:
 _TUNE_OPTIONS = {"preset": "--synth", "privacy": "--privacy", "epsilon": "--epsilon", "delta": "--delta",
                  "weights": "--weights", "score_rows": "--score-rows", "choose_modules": "--fixed-modules",
                  "choices": "--numeric/--select-model", "space": "search space (set in Python)",
-                 "multi_objective": "--multi-objective", "n_trials": "--trials", "stopping": "--stopping"}
+                 "multi_objective": "--multi-objective", "n_trials": "--trials", "stopping": "--stopping",
+                 "schema": "--schema (digest)", "validation": "--val ('given', or each run's split share)"}
 
 
 def _tune_difference(key: str, before, now) -> str:

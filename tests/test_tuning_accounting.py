@@ -226,3 +226,46 @@ def test_a_schema_costing_the_whole_request_leaves_nothing_to_tune(tmp_path):
         # the schema cost epsilon 0.3 at delta 1e-6: less at the tuning's 1e-5, but more than 0.15
         tune("privsyn", df, schema=schema, privacy="accounted", epsilon=0.15, n_trials=2, weights=(1, 0, 1),
              storage=f"sqlite:///{tmp_path / 't.db'}")
+
+
+def test_an_accounted_study_resumes_only_on_the_schema_and_validation_it_started_with(tmp_path):
+    """A study started on a public schema (per-run budget rho1) and resumed on a schema dp_schema measured
+    (rho2 < rho1: the schema's cost comes first) released a run fitted at rho1 under a random-stopping charge
+    for rho2-runs -- an account that did not cover the runs (its check compares epsilons, and the second
+    request's included the schema's cost).  Likewise a study started with a validation frame could go on
+    splitting each run's records itself: runs of two procedures.  Both are now settings a study resumes only
+    with, refused before any trial."""
+    from synthzoo.core.schema import Schema
+
+    df, schema, _ = _dp_schema_demo()
+    plain = Schema(list(schema.columns), {k: v for k, v in schema.meta.items() if k != "dp_schema"})  # same domain
+    from tuning.tuner import _schema_digest
+
+    counted = Schema(list(plain.columns), {**plain.meta, "rows": 1500})
+    assert _schema_digest(counted) == _schema_digest(plain) != _schema_digest(schema)  # no row count stored
+    args = dict(epsilon=1.0, delta=1e-5, privacy="accounted", n_trials=2, score_rows=100, weights=(1, 0, 1),
+                isolate=False, noise_seed=3, **FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for first, second, name in ((plain, schema, "pd"), (schema, plain, "dp")):
+            store = str(tmp_path / f"{name}.db")
+            tune("privsyn", df, schema=first, storage=store, study_name=name, **args)
+            with pytest.raises(ConfigError, match="other schema"):
+                tune("privsyn", df, schema=second, storage=store, study_name=name, **args)
+        # a study begun before the schema was recorded: its per-run budget still tells
+        import optuna
+
+        store = f"sqlite:///{tmp_path / 'old.db'}"
+        tune("privsyn", df, schema=plain, storage=store, study_name="old", **args)
+        old = optuna.load_study(study_name="old", storage=store)
+        meta = old.user_attrs["synthzoo"]
+        meta["mechanism"] = {k: v for k, v in meta["mechanism"].items() if k not in ("schema", "validation")}
+        old.set_user_attr("synthzoo", meta)
+        with pytest.raises(ConfigError, match="other schema"):
+            tune("privsyn", df, schema=schema, storage=store, study_name="old", **args)
+        train, val = train_test_split(df, test_size=0.3, seed=0)
+        tune("privsyn", train, val, schema=plain, storage=str(tmp_path / "v.db"), study_name="v", **args)
+        with pytest.raises(ConfigError, match="other validation"):
+            tune("privsyn", train, schema=plain, storage=str(tmp_path / "v.db"), study_name="v", **args)
+        with pytest.raises(ConfigError, match="other validation"):
+            tune("privsyn", train, schema=plain, storage=str(tmp_path / "v.db"), study_name="v", val_share=0.3, **args)

@@ -57,6 +57,7 @@ differences are a few branches, and splitting it would pass a dozen locals betwe
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -126,6 +127,15 @@ def _positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def _schema_digest(schema: Schema) -> str:
+    """A short fingerprint of the public schema (its bounds, categories and any DP measurement record): an
+    accounted study resumes only on the schema it started with (its per-run budget and clipping follow it).  A row
+    count in the schema's meta is left out, as a release leaves it out (no DP covers it)."""
+    doc = {k: v for k, v in schema.to_dict().items() if k != "rows"}
+    text = json.dumps(doc, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _sampler_seed_words(material: int) -> list[int]:
@@ -364,7 +374,9 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
     # and values scored under two objectives (weights), budgets or spaces do not compare (a new space also
     # made Optuna raise mid-trial, and a switch to multi_objective failed every trial forever)
     mechanism = json.loads(json.dumps({"epsilon": epsilon, "delta": delta, "weights": list(weights),
-                                       **({"score_rows": score_rows} if accounted else {}),
+                                       **({"score_rows": score_rows, "schema": _schema_digest(schema),
+                                           "validation": "given" if split_share is None else split_share}
+                                          if accounted else {}),
                                        "choose_modules": bool(choose_modules), "space": space, "choices": choices,
                                        **({} if accounted else {"multi_objective": bool(multi_objective)})},
                                       default=str))
@@ -395,6 +407,12 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
         # stages share exactly rho_trial - rho_score
         trial_eps = epsilon_of([*prior, _zcdp(trial_rho - rho_score)], delta - prior_delta)
         sigma = score_sensitivity(weights, score_rows) / math.sqrt(2 * rho_score)  # kept in memory only
+        begun = study.user_attrs.get("synthzoo")
+        if isinstance(begun, dict) and begun.get("per_trial_rho") not in (None, trial_rho):
+            # a study begun before the schema was a setting: its runs spent another per-run budget (the schema's
+            # DP cost differs), which the release's random-stopping charge would not state
+            raise StudySettingsError(study_name, {"schema": (f"one leaving each run rho={begun['per_trial_rho']:.6g}",
+                                                             f"one leaving rho={trial_rho:.6g}")})
     meta = {"preset": preset, "privacy": privacy, "privacy_statement": statement, "epsilon": epsilon,
             "delta": delta, "weights": list(weights), "multi_objective": bool(multi_objective), "mechanism": mechanism,
             "choose_modules": bool(choose_modules), "seed": int(seed), "study_name": study_name,
