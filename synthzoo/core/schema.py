@@ -329,8 +329,9 @@ class Column:
           allowed) if ``integer``, else ``float64``;
         * datetime: ``datetime64[ns]`` (tz-aware in the column's ``tz``), or pandas' string dtype
           for ``dtype="string"``;
-        * categorical: the column's ``dtype`` key, else ``int`` when every category is an integer
-          spelling, ``bool`` for True/False, ``str`` otherwise; ``int``/``bool`` become the nullable
+        * categorical: the column's ``dtype`` key, else ``int`` when every category is a plain integer
+          spelling (``"007"`` and ``"02139"`` are not: they stay text), ``bool`` for True/False, ``str``
+          otherwise; ``int``/``bool`` become the nullable
           ``Int64``/``boolean`` when missing values are allowed (or an integer width of
           :data:`INTEGER_DTYPES`, as declared), ``str`` is pandas' default string
           dtype (what ``read_csv`` gives; object before pandas 3), ``category`` a pandas
@@ -503,7 +504,8 @@ _INT = re.compile(r"-?\d+")
 
 
 def _categorical_default(categories) -> str:
-    if all(_INT.fullmatch(c) for c in categories):
+    # plain integer spellings only: "02139" or "007" would come back as 2139 and 7
+    if all(_INT.fullmatch(c) and str(int(c)) == c for c in categories):
         return "int"
     if set(categories) <= {"True", "False"}:
         return "bool"

@@ -163,3 +163,17 @@ def test_long_text_with_an_unknown_value_names_it():
     for categories in (False, True):
         with pytest.raises(SchemaError, match=r"'city'.*'zz'"):
             schema.validate(pd.DataFrame({"city": s}), categories=categories)
+
+
+def test_categories_with_leading_zeros_come_back_as_text():
+    # ZIP codes and codes like "007": the default dtype was int (every category an integer spelling), so a
+    # release wrote 2139 for "02139" and 7 for "007" -- values the schema lists, silently changed
+    col = Column("zip", "categorical", categories=["02139", "10001", "00501"])
+    assert col.output_dtype != np.dtype("int64")
+    assert col.typed(["02139", "00501"]).tolist() == ["02139", "00501"]
+    assert Column("code", "categorical", categories=["-0", "1"]).typed(["-0"]).tolist() == ["-0"]
+    assert Column("n", "categorical", categories=["0", "10", "-3"]).output_dtype == np.dtype("int64")  # plain ints
+    df = pd.DataFrame({"zip": ["02139", "00501", "10001"] * 5})
+    with pytest.warns(UserWarning):
+        inferred = Schema.infer(df)
+    assert inferred["zip"].typed(["00501"]).tolist() == ["00501"]
