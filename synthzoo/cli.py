@@ -281,12 +281,13 @@ _SEP_NAMES = {";": "semicolons", "\t": "tabs", "|": "pipes", ",": "commas"}
 
 
 def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "data", schema=None,
-             decimal: str = ".", categories: dict | None = None):
+             decimal: str = ".", categories: dict | None = None, numerical=None):
     """Read a CSV the way every command does, with an error that says what to do for the usual
     mistakes: a missing or empty (0-byte) file, a wrong text encoding, a separator other than
     ``sep`` (the file then reads as one column, or as ragged rows).  The categories ``schema`` lists (or
     ``categories``, column -> list, where only a partial description exists) are read as themselves even
-    where pandas would read them as missing (:func:`_na_reading`)."""
+    where pandas would read them as missing (:func:`_na_reading`), and numbers spelt with a leading zero
+    ("02139") stay text where no schema types the column as numbers (:func:`_keep_leading_zeros`)."""
     import pandas as pd
 
     from .core.errors import ConfigError
@@ -335,6 +336,36 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
             raise ConfigError(f"{role}: {str(p)!r} reads as a single column named {head[:60]!r}: {hint}")
     if len(df) == 0:  # the library's message named a pandas DataFrame
         raise ConfigError(f"{role}: {str(p)!r} has a header line but no rows")
+    return _keep_leading_zeros(df, lambda cols: pd.read_csv(p, sep=sep, encoding=encoding, usecols=cols, dtype=str,
+                                                             **na), schema, numerical, categories)
+
+
+_LEADING_ZERO = re.compile(r"[+-]?0\d+")
+
+
+def _keep_leading_zeros(df, text, schema, numerical, categories=None):
+    """A column pandas read as numbers whose text spells some value with a leading zero ("02139", "007": ZIP
+    codes, account codes) is kept as that text, unless the schema (or ``numerical``, names a partial
+    description types as numbers) declares it numerical, or lists its categories with none so spelt ("01"
+    still matches a listed 1): read as numbers, the fit and ``split`` wrote 2139 for "02139", and a schema
+    listing "02139" refused the file for values it does not hold.  ``text(cols)``: those columns as text."""
+    import pandas as pd
+
+    declared = set(numerical or ())
+    listed = dict(categories or {})
+    if schema is not None:
+        declared |= {c.name for c in schema.columns if c.kind != "categorical"}
+        listed.update({c.name: c.categories for c in schema.columns if c.kind == "categorical"})
+    declared |= {c for c, cats in listed.items() if isinstance(cats, (list, tuple))
+                 and not any(_LEADING_ZERO.fullmatch(str(x)) for x in cats)}
+    cols = [c for c in df.columns if c not in declared and pd.api.types.is_numeric_dtype(df[c].dtype)
+            and not pd.api.types.is_bool_dtype(df[c].dtype)]
+    if not cols:
+        return df
+    raw = text(cols)
+    for c in cols:
+        if raw[c].dropna().map(lambda v: bool(_LEADING_ZERO.fullmatch(v.strip()))).any():
+            df[c] = raw[c]
     return df
 
 
@@ -449,7 +480,8 @@ def cmd_fit(a) -> int:
     schema_ledger = None
     if a.dp_schema is not None:
         partial = None if not a.schema else _read_schema_doc(a.schema)  # read once: what is checked is what is used
-        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, categories=_listed_categories(partial))
+        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, categories=_listed_categories(partial),
+                      numerical=_listed_categories(partial, numbers=True))
         schema, schema_ledger = _measure_schema(a, df, partial)
         df = sz.conform(df, schema)  # warns with what it changed (exact counts: for your eyes only)
     else:
@@ -488,12 +520,16 @@ def _read_schema_doc(path):
     return read_json_file(path, "schema")
 
 
-def _listed_categories(doc) -> dict:
+def _listed_categories(doc, numbers: bool = False) -> dict:
     """Column -> categories a partial --schema document lists (for reading the CSV; the document is checked
-    later)."""
+    later); with ``numbers``, the columns it types as numerical or datetime instead."""
     cols = doc.get("columns") if isinstance(doc, dict) else None
-    return {k: v["categories"] for k, v in cols.items() if isinstance(v, dict) and "categories" in v} \
-        if isinstance(cols, dict) else {}
+    if not isinstance(cols, dict):
+        return {}
+    if numbers:
+        kinds = {k: v.get("type", v.get("kind")) if isinstance(v, dict) else v for k, v in cols.items()}
+        return {k: t for k, t in kinds.items() if t in ("numerical", "datetime")}
+    return {k: v["categories"] for k, v in cols.items() if isinstance(v, dict) and "categories" in v}
 
 
 def _measure_schema(a, df, doc):

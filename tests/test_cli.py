@@ -190,6 +190,42 @@ def test_dp_schema_reads_its_partial_schema_file_once(tmp_path, monkeypatch):
     assert reads == [str(tmp_path / "k.json")]
 
 
+def test_codes_with_leading_zeros_stay_as_written(tmp_path, capsys):
+    # ZIP codes read as numbers: a schema listing "02139" refused the file ("['2139', ...] not among the
+    # schema's categories", values it does not hold), and without a schema, split, fit and sample wrote 2139
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"zip": rng.choice(["02139", "00501", "10001"], n), "v": rng.integers(0, 10, n)})
+    df.to_csv(tmp_path / "z.csv", index=False)
+    schema = sz.Schema.from_dict({"columns": {
+        "zip": {"type": "categorical", "categories": ["02139", "00501", "10001"]},
+        "v": {"type": "numerical", "lower": 0, "upper": 9, "integer": True}}})
+    schema.to_json(tmp_path / "s.json")
+    out, fake = tmp_path / "m.szm", tmp_path / "f.csv"
+    assert main(["fit", str(tmp_path / "z.csv"), "--schema", str(tmp_path / "s.json"), "--out", str(out)]) == 0
+    assert main(["sample", str(out), "-n", "200", "--out", str(fake)]) == 0
+    assert set(pd.read_csv(fake, dtype=str)["zip"]) <= {"02139", "00501", "10001"}
+    assert main(["split", str(tmp_path / "z.csv")]) == 0
+    assert set(pd.read_csv(tmp_path / "z.train.csv", dtype=str)["zip"]) == {"02139", "00501", "10001"}
+    assert main(["fit", str(tmp_path / "z.csv"), "--epsilon", "none", "--out", str(out)]) == 0
+    assert main(["sample", str(out), "-n", "200", "--out", str(fake)]) == 0
+    assert set(pd.read_csv(fake, dtype=str)["zip"]) <= {"02139", "00501", "10001"}
+    assert read_csv(tmp_path / "z.csv")["v"].dtype == "int64"  # plain numbers are still numbers
+    # a schema that types the column as numbers reads it as numbers
+    kinds = {"columns": {"zip": {"type": "numerical", "integer": True}, "v": {"type": "numerical"}}}
+    (tmp_path / "k.json").write_text(json.dumps(kinds))
+    assert main(["fit", str(tmp_path / "z.csv"), "--schema", str(tmp_path / "k.json"), "--dp-schema", "1",
+                 "--epsilon", "3", "--out", str(out)]) == 0
+    assert sz.Synthesizer.load(out).schema_["zip"].kind == "numerical"
+    # months written "01".."12" under a schema listing 1..12 still match as numbers
+    month = pd.DataFrame({"m": [f"{m:02d}" for m in rng.integers(1, 13, n)], "v": df["v"]})
+    month.to_csv(tmp_path / "m.csv", index=False)
+    sz.Schema.from_dict({"columns": {"m": {"type": "categorical", "categories": list(range(1, 13))},
+                                     "v": {"type": "numerical", "lower": 0, "upper": 9, "integer": True}}}
+                        ).to_json(tmp_path / "ms.json")
+    assert main(["fit", str(tmp_path / "m.csv"), "--schema", str(tmp_path / "ms.json"), "--out", str(out)]) == 0
+
+
 def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
     d, _, _ = demo_files
     (tmp_path / "empty.csv").write_bytes(b"")
