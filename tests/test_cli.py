@@ -169,8 +169,10 @@ def test_categories_spelt_like_missing_values_stay_categories(tmp_path, capsys):
     kinds = {"columns": {"region": {"type": "categorical", "categories": ["ASIA", "EU", "NA", "None"]},
                          "x": {"type": "numerical", "integer": True}, "plan": "categorical"}}
     (tmp_path / "k.json").write_text(json.dumps(kinds))
+    # replayable noise: "missing" is declared on a noisy count over 2 standard deviations, which fresh noise
+    # gave a column without missing values in about 1 run in 50 (this test then failed)
     assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "k.json"), "--dp-schema", "1",
-                 "--epsilon", "3", "--out", str(out)]) == 0
+                 "--epsilon", "3", "--noise-seed", "0", "--out", str(out)]) == 0
     assert sz.Synthesizer.load(out).schema_["region"].missing is False
 
 
