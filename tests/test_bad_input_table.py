@@ -734,3 +734,24 @@ def test_dp_schema_takes_a_declared_width_as_public_knowledge():
     holed = df.assign(u8=df["u8"].astype(float).where(df["u8"] > 3))
     with pytest.raises(SchemaError, match="'u8': declared dtype 'uint8' holds no missing values.*'UInt8'"):
         sz.dp_schema(holed, kinds, epsilon=1.0, delta=1e-6)
+
+
+# ------------------------------------------------------------------ numbers pandas types but we do not
+@pytest.mark.parametrize("values, what", [
+    (np.arange(40) + 1j, "complex"),
+    (pd.to_timedelta(np.arange(40), unit="h"), "durations"),
+    (pd.period_range("2020-01", periods=40, freq="M"), "periods"),
+])
+def test_complex_durations_and_periods_are_refused_naming_the_column(values, what):
+    # complex numbers lost their imaginary part (numpy's ComplexWarning, nothing else), durations were read as
+    # nanoseconds (a bound error quoting 7200000000 for 2 hours) and periods as ordinals (600 for 2020-01)
+    col = Column("x", "numerical", lower=-1e12, upper=1e13)
+    df = pd.DataFrame({"x": values})
+    with pytest.raises(SchemaError, match=rf"column 'x': {what}") as err:
+        Schema([col]).validate(df)
+    assert "{" not in str(err.value) and ("df['x'].dt." in str(err.value)) == (what != "complex")
+    if what != "periods":  # Schema.infer took them as numbers, or durations as text categories
+        with pytest.raises(SchemaError, match=rf"column 'x': {what}"):
+            Schema.infer(df)
+        with pytest.raises(SchemaError, match=rf"column 'x': {what}"):  # before the schema's charge
+            sz.dp_schema(df, kinds={"x": "numerical"}, epsilon=1.0, delta=1e-6)

@@ -59,7 +59,7 @@ from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
                      check_unique_columns, date_layout, is_integer_dtype_name, nullable_dtype_name,
-                     numeric_values)
+                     numeric_values, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -746,6 +746,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             d = specs[c]["dtype"]
             raise SchemaError(f"column {c!r}: declared dtype {d!r} holds no missing values, but the column has some; "
                               f"declare {nullable_dtype_name(d)!r} (pandas' nullable dtype) instead")
+        if specs[c]["type"] == "numerical" and unsupported_numbers(df[c], c):  # complex: before any charge
+            raise SchemaError(unsupported_numbers(df[c], c))
         if specs[c]["type"] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "

@@ -895,10 +895,31 @@ def date_layout(s: pd.Series, warn: bool = True) -> str | None:
     return None
 
 
+def unsupported_numbers(s: pd.Series, name) -> str | None:
+    """What is wrong with a column of numbers pandas types but synthzoo cannot take as they are (complex
+    numbers, durations, periods), with what to do; None for any other column."""
+    kind = getattr(s.dtype, "kind", "")
+    if kind == "c":
+        return (f"column {name!r}: complex numbers (dtype {s.dtype}) are not supported: their imaginary part "
+                "would be lost; keep the real and imaginary parts as two numerical columns")
+    if kind == "m":
+        return (f"column {name!r}: durations (dtype {s.dtype}) are not supported as they are (they would be read "
+                "as counts of the dtype's unit); convert them to numbers first, e.g. "
+                f"df[{name!r}].dt.total_seconds(), with bounds in that unit")
+    if isinstance(s.dtype, pd.PeriodDtype):
+        return (f"column {name!r}: periods (dtype {s.dtype}) are not supported as numbers (they would be read "
+                f"as ordinals); convert them first, e.g. df[{name!r}].dt.to_timestamp() for a datetime column, or "
+                "text for a categorical one")
+    return None
+
+
 def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
     """A numeric or datetime column as float64 (datetimes in epoch seconds), NaN for missing."""
     if col.kind == "datetime":
         return dtm.to_seconds(s, col.name, tz=col.tz, fmt=col.format)
+    problem = unsupported_numbers(s, col.name)
+    if problem:
+        raise SchemaError(problem)
     if pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype):
         conv = pd.to_numeric(s, errors="coerce")
         bad = s[conv.isna() & s.notna()]
@@ -913,6 +934,9 @@ def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
 def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return "datetime"
+    problem = None if isinstance(s.dtype, pd.PeriodDtype) else unsupported_numbers(s, s.name)
+    if problem:  # complex numbers were taken as their real part, durations as text categories
+        raise SchemaError(problem)
     if pd.api.types.is_bool_dtype(s.dtype):
         return "categorical"
     if pd.api.types.is_numeric_dtype(s.dtype):
