@@ -324,7 +324,16 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
         raise ConfigError(f"{role}: {str(p)!r} is not a well-formed CSV file with separator {sep!r} ({first}); "
                           f"{hint}") from None
     # read_csv renames a repeated header ('age', 'age.1'); the file's own header says it twice
-    header = pd.read_csv(p, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str).iloc[0].tolist()
+    header = pd.read_csv(p, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str,
+                         keep_default_na=False).iloc[0].tolist()
+    blank = [i for i, h in enumerate(header) if h == "" and i < df.shape[1]]
+    if blank:  # pandas calls it 'Unnamed: i', a name the file does not hold (and the release would write)
+        i = blank[0]
+        if df.iloc[:, i].isna().all():
+            raise ConfigError(f"{role}: {str(p)!r}: the header's field {i + 1} is empty and so is every value under "
+                              "it (a separator at the end of each line?); remove it, or name the column")
+        raise ConfigError(f"{role}: {str(p)!r}: column {i + 1} has no name in its header (such as the row index "
+                          "pandas' to_csv writes without index=False); name it in the header line, or drop it")
     if len(set(header)) != len(header):
         dup = list(dict.fromkeys(h for i, h in enumerate(header) if h in header[:i]))
         raise ConfigError(f"{role}: {str(p)!r} names column(s) {dup[:5]} more than once in its header; give each "

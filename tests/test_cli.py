@@ -228,6 +228,27 @@ def test_codes_with_leading_zeros_stay_as_written(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "m.csv"), "--schema", str(tmp_path / "ms.json"), "--out", str(out)]) == 0
 
 
+def test_a_header_field_without_a_name_is_said_by_position(tmp_path, capsys):
+    # pandas names such a column 'Unnamed: 7': a trailing separator on every line (Excel exports) failed as
+    # "column 'Unnamed: 7': every value is missing", and a saved row index or a blank header field was
+    # synthesized and written back under a header the file does not have
+    rows = "".join(f"{i % 3},{i % 5}\n" for i in range(60))
+    (tmp_path / "trail.csv").write_text("a,b,\n" + rows.replace("\n", ",\n"))
+    (tmp_path / "index.csv").write_text(",a,b\n" + "".join(f"{i},{r}" for i, r in enumerate(rows.splitlines(True))))
+    (tmp_path / "blank.csv").write_text("a,,b\n" + "".join(f"{r[0]},{i},{r[2:]}" for i, r in
+                                                          enumerate(rows.splitlines(True))))
+    for name, said in [("trail", "field 3 is empty and so is every value under it"),
+                       ("index", "column 1 has no name in its header"),
+                       ("blank", "column 2 has no name in its header")]:
+        for argv in (["fit", str(tmp_path / f"{name}.csv"), "--epsilon", "none", "--out", str(tmp_path / "m.szm")],
+                     ["split", str(tmp_path / f"{name}.csv")]):
+            assert main(argv) == 2, (name, argv)
+            err = capsys.readouterr().err
+            assert said in err and "Unnamed" not in err and "Traceback" not in err, err
+    (tmp_path / "na.csv").write_text("NA,b\n" + rows)  # a column named NA is a name
+    assert list(read_csv(tmp_path / "na.csv").columns) == ["NA", "b"]
+
+
 def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
     d, _, _ = demo_files
     (tmp_path / "empty.csv").write_bytes(b"")
@@ -863,5 +884,5 @@ def test_a_header_without_rows_and_a_written_index_are_named(demo_files, tmp_pat
     assert main(["fit", str(tmp_path / "idx.csv"), "--schema", str(d / "schema.json"),
                  "--out", str(tmp_path / "m.szm")]) == 2
     err = capsys.readouterr().err
-    assert "['Unnamed: 0'] that the schema does not describe ('Unnamed: 0' is a column with an empty header" in err
-    assert "to_csv writes without index=False: drop it" in err
+    assert "column 1 has no name in its header (such as the row index pandas' to_csv writes without " \
+        "index=False); name it in the header line, or drop it" in err
