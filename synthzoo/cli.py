@@ -481,21 +481,49 @@ def _check_sign_key(path) -> None:
 
 def cmd_fit(a) -> int:
     import synthzoo as sz
-    from synthzoo.core.errors import ConfigError
 
     module_params = _module_params(a.params)  # a typo is said before any measurement
     pre = None if a.preprocess is None else _preprocessors(a.preprocess)
     _check_sign_key(a.sign)
+    over = _fit_overrides(a, pre, module_params)
     schema_ledger = None
     if a.dp_schema is not None:
         partial = None if not a.schema else _read_schema_doc(a.schema)  # read once: what is checked is what is used
         df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, categories=_listed_categories(partial),
                       numerical=_listed_categories(partial, numbers=True))
+        with warnings.catch_warnings():  # a misspelt preset, module or parameter is said before the schema's charge
+            warnings.simplefilter("ignore")
+            _check_model_limits(sz.make(a.synth, epsilon=a.epsilon, delta=a.delta, seed=a.seed,
+                                        noise_seed=a.noise_seed, **over))
         schema, schema_ledger = _measure_schema(a, df, partial)
         df = sz.conform(df, schema)  # warns with what it changed (exact counts: for your eyes only)
     else:
         schema = _schema(a.schema)
         df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, schema=schema)
+    if schema_ledger is not None:
+        over["schema_ledger"] = schema_ledger
+    synth = sz.make(a.synth, epsilon=a.epsilon, delta=a.delta, schema=schema, seed=a.seed,
+                    out_of_bounds="clip" if a.clip else "raise", noise_seed=a.noise_seed, **over)
+    print(f"fitting {synth!r} on {a.data} ({len(df):,} rows x {df.shape[1]} columns)", file=sys.stderr)
+    t0 = time.perf_counter()
+    _check_model_limits(synth)
+    synth.fit(df, progress=True)
+    synth.save(a.out, sign_with=a.sign)
+    print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)
+    print(_cli_words(synth.privacy_report()))
+    return 0
+
+
+def _check_model_limits(synth) -> None:
+    """The model file must be loadable: a parameter past its limits is said before any budget is spent."""
+    synth.model._check_load_limits(f"model {synth.model.name!r}")
+    synth.model._check_sample_work(f"model {synth.model.name!r}")  # what the parameters alone imply: a lower bound
+
+
+def _fit_overrides(a, pre, module_params) -> dict:
+    """``sz.make`` keywords for fit's --preprocess/--select/--model/--set."""
+    from synthzoo.core.errors import ConfigError
+
     over = {}
     if pre is not None:
         over["preprocess"] = pre
@@ -507,20 +535,7 @@ def cmd_fit(a) -> int:
         if role in over and over[role] is None:
             raise ConfigError(f"--set {role}.*: --{role} none has no parameters")
         over[role] = {**({"name": over[role]} if isinstance(over.get(role), str) else {}), **params}
-    if schema_ledger is not None:
-        over["schema_ledger"] = schema_ledger
-    synth = sz.make(a.synth, epsilon=a.epsilon, delta=a.delta, schema=schema, seed=a.seed,
-                    out_of_bounds="clip" if a.clip else "raise", noise_seed=a.noise_seed, **over)
-    print(f"fitting {synth!r} on {a.data} ({len(df):,} rows x {df.shape[1]} columns)", file=sys.stderr)
-    t0 = time.perf_counter()
-    # the model file must be loadable: a parameter past its limits is said before any budget is spent
-    synth.model._check_load_limits(f"model {synth.model.name!r}")
-    synth.model._check_sample_work(f"model {synth.model.name!r}")  # what the parameters alone imply: a lower bound
-    synth.fit(df, progress=True)
-    synth.save(a.out, sign_with=a.sign)
-    print(f"fitted in {time.perf_counter() - t0:.1f}s; saved to {a.out}", file=sys.stderr)
-    print(_cli_words(synth.privacy_report()))
-    return 0
+    return over
 
 
 def _read_schema_doc(path):

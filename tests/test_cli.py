@@ -249,6 +249,33 @@ def test_a_header_field_without_a_name_is_said_by_position(tmp_path, capsys):
     assert list(read_csv(tmp_path / "na.csv").columns) == ["NA", "b"]
 
 
+def test_dp_schema_says_a_wrong_synthesizer_setting_before_measuring(tmp_path, capsys, monkeypatch):
+    # fit --dp-schema measured the schema (charging the private rows, printing the measured schema) and only
+    # then said that the preset, a module or a parameter was misspelt, or that --delta made no sense
+    import synthzoo.core.dpschema as dps
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"a": rng.choice(["x", "y"], 300), "v": rng.integers(0, 50, 300)}).to_csv(tmp_path / "d.csv",
+                                                                                          index=False)
+    (tmp_path / "k.json").write_text(json.dumps({"columns": {"a": "categorical", "v": "numerical"}}))
+    measured = []
+    real = dps.dp_schema
+    monkeypatch.setattr(dps, "dp_schema", lambda *args, **kw: measured.append(1) or real(*args, **kw))
+    monkeypatch.setattr(sz, "dp_schema", dps.dp_schema)
+    base = ["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "k.json"), "--dp-schema", "1",
+            "--epsilon", "3", "--out", str(tmp_path / "m.szm")]
+    for extra, said in [(["--synth", "privsin"], "unknown preset 'privsin'"), (["--select", "foo"], "foo"),
+                        (["--model", "foo"], "foo"), (["--preprocess", "foo"], "foo"),
+                        (["--set", "model.foo=1"], "unknown parameter(s) ['foo']"),
+                        (["--synth", "ctgan", "--select", "mst"], "takes no selector"),
+                        (["--delta", "0.5"], "delta=0.5 gives no meaningful guarantee"),
+                        (["--synth", "tabddpm", "--set", "model.steps=100000000"], "what a model file may set")]:
+        assert main(base + extra) == 2, extra
+        err = capsys.readouterr().err
+        assert said in err and "schema measured under DP" not in err, (extra, err)
+    assert measured == []
+    assert main(base) == 0 and measured == [1]  # and a good command still measures once
+
+
 def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
     d, _, _ = demo_files
     (tmp_path / "empty.csv").write_bytes(b"")
