@@ -962,16 +962,17 @@ def read_json_file(path: str | Path, what: str, max_bytes: int = MAX_SCHEMA_BYTE
     """A JSON document from ``path``; a file that is not valid JSON (or a directory, an endless device,
     nesting past the parser's depth, an integer of thousands of digits) is a SchemaError naming the file
     and the problem, not a parser traceback.  A missing file stays a FileNotFoundError."""
-    doc, problem = read_json(path, max_bytes)
+    doc, problem = read_json(path, max_bytes, bom=True)
     if problem is not None:
         raise SchemaError(f"{what} file {str(path)!r} {problem}")
     return doc
 
 
-def read_json(path: str | Path, max_bytes: int):
+def read_json(path: str | Path, max_bytes: int, bom: bool = False):
     """``(document, None)`` from the JSON file at ``path`` -- at most ``max_bytes`` read, whatever the
     size says (a device, a pipe) -- else ``(None, what is wrong)`` (see :func:`parse_json_bytes`).  A
-    missing file raises FileNotFoundError."""
+    missing file raises FileNotFoundError.  ``bom``: a leading UTF-8 byte-order mark (Windows editors write
+    one) is skipped, as RFC 8259 allows; a schema file's, not a model file's."""
     if Path(path).is_dir():
         return None, "is a directory, not a JSON file"
     try:
@@ -981,6 +982,8 @@ def read_json(path: str | Path, max_bytes: int):
         return None, f"cannot be read: {e.strerror}"
     if len(data) > max_bytes:
         return None, f"holds more than max_bytes={max_bytes:,} bytes; not read"
+    if bom and data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     return parse_json_bytes(data)
 
 

@@ -177,3 +177,12 @@ def test_categories_with_leading_zeros_come_back_as_text():
     with pytest.warns(UserWarning):
         inferred = Schema.infer(df)
     assert inferred["zip"].typed(["00501"]).tolist() == ["00501"]
+
+
+def test_schema_file_saved_with_a_utf8_bom_is_read(tmp_path):
+    # Windows editors (Notepad before 2019, Excel's "UTF-8" export) start the file with a byte-order mark:
+    # the schema was refused ("is not valid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)") while a CSV
+    # with one was read
+    text = '{"columns": {"ville": {"type": "categorical", "categories": ["Zürich", "Genève"]}}}'
+    (tmp_path / "s.json").write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert Schema.from_json(tmp_path / "s.json")["ville"].categories == ["Zürich", "Genève"]
