@@ -1191,7 +1191,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "model's, float32). bfloat16 draws slightly different rows; it is faster on CPUs with native "
                         "bf16 instructions (ctgan to CSV 1.7x on an AVX512-BF16 core), a little slower on other "
                         "AVX-512 CPUs and tens of times slower on AVX2-only ones (it warns there)")
-    s.add_argument("--out", required=True, help="CSV file to write")
+    s.add_argument("--out", required=True, help="CSV file to write (compressed when named .gz, .bz2 or .xz)")
     s.add_argument("--trust", metavar="KEY.pub", action="append", default=[],
                    help="load the model only if it is signed by this public key and unchanged since (repeatable)")
     _csv_options(s, "output CSV")

@@ -12,6 +12,7 @@ import contextlib
 import datetime as _dt
 import json
 import math
+import re
 import sys
 import time
 import warnings
@@ -74,6 +75,20 @@ def _unencodable(frame: pd.DataFrame, encoding: str, err: UnicodeEncodeError) ->
     return (f"the text encoding {encoding!r} cannot write the {what} of {where}; write the CSV in an encoding that "
             "holds it, e.g. utf-8")
 
+
+
+def _csv_opener(path: Path):
+    """``open`` for a CSV file named ``path``, compressed as its name says (``.gz``, ``.bz2``, ``.xz``: what
+    pandas reads back by the name); a name pandas would read as another archive is a ConfigError."""
+    import bz2
+    import gzip
+    import lzma
+
+    name = path.name.lower()
+    if re.search(r"\.(zip|zst|tar|tgz|tar\.(gz|bz2|xz))$", name):
+        raise ConfigError(f"{str(path)!r}: a sample is written as plain CSV, or compressed as .gz, .bz2 or .xz by "
+                          "the file name; name it e.g. fake.csv or fake.csv.gz")
+    return {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower(), open)
 
 class Synthesizer:
     """A differentially private synthesizer assembled from interchangeable modules.
@@ -470,9 +485,10 @@ class Synthesizer:
         chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
         path = Path(path)
         special = path.exists() and not path.is_file() and not path.is_dir()
+        opener = open if special else _csv_opener(path)  # a .gz name gets gzip, as pandas' to_csv does
         part_path = path if special else path.with_name(path.name + ".part")
         try:
-            with open(part_path, "w", newline="", encoding=encoding or "utf-8") as fh:
+            with opener(part_path, "wt", newline="", encoding=encoding or "utf-8") as fh:
                 for part in chunks:
                     try:
                         part.to_csv(fh, header=rows == 0, **to_csv)
