@@ -666,8 +666,11 @@ def cmd_split(a) -> int:
                           + (f"; did you mean {close[0]!r}?" if close else f"; its columns are {list(df.columns)}"))
     train, test = train_test_split(df, test_size=test_size, seed=a.seed, stratify=a.stratify)
     stem = Path(a.data)
-    out_train = Path(a.train) if a.train else stem.with_name(stem.stem + ".train.csv")
-    out_test = Path(a.test) if a.test else stem.with_name(stem.stem + ".test.csv")
+    packed = stem.suffix if stem.suffix.lower() in (".gz", ".bz2", ".xz", ".zip", ".zst") else ""
+    if packed:  # data.csv.gz -> data.train.csv.gz, compressed as its input (to_csv compresses by the name)
+        stem = stem.with_suffix("")
+    out_train = Path(a.train) if a.train else stem.with_name(stem.stem + ".train.csv" + packed)
+    out_test = Path(a.test) if a.test else stem.with_name(stem.stem + ".test.csv" + packed)
     if out_train.resolve() == out_test.resolve():  # the held-out rows were written over the training rows
         raise ConfigError(f"--train and --test both name {str(out_test)!r}; the test rows would replace the "
                           "training rows: name two files")

@@ -276,6 +276,16 @@ def test_dp_schema_says_a_wrong_synthesizer_setting_before_measuring(tmp_path, c
     assert main(base) == 0 and measured == [1]  # and a good command still measures once
 
 
+def test_split_of_a_compressed_csv_names_its_parts_like_it(demo_files, tmp_path):
+    # data.csv.gz was split into data.csv.train.csv and data.csv.test.csv
+    _, df, _ = demo_files
+    df.head(200).to_csv(tmp_path / "data.csv.gz", index=False)
+    assert main(["split", str(tmp_path / "data.csv.gz")]) == 0
+    train, test = pd.read_csv(tmp_path / "data.train.csv.gz"), pd.read_csv(tmp_path / "data.test.csv.gz")
+    assert len(train) + len(test) == 200 and not (tmp_path / "data.csv.train.csv").exists()
+    assert (tmp_path / "data.train.csv.gz").read_bytes()[:2] == b"\x1f\x8b"  # gzip, as its name says
+
+
 def test_empty_file_gets_a_clear_message(demo_files, tmp_path, capsys):
     d, _, _ = demo_files
     (tmp_path / "empty.csv").write_bytes(b"")
