@@ -76,7 +76,6 @@ def _unencodable(frame: pd.DataFrame, encoding: str, err: UnicodeEncodeError) ->
             "holds it, e.g. utf-8")
 
 
-
 def _csv_opener(path: Path):
     """``open`` for a CSV file named ``path``, compressed as its name says (``.gz``, ``.bz2``, ``.xz``: what
     pandas reads back by the name); a name pandas would read as another archive is a ConfigError."""
@@ -89,6 +88,7 @@ def _csv_opener(path: Path):
         raise ConfigError(f"{str(path)!r}: a sample is written as plain CSV, or compressed as .gz, .bz2 or .xz by "
                           "the file name; name it e.g. fake.csv or fake.csv.gz")
     return {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower(), open)
+
 
 class Synthesizer:
     """A differentially private synthesizer assembled from interchangeable modules.
