@@ -91,6 +91,19 @@ def is_integer_dtype_name(name) -> bool:
     return isinstance(name, str) and name in NUMERICAL_DTYPES and "int" in name.lower()
 
 
+def _near_categories(bad, categories) -> str:
+    """A hint for values that are a listed category but for spaces around them or letter case (" Adelie",
+    "adelie"): the usual slips of a hand-made CSV, which the error alone leaves to be spotted."""
+    folded = {str(c).strip().casefold(): c for c in categories}
+    near = []
+    for v in bad:
+        c = folded.get(str(v).strip().casefold())
+        if c is not None:
+            why = "spaces around it" if str(v).strip() == str(c) else "letter case"
+            near.append(f"{v!r} is {c!r} but for {why}")
+    return f"; {'; '.join(near)}" if near else ""
+
+
 @dataclass
 class Column:
     """One column's public description.
@@ -423,7 +436,7 @@ class Column:
         if (pos < 0).any():
             bad = sorted({k for k, p in zip(keys, pos) if p < 0})
             raise SchemaError(f"column {self.name!r}: value(s) {bad[:5]} not among the schema's categories "
-                              f"({len(bad)} unseen)")
+                              f"({len(bad)} unseen){_near_categories(bad[:5], self.categories)}")
         return pos
 
     def is_schema_categorical(self, s) -> bool:

@@ -186,3 +186,15 @@ def test_schema_file_saved_with_a_utf8_bom_is_read(tmp_path):
     text = '{"columns": {"ville": {"type": "categorical", "categories": ["Zürich", "Genève"]}}}'
     (tmp_path / "s.json").write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
     assert Schema.from_json(tmp_path / "s.json")["ville"].categories == ["Zürich", "Genève"]
+
+
+def test_a_category_but_for_spaces_or_letter_case_is_pointed_out():
+    # " Adelie" (a hand-made CSV's space) was listed among the unseen values with nothing to say why
+    schema = Schema([Column("species", "categorical", categories=["Adelie", "Gentoo"])])
+    with pytest.raises(SchemaError) as e:
+        schema.validate(pd.DataFrame({"species": [" Adelie", "gentoo", "Chinstrap", "Adelie"]}))
+    msg = str(e.value)
+    assert "column 'species'" in msg and "'Chinstrap'" in msg
+    assert "' Adelie' is 'Adelie' but for spaces around it" in msg
+    assert "'gentoo' is 'Gentoo' but for letter case" in msg
+    assert "Chinstrap' is" not in msg  # a value that is no category gets no hint
