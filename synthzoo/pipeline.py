@@ -90,6 +90,32 @@ def _csv_opener(path: Path):
     return {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower(), open)
 
 
+def _check_disk_room(fh, part_path: Path, path: Path, rows: int, n: int) -> None:
+    """After a sample's first chunk: ConfigError when the ``n`` rows, at the size the first ``rows`` took, would
+    not fit in the free space of the file's disk (``sample -n 1e12`` began writing a file of ~100 TB and ran
+    until the disk was full)."""
+    import shutil
+
+    try:
+        fh.flush()
+        written = part_path.stat().st_size
+        free = shutil.disk_usage(part_path.parent).free
+    except OSError:  # a file system that does not say: write on, as before
+        return
+    need = written / rows * n
+    if need - written > free:
+        raise ConfigError(f"{str(path)!r}: {n:,} rows would take about {_bytes_text(need)} (the first {rows:,} took "
+                          f"{written / rows:.0f} bytes a row), and its disk has {_bytes_text(free)} free; draw fewer "
+                          "rows, compress (a .gz name), or write elsewhere")
+
+
+def _bytes_text(b: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if b >= size:
+            return f"{b / size:,.1f} {unit}"
+    return f"{b / 1e3:,.1f} kB"
+
+
 class Synthesizer:
     """A differentially private synthesizer assembled from interchangeable modules.
 
@@ -482,6 +508,8 @@ class Synthesizer:
         to_csv.setdefault("index", False)
         encoding = to_csv.pop("encoding", None)
         rows = 0
+        self._check_fitted()
+        n = self._sample_size(n)
         chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
         path = Path(path)
         special = path.exists() and not path.is_file() and not path.is_dir()
@@ -495,6 +523,8 @@ class Synthesizer:
                     except UnicodeEncodeError as e:
                         raise ConfigError(_unencodable(part, encoding or "utf-8", e)) from None
                     rows += len(part)
+                    if rows == len(part) and rows < n and not special:
+                        _check_disk_room(fh, part_path, path, rows, n)
             if not special:
                 part_path.replace(path)
         finally:

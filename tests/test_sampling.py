@@ -222,3 +222,18 @@ def test_a_compressed_file_name_gets_a_compressed_file(fitted, tmp_path):
         with pytest.raises(ConfigError, match=r"\.gz, \.bz2 or \.xz"):
             s.sample_to_csv(tmp_path / name, 10)
         assert not (tmp_path / name).exists()
+
+
+def test_a_sample_that_cannot_fit_on_the_disk_stops_after_its_first_chunk(fitted, tmp_path, monkeypatch):
+    # sample -n 1e12 --out f.csv began writing a ~100 TB file and went on until the disk was full
+    import shutil
+    from collections import namedtuple
+
+    s = fitted["mst"]
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10 ** 9, 10 ** 9 - 20_000, 20_000))
+    with pytest.raises(ConfigError, match=r"3,000 rows would take about .* bytes a row\), and its disk has 20\.0 kB "
+                                          r"free"):
+        s.sample_to_csv(tmp_path / "f.csv", 3000, chunk=500, seed=0)
+    assert list(tmp_path.iterdir()) == []  # refused after the first chunk; no partial file left
+    assert s.sample_to_csv(tmp_path / "g.csv", 100, chunk=500, seed=0) == 100  # one chunk: nothing to foresee
