@@ -5,8 +5,8 @@ wall seconds, 2-way TVD against the held-out 20 %, and three checks a release on
 
 Each method runs on the CPU (``device="cpu"``, PGM ``engine="numpy"``) and on the GPU
 (``device="auto"``, which a file loaded on a machine without CUDA resolves to the CPU; PGM
-``engine`` from ``--gpu-engine``: ``auto``, which takes the jitted engine only where a model is
-large enough to pay for its compile, or ``jax``).  Record models train ``--epochs`` epochs on the GPU and ``--cpu-epochs`` on the
+``engine`` from ``--gpu-engine``: ``auto``, which takes the torch engine on CUDA for a junction tree
+of 2**18 cells or more and numpy below, ``torch`` or ``jax`` always).  Record models train ``--epochs`` epochs on the GPU and ``--cpu-epochs`` on the
 CPU (the per-epoch column compares them; a fit's fixed costs are in it too); ``0`` keeps the
 preset's own.  The checks, on the GPU's model:
 
@@ -117,9 +117,9 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=5, help="GPU epochs (0: the preset's own)")
     p.add_argument("--cpu-epochs", type=int, default=1, help="CPU epochs (0: the preset's own)")
     p.add_argument("--devices", default="cpu,gpu")
-    p.add_argument("--gpu-engine", default="auto", choices=("auto", "jax"),
-                   help="PGM engine of the GPU rows: auto (jax where the model is large enough to pay for "
-                        "its compile) or jax always")
+    p.add_argument("--gpu-engine", default="auto", choices=("auto", "torch", "jax"),
+                   help="PGM engine of the GPU rows: auto (torch on CUDA where the junction tree is large), "
+                        "torch or jax always")
     p.add_argument("--out", help="CSV of the table")
     a = p.parse_args(argv)
     import warnings

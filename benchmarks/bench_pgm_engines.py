@@ -1,9 +1,10 @@
-"""PGM estimation engines side by side (issue 16, "GPU when present"): the numba engine and the jitted
-jax one (mbi's mirror descent), on one set of noisy marginals of adult with a large junction tree --
+"""PGM estimation engines side by side (issue 16, "GPU when present"): the numba engine, the same
+iteration in torch (``torch``: on CUDA when present) and the jitted jax one (mbi's mirror descent), on one set of noisy marginals of adult with a large junction tree --
 the 1-way marginals and ``K`` chained 4-way marginals of its widest attributes (mst's domain) -- each
 fitted to the model's default tolerance; wall seconds, steps, and how far apart the estimates are.
 
     python benchmarks/bench_pgm_engines.py 10 1000 jax numpy   # sets OMP_NUM_THREADS=1, JAX_ENABLE_X64=1
+    python benchmarks/bench_pgm_engines.py 10 1000 numpy torch
 
 ``K`` 10 gives about 3 million cells (23-27 MB; the domain is mst's DP binning, so it varies).  A
 benchmark of the estimator, not a release: the marginals' noise is a fixed-seed Gaussian (sigma 10).
@@ -28,7 +29,7 @@ def main(k: int, iters: int, engines: list[str]) -> None:
     from synthzoo.core.domain import EncodedData, Measurement
     from synthzoo.core.graph import model_size_mb
     from synthzoo.datasets import load_shared
-    from synthzoo.models.pgm import PGM, _gpu
+    from synthzoo.models.pgm import PGM, _cuda, _gpu
 
     warnings.simplefilter("ignore")
     df, schema = load_shared("adult")
@@ -47,7 +48,7 @@ def main(k: int, iters: int, engines: list[str]) -> None:
         m.fit(dom, meas, np.random.default_rng(0))
         wall = time.perf_counter() - t
         ans = {c: m.project(c) for c in cliques}
-        out = {"engine": m.engine_, "gpu": _gpu(), "iters": iters, "wall_s": round(wall, 2), "steps": int(m.iters_),
+        out = {"engine": m.engine_, "jax_gpu": _gpu(), "cuda": _cuda(), "iters": iters, "wall_s": round(wall, 2), "steps": int(m.iters_),
                "converged": bool(m.converged_), "measured": len(cliques),
                "model_mb": round(model_size_mb(dom, m.cliques_), 2),
                "cells": int(sum(np.prod(dom.project(c).shape) for c in m.cliques_)), "threads": thread_settings()}

@@ -10,7 +10,9 @@ fit on the 80 % split (seed 0), TVD against the training rows.  ``wide``: ``make
 seed=0)``, TVD against it, next to its columns shuffled independently.  ``resampled``: adult drawn
 with replacement to ``--rows`` rows (random_state 0); fit only.  Fit CPU seconds cover ``make`` and
 ``fit`` in this process; peak RSS is the process's; ``model_mb`` is a graphical model's junction-tree
-size (``model_size_mb``) next to the selector's ``max_model_size`` (``model_cap_mb``).  Run each in a fresh
+size (``model_size_mb``) next to the selector's ``max_model_size`` (``model_cap_mb``); ``refits`` its
+mirror-descent runs per engine (count, wall seconds; ``torch-cuda`` where ``engine="auto"`` put a large
+model on the GPU).  Run each in a fresh
 process; ``--runs K`` runs
 the preset K times, each in a fresh process, and prints the mean and standard deviation (the noise
 is secret, so TVD and an adaptive selector's CPU vary from run to run).
@@ -118,6 +120,7 @@ def main() -> None:
         sel = sz.presets.preset_config(a.preset)["select"]
         over["select"] = {**({"name": sel} if isinstance(sel, str) else sel), "rounds": int(a.rounds)}
     eps = None if a.preset in ("ctgan", "tvae") else 1.0
+    refits = _count_refits()
     c0, t0 = time.process_time(), time.perf_counter()
     s = sz.make(a.preset, epsilon=eps, delta=1e-5, schema=schema, seed=0, **over)
     s.fit(df)
@@ -142,7 +145,11 @@ def main() -> None:
         cap = getattr(s.select, "max_model_size", None)
         if cap is not None:
             out["model_cap_mb"] = float(cap)
+    if refits:
+        out["refits"] = {k: [v[0], round(v[1], 2)] for k, v in refits.items()}  # engine: [count, wall s]
     out["peak_rss_mb"] = round(peak_rss_mb())
+    if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
+        out["gpu_peak_mb"] = round(sys.modules["torch"].cuda.max_memory_allocated() / 2 ** 20)
     out["device"] = _device_used(s)
     print(json.dumps(out), flush=True)
     for name in a.peer:
@@ -157,12 +164,38 @@ def main() -> None:
         print(json.dumps(ratio), flush=True)
 
 
+def _count_refits() -> dict:
+    """Count a graphical model's mirror-descent runs and their wall seconds per engine (numpy, torch on
+    its device), filled in as the fit runs."""
+    from synthzoo.models import pgm_engine
+
+    counts: dict = {}
+    inner = pgm_engine.mirror_descent
+
+    def timed(*args, **kw):
+        t = time.perf_counter()
+        try:
+            return inner(*args, **kw)
+        finally:
+            c = counts.setdefault("numpy" if kw.get("device") is None else f"torch-{kw['device']}", [0, 0.0])
+            c[0] += 1
+            c[1] += time.perf_counter() - t
+
+    pgm_engine.mirror_descent = timed
+    return counts
+
+
 def _device_used(s) -> str:
     """Where the model ran: its torch device (with the GPU's name), else the CPU; a graphical model's
     estimation engine."""
     dev = getattr(s.model, "device", None)
-    if getattr(s.model, "engine_", None):
-        return f"cpu (pgm engine {s.model.engine_})"
+    if getattr(s.model, "engine_", None):  # the final fit's engine (torch: on CUDA where present)
+        import torch
+
+        where = "cpu"
+        if s.model.engine_ == "torch" and torch.cuda.is_available():
+            where = f"cuda ({torch.cuda.get_device_name(0)})"
+        return f"{where} (pgm engine {s.model.engine_})"
     if dev is None:
         return "cpu"
     import torch

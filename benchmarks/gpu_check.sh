@@ -4,7 +4,12 @@
 # CPU) and benchmarks/bench_pgm_engines.py (the jitted PGM engine).  Run from the repository root on a machine
 # with a CUDA build of torch (and jax with CUDA for the PGM engine):
 #
-#     SYNTHZOO_DATASETS=/path/to/shared/datasets bash benchmarks/gpu_check.sh [all|tests|bench]
+#     SYNTHZOO_DATASETS=/path/to/shared/datasets bash benchmarks/gpu_check.sh [all|tests|bench|pgm]
+#
+# pgm: tests/models/test_pgm.py with CUDA visible, the PGM engines (numba against torch on CUDA) on models of
+# KS (default 3 6 10) chained 4-way marginals, then
+# bench_scale.py's aim on adult and aim / privmrf on adult resampled to 3 million rows with engine="auto"
+# (SCALE_T seconds each, default 240).
 #
 # WHEELS=folder installs the wheels there first (into /tmp/site, put on PYTHONPATH) for a machine with no
 # package index; OUT=folder (default gpu_out) gets the logs.  NW (test workers, default 14), TEST_T, BENCH_T
@@ -39,6 +44,22 @@ if [ "$MODE" = all ] || [ "$MODE" = bench ]; then
     --methods "${METHODS:-tabddpm,ctgan,dp-ctgan,tvae,realtabformer,mst,aim,dp-tabddpm,tldm}" --epochs 5 --cpu-epochs 1 \
     --out "$OUT/gpu.csv" > "$OUT/bench.txt" 2>&1
   echo "bench rc=$? at $(( $(date +%s) - T0 )) s"; tail -14 "$OUT/bench.txt"
-  OMP_NUM_THREADS=1 timeout "${PGM_T:-90}" python3 benchmarks/bench_pgm_engines.py 10 1000 jax numpy > "$OUT/pgm.txt" 2>&1
+  OMP_NUM_THREADS=1 timeout "${PGM_T:-90}" python3 benchmarks/bench_pgm_engines.py 10 1000 torch numpy jax \
+    > "$OUT/pgm.txt" 2>&1
   echo "pgm rc=$? at $(( $(date +%s) - T0 )) s"; tail -8 "$OUT/pgm.txt"
+fi
+if [ "$MODE" = pgm ]; then
+  OMP_NUM_THREADS=1 timeout "${TEST_T:-200}" python3 -m pytest tests/models/test_pgm.py -n 4 -q -p no:cacheprovider \
+    -rfE > "$OUT/tests_pgm.txt" 2>&1
+  echo "pgm tests rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "passed|failed|^FAILED|^ERROR" "$OUT/tests_pgm.txt" | tail
+  for K in ${KS:-3 6 10}; do
+    OMP_NUM_THREADS=1 timeout "${PGM_T:-90}" python3 benchmarks/bench_pgm_engines.py $K ${PGM_ITERS:-1000} numpy torch \
+      >> "$OUT/pgm.txt" 2>&1
+    echo "pgm K=$K rc=$? at $(( $(date +%s) - T0 )) s"
+  done
+  grep '^{' "$OUT/pgm.txt"
+  for run in "adult aim" "adult aim" "resampled aim --rows 3000000" "resampled privmrf --rows 3000000"; do
+    OMP_NUM_THREADS=1 timeout "${SCALE_T:-240}" python3 benchmarks/bench_scale.py $run >> "$OUT/scale.txt" 2>&1
+    echo "scale $run rc=$? at $(( $(date +%s) - T0 )) s"; grep '^{' "$OUT/scale.txt" | tail -1
+  done
 fi

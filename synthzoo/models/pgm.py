@@ -7,8 +7,9 @@ polytope (the paper's Algorithm 1 with ``mbi``'s Armijo step-size rule and Lipsc
 
 Estimation runs in :mod:`.pgm_engine` (a flat junction-tree plan; one numba kernel compiled once
 for every model structure, numpy without numba), warm-started between an adaptive selector's
-rounds and stopped once the objective has converged.  ``engine="jax"`` runs the same algorithm
-as one jitted ``mbi`` program instead, compiled per model structure (worth it on a GPU).  The
+rounds and stopped once the objective has converged; on a CUDA device the same plan and iteration
+run in torch (:mod:`._pgm_torch`, nothing compiled per structure).  ``engine="jax"`` runs the same
+algorithm as one jitted ``mbi`` program instead, compiled per model structure.  The
 engine returns the calibrated junction-tree marginals with the potentials; every later question
 -- ``project`` for an adaptive selector, ``sample`` for records -- is answered in numpy from
 them, within the model-size cap, and sampling is seeded from the caller's ``numpy`` generator.
@@ -51,6 +52,36 @@ JAX_CHUNK = 250
 JAX_STEPS_PER_ITER = 8
 #: Largest log-factor by which :meth:`PGM._match_new` rescales a cell of a warm start.
 _MATCH_LOG = 4.0
+
+
+#: Junction-tree cells from which ``engine="auto"`` runs mirror descent in torch on a CUDA device
+#: (:mod:`._pgm_torch`): below it an iteration is shorter than the GPU's fixed cost of launching its few
+#: hundred array operations.
+_TORCH_CELLS = 2 ** 18
+
+
+def _cuda() -> bool:
+    """Whether torch sees a CUDA device (the torch engine's case)."""
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch, or a broken CUDA install: no GPU
+        return False
+
+
+def _pick_engine(engine: str, cells: int, iters: int, compile_ok: bool = True) -> str:
+    """The engine that ``engine`` means for a model of ``cells`` junction-tree cells: ``"auto"`` is torch
+    on a CUDA device for a large model, the jitted program on a JAX GPU when cells x iterations pay
+    for its compile (never between rounds, ``compile_ok=False``: the structure changes every round),
+    else numpy."""
+    if engine != "auto":
+        return engine
+    if cells >= _TORCH_CELLS and _cuda():
+        return "torch"
+    if compile_ok and cells * iters > _NUMPY_WORK and _gpu():
+        return "jax"
+    return "numpy"
 
 
 def _gpu() -> bool:
@@ -473,13 +504,16 @@ class PGM(MeasurementModel):
     round_iters : int, default 250
         Most iterations of each between-rounds refit an adaptive selector asks for (:meth:`fit_round`);
         warm-started, so a few hundred iterations track the estimate.
-    engine : {"auto", "numpy", "jax"}, default "auto"
+    engine : {"auto", "numpy", "torch", "jax"}, default "auto"
         ``"numpy"`` runs :mod:`.pgm_engine` (compiled once by numba when it is installed, nothing
-        compiled per model), ``"jax"`` mbi's jitted program (compiled per model structure: pays off
-        on a GPU), ``"auto"`` the jitted one on a GPU when junction-tree cells x iterations exceed
-        4e8, else numpy.  With ``momentum=False`` all run the same algorithm and agree to ~1e-10
-        of the marginals; the jitted program has no momentum (it runs ``mbi``'s plain steps), so with
-        ``tol`` > 0 it may take up to 8 x ``iters`` steps to converge (``iters_`` says how many).
+        compiled per model); ``"torch"`` the same iteration in torch (:mod:`._pgm_torch`), on CUDA
+        when present (else on the CPU, slower than numpy); ``"jax"`` mbi's jitted program (compiled
+        per model structure).  ``"auto"``: torch on a CUDA device for a junction tree of 2**18 cells or
+        more, for every fit including the between-rounds refits; else the jitted program on a JAX GPU
+        for a final fit whose cells x iterations exceed 4e8; else numpy.  numpy and torch run the same
+        iteration (momentum included) and agree to rounding; with ``momentum=False`` the jitted one
+        agrees to ~1e-10 of the marginals, but it has no momentum (it runs ``mbi``'s plain steps), so
+        with ``tol`` > 0 it may take up to 8 x ``iters`` steps to converge (``iters_`` says how many).
     tol : float, default 1e-4
         Stop a ``fit`` once the loss fell by less than ``tol`` (relative) over the last 25
         iterations: the objective has converged.  0 runs every iteration.
@@ -495,8 +529,8 @@ class PGM(MeasurementModel):
         ``round_tol`` the rounds are cheap and only the borderline ones are taken to ``refine_tol``;
         a ``refine_tol`` not below ``round_tol`` makes :meth:`refine_round` a no-op.
     momentum : bool, default True
-        Accelerate mirror descent with restarted Nesterov momentum on the potentials (numpy
-        engine; see :mod:`.pgm_engine`): the same estimate in a fraction of the iterations.
+        Accelerate mirror descent with restarted Nesterov momentum on the potentials (numpy and
+        torch engines; see :mod:`.pgm_engine`): the same estimate in a fraction of the iterations.
         False runs ``mbi``'s plain mirror descent.
 
     Examples
@@ -511,7 +545,7 @@ class PGM(MeasurementModel):
     _parameter_constraints = {
         "iters": [Interval(Integral, 1, None)], "warm_start": [Boolean()],
         "max_model_size": [Interval(Real, 0, None, closed="neither")], "round_iters": [Interval(Integral, 1, None)],
-        "engine": [Options("auto", "numpy", "jax")], "tol": [Interval(Real, 0, 1, closed="left")],
+        "engine": [Options("auto", "numpy", "torch", "jax")], "tol": [Interval(Real, 0, 1, closed="left")],
         "round_tol": [Interval(Real, 0, 1, closed="left")], "refine_tol": [Interval(Real, 0, 1, closed="left")],
         "momentum": [Boolean()]}
 
@@ -557,10 +591,10 @@ class PGM(MeasurementModel):
 
     def fit_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
         """An adaptive selector's between-rounds estimate: at most ``round_iters`` warm-started
-        iterations of the numpy engine (no compilation per structure, which changes every round),
-        stopped at ``round_tol``."""
+        iterations, stopped at ``round_tol``, by the numpy engine or the torch one (``engine``); never
+        the jitted program, which would compile again for every round's new structure."""
         self._estimate(domain, check_measurements(self._label(), domain, measurements), int(self.round_iters),
-                       "numpy", float(self.round_tol))
+                       self._round_engine(), float(self.round_tol), compile_ok=False)
         return self
 
     def refine_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "PGM":
@@ -568,11 +602,14 @@ class PGM(MeasurementModel):
         stopped to ``refine_tol``; nothing when ``refine_tol`` is not below ``round_tol``."""
         if float(self.refine_tol) < float(self.round_tol):
             self._estimate(domain, check_measurements(self._label(), domain, measurements), int(self.round_iters),
-                           "numpy", float(self.refine_tol))
+                           self._round_engine(), float(self.refine_tol), compile_ok=False)
         return self
 
+    def _round_engine(self) -> str:
+        return self.engine if self.engine in ("torch", "auto") else "numpy"
+
     def _estimate(self, domain: Domain, measurements: list[Measurement], iters: int, engine: str,
-                  tol: float) -> None:
+                  tol: float, compile_ok: bool = True) -> None:
         used = self._within_cap(domain, measurements)
         sigmas = self._stddevs(used)
         meas_cliques = [m.clique for m in used]
@@ -591,13 +628,13 @@ class PGM(MeasurementModel):
         lip = pgm_engine.lipschitz(domain, cliques, meas_cliques, sigmas)
         nodes, edges = junction_tree(domain, cliques)
         plan = pgm_engine.Plan(domain, nodes, edges, cliques, meas_cliques)
-        if engine == "auto":  # numpy unless a GPU makes the jitted program worth its compile time
-            engine = "jax" if plan.N * iters > _NUMPY_WORK and _gpu() else "numpy"
+        engine = _pick_engine(engine, plan.N, iters, compile_ok)
         alpha = getattr(self, "alpha_", None) if warm is not None else None
         marg = None
-        if engine == "numpy":
+        if engine in ("numpy", "torch"):
+            device = None if engine == "numpy" else ("cuda" if _cuda() else "cpu")
             res = pgm_engine.mirror_descent(plan, [m.noisy for m in used], sigmas, theta, total, iters, lip,
-                                            tol=tol, alpha=alpha, momentum=bool(self.momentum))
+                                            tol=tol, alpha=alpha, momentum=bool(self.momentum), device=device)
             theta, marg = res.theta, res.marg
             self.iters_, self.alpha_, self.converged_ = res.iters, res.alpha, res.converged
         else:

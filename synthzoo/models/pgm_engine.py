@@ -248,6 +248,7 @@ class Plan:
         Run forward the steps give the potential marginals; run backward as gathers they spread
         per-potential values (potentials, gradients) onto the nodes."""
         steps: list = []  # (from node, src lo, src len, dst lo, local indices)
+        self.st_axes: list = []  # each step's (source attributes, destination attributes)
         width = [self.T]
 
         def reduce(attrs: tuple, from_node: bool, lo: int, targets: list) -> None:
@@ -267,11 +268,13 @@ class Plan:
                 if best is None:
                     for c in targets:  # one pass over this table for each
                         steps.append((from_node, lo, size, self.t_offset[c], sub_index(domain, attrs, c, itype)))
+                        self.st_axes.append((attrs, c))
                     return
                 served, keep = best
                 ilo = width[0]
                 width[0] += domain.size(keep)
                 steps.append((from_node, lo, size, ilo, sub_index(domain, attrs, keep, itype)))
+                self.st_axes.append((attrs, keep))
                 reduce(keep, False, ilo, served)
                 targets = [c for c in targets if c not in served]
 
@@ -459,7 +462,7 @@ class Result:
 def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total: float, iters: int,
                    lipschitz_constant: float, tol: float = 0.0, alpha: float | None = None,
                    compiled: bool | None = None,
-                   momentum: bool = False) -> Result:
+                   momentum: bool = False, device=None) -> Result:
     """At most ``iters`` steps of mirror descent from ``theta`` (clique -> log-potential table).
 
     ``tol > 0`` stops early once the loss fell by less than ``tol`` times the larger of the loss and its
@@ -468,13 +471,20 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
     ``alpha`` starts the step size elsewhere than ``mbi``'s ``2 / (L_grad * total)`` (a warm start
     passes the previous fit's final step; the Armijo rule still checks every step).  ``momentum``:
     accelerate with restarted Nesterov momentum (module docstring).  ``compiled``: the numba kernel
-    (default when numba is installed) or the numpy path (False)."""
+    (default when numba is installed) or the numpy path (False).  ``device`` (a torch device, e.g.
+    ``"cuda"``): the numpy path's iteration in torch there (:mod:`._pgm_torch`) instead."""
     T = plan.flatten(theta)
     y = plan.measured(ys)
     w = np.repeat([1.0 / max(s, 1e-12) ** 2 for s in sigmas],
                   [plan.domain.size(mc) for mc in plan.meas_cliques]) if sigmas else np.zeros(0)
     a0 = 2.0 / (lipschitz_constant * total)
     alpha = a0 if alpha is None or not alpha > 0 else float(alpha)
+    if device is not None:
+        from . import _pgm_torch
+
+        T, marg, done, loss, alpha, converged = _pgm_torch.mirror_descent(
+            plan, T, y, w, float(total), int(iters), float(tol), WINDOW, alpha, bool(momentum), device)
+        return Result(plan.tables(T), marg, int(done), float(loss), float(alpha), bool(converged))
     if (_nb is not None) if compiled is None else compiled:
         T, marg, done, loss, alpha, converged = _nb.mirror_descent(
             T, y, w, float(total), int(iters), float(tol), WINDOW, 0.5 * plan.M, alpha, bool(momentum), plan.node_lo,

@@ -1,0 +1,233 @@
+"""The PGM engine's mirror descent in torch: the numpy path of :mod:`.pgm_engine` on a GPU.
+
+The engine's plan already has the shape a GPU wants: every map between tables is one index array
+over all tables at once, and calibration is batched by tree level, so an iteration is a few hundred
+array operations whatever the model's cells.  Each ``np.bincount`` here is an ``index_add_``, each
+``np.maximum.at`` a ``scatter_reduce_``; nothing is compiled per structure (the rounds of AIM or
+PrivMRF change the cliques every time, which is what makes mbi's jitted program slow for them), and
+the iteration -- loss, Armijo rule, restarted momentum, the convergence window -- is the numpy
+path's, step for step.  Float64 throughout, so the answer agrees with the CPU engines to rounding
+(summation order on a GPU is not fixed: two fits may differ in the last bits).
+
+One synchronisation per iteration: the new loss, the Armijo product and whether every clique
+marginal stayed finite come back to the host together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class _Lvl:
+    __slots__ = ("lo", "hi", "nodes", "cell_node", "s_len", "sep", "pp_cell", "pp_sep", "maps")
+
+
+def _axes(host: tuple, sub: tuple) -> tuple:
+    """Where ``sub``'s attributes sit in ``host``: a table over ``host`` reduces onto ``sub`` (in
+    ``sub``'s own axis order) by summing the other axes and permuting the rest."""
+    return tuple(host.index(a) for a in sub)
+
+
+def _reduce(x, shape: tuple, pos: tuple, op: str):
+    """A flat table of ``shape`` summed (``op="sum"``) or maximised (``"amax"``) onto the axes ``pos``,
+    in that order, flat: what ``np.bincount(sub_index(...), x)`` gives, as one dense reduction (a
+    scatter onto a small table is a queue of atomic adds to the same few addresses on a GPU)."""
+    drop = [i for i in range(len(shape)) if i not in pos]
+    y = x.view(shape)
+    if drop:  # (never an empty list: torch reads dim=[] as every dimension)
+        y = y.sum(dim=drop) if op == "sum" else y.amax(dim=drop)
+    kept = sorted(pos)
+    order = [kept.index(q) for q in pos]
+    if order != sorted(order):
+        y = y.permute(order)
+    return y.reshape(-1)
+
+
+class TorchPlan:
+    """A :class:`~.pgm_engine.Plan` on ``device``: its gathers as int64 index tensors, its reductions
+    (node onto separator, parent onto separator, node onto potential cliques, clique onto measurement)
+    as dense reductions of each table viewed in its own shape."""
+
+    def __init__(self, plan, device):
+        import torch
+
+        self.torch, self.device = torch, torch.device(device)
+        self.N, self.Z, self.T, self.M = plan.N, plan.Z, plan.T, plan.M
+        dom = plan.domain
+
+        def t(a):
+            return torch.as_tensor(np.asarray(a, dtype=np.int64), device=self.device)
+
+        self.levels = []
+        first = 0
+        for L, count in zip(plan.levels, plan._by_level):
+            q = _Lvl()
+            q.lo, q.hi, q.nodes = L.lo, L.hi, count
+            q.s_len = L.s_hi - L.s_lo
+            q.cell_node = t(L.cell_node)
+            q.sep = t(L.sep) if hasattr(L, "sep") else None
+            q.pp_cell = t(L.pp_cell) if hasattr(L, "pp_cell") else None
+            q.pp_sep = t(L.pp_sep) if hasattr(L, "pp_sep") else None
+            # per node: its cells in the level, its shape, and (non-roots) where its separator's axes sit
+            # in it and in its parent, and its parent's cells in the level above
+            q.maps = []
+            for c in plan.order[first:first + count]:
+                a = plan.offset[c] - L.lo
+                par = plan.parent[c]
+                if par is None:
+                    q.maps.append((a, a + plan.size[c], plan.shape[c], None, None, None, None))
+                    continue
+                sep = tuple(x for x in c if x in par)
+                pa = plan.offset[par] - self.levels[-1].lo
+                q.maps.append((a, a + plan.size[c], plan.shape[c], _axes(c, sep), pa, pa + plan.size[par],
+                               (plan.shape[par], _axes(par, sep))))
+            first += count
+            self.levels.append(q)
+        # reduction steps: (from node, source lo, source length, gather index into Z, source shape, axes)
+        self.steps = []
+        for s, (host, sub) in enumerate(plan.st_axes):
+            idx = plan.st_dst[s] + plan.red_idx[plan.st_idx[s]:plan.st_idx[s + 1]].astype(np.int64)
+            self.steps.append((bool(plan.st_node[s]), int(plan.st_src[s]), int(plan.st_len[s]), t(idx),
+                               int(plan.st_dst[s]), tuple(dom[x] for x in host), _axes(host, sub)))
+        # measurements: (potential cells, its shape, the measurement's axes in it, measurement cells)
+        self.meas = []
+        for mc, m_lo in zip(plan.meas_cliques, plan.m_offset):
+            cl = min((c for c in plan.cliques if set(mc) <= set(c)), key=dom.size)
+            t_lo = plan.t_offset[cl]
+            self.meas.append((t_lo, t_lo + dom.size(cl), tuple(dom[x] for x in cl), _axes(cl, mc), m_lo,
+                              m_lo + dom.size(mc)))
+        self.mp_t, self.mp_m = t(plan.mp_t), t(plan.mp_m)
+
+    def zeros(self, n):
+        return self.torch.zeros(n, dtype=self.torch.float64, device=self.device)
+
+    def spread(self, T):
+        """Per-potential values summed onto the node cells (``Plan._spread``): gathers only."""
+        z = self.zeros(self.Z)
+        z[:self.T] = T
+        node = self.zeros(self.N)
+        for from_node, lo, n, idx, *_ in reversed(self.steps):
+            (node if from_node else z)[lo:lo + n] += z[idx]
+        return node
+
+    def _per_node(self, x, L, op):
+        """Each node's cells of the level's vector ``x`` reduced (``"sum"``, ``"amax"``) to one value."""
+        torch = self.torch
+        parts = [x[a:b] for a, b, *_ in L.maps]
+        return torch.stack([p.sum() if op == "sum" else p.amax() for p in parts])
+
+    def _to_sep(self, x, L, op):
+        """The level's node vector ``x`` reduced onto the level's separator vector."""
+        return self.torch.cat([_reduce(x[a:b], shape, pos, op) for a, b, shape, pos, *_ in L.maps])
+
+    def calibrate(self, logb, total: float):
+        """Node marginals of the node log-potentials ``logb`` and a 0-d flag: every clique marginal
+        positive and finite (``Plan._calibrate_numpy``, message for message)."""
+        torch = self.torch
+        lv = self.levels
+        lbs, lmsgs = [None] * len(lv), [None] * len(lv)
+        for li in range(len(lv) - 1, -1, -1):  # collect: deepest level first
+            L = lv[li]
+            lb = logb[L.lo:L.hi]
+            if li + 1 < len(lv):  # children's messages: each parent cell receives one per child
+                C = lv[li + 1]
+                lb = lb + self.zeros(L.hi - L.lo).index_add_(0, C.pp_cell, lmsgs[li + 1][C.pp_sep])
+            lbs[li] = lb
+            if li:
+                top = self._to_sep(lb, L, "amax")
+                top = torch.where(torch.isfinite(top), top, 0.0)
+                lmsgs[li] = torch.log(self._to_sep(torch.exp(lb - top[L.sep]), L, "sum")) + top
+        marg = self.zeros(self.N)
+        fine = torch.ones((), dtype=torch.bool, device=self.device)
+        for li, L in enumerate(lv):  # distribute: roots first
+            lb = lbs[li]
+            if li:
+                P = lv[li - 1]
+                up = marg[P.lo:P.hi]
+                sep_sum = torch.cat([_reduce(up[pa:pb], pshape, ppos, "sum")
+                                     for _, _, _, _, pa, pb, (pshape, ppos) in L.maps])
+                lsep = torch.where(sep_sum > 0, torch.log(sep_sum) - lmsgs[li], -torch.inf)
+                u = torch.exp(lb + lsep[L.sep])
+            else:
+                top = self._per_node(lb, L, "amax")
+                u = torch.exp(lb - top[L.cell_node])
+            s = self._per_node(u, L, "sum")
+            fine = fine & torch.all(s > 0) & torch.all(torch.isfinite(s))
+            marg[L.lo:L.hi] = u * (total / s)[L.cell_node]
+        return marg, fine
+
+    def clique_marginals(self, marg):
+        z = self.zeros(self.Z)
+        for from_node, lo, n, _, dst, shape, pos in self.steps:
+            src = marg if from_node else z
+            part = _reduce(src[lo:lo + n], shape, pos, "sum")
+            z[dst:dst + part.numel()] += part
+        return z[:self.T]
+
+    def measurement_marginals(self, mu_t):
+        return self.torch.cat([_reduce(mu_t[a:b], shape, pos, "sum") for a, b, shape, pos, _, _ in self.meas]) \
+            if self.meas else self.zeros(0)
+
+    def gradient(self, wr):
+        """Each measurement's weighted residuals added into its potential's cells (few adds per cell:
+        one per measurement the potential hosts)."""
+        return self.zeros(self.T).index_add_(0, self.mp_t, wr[self.mp_m])
+
+
+def mirror_descent(plan, T0: np.ndarray, y: np.ndarray, w: np.ndarray, total: float, iters: int, tol: float,
+                   window: int, alpha: float, momentum: bool, device) -> tuple:
+    """:func:`~.pgm_engine.mirror_descent`'s numpy iteration on ``device``: returns
+    ``(T, marg, iters run, loss, alpha, converged)`` with ``T`` and ``marg`` as numpy arrays."""
+    import torch
+
+    tp = TorchPlan(plan, device)
+    dev = tp.device
+    T = torch.as_tensor(np.asarray(T0, dtype=np.float64), device=dev)
+    y = torch.as_tensor(np.asarray(y, dtype=np.float64), device=dev)
+    w = torch.as_tensor(np.asarray(w, dtype=np.float64), device=dev)
+    noise_level = 0.5 * plan.M
+
+    def evaluate(t):
+        marg, fine = tp.calibrate(tp.spread(t), total)
+        ym = tp.measurement_marginals(tp.clique_marginals(marg))
+        r = ym - y
+        wr = w * r
+        return marg, ym, wr, 0.5 * torch.dot(r, wr), fine
+
+    marg, ym, wr, loss_t, fine = evaluate(T)
+    loss, ok0 = torch.stack([loss_t, fine.to(torch.float64)]).tolist()
+    if not ok0 or not np.isfinite(loss):
+        raise FloatingPointError("PGM engine: the starting potentials give no finite marginals")
+    grad = tp.gradient(wr)
+    hist = [loss]
+    done, converged = 0, False
+    step, k = torch.zeros_like(T), 0
+    for _ in range(int(iters)):
+        done += 1
+        beta = k / (k + 3.0) if momentum else 0.0
+        new = T - alpha * grad + beta * step
+        marg2, ym2, wr2, loss2_t, fine = evaluate(new)
+        loss2, fine, armijo = torch.stack([loss2_t, fine.to(torch.float64), torch.dot(wr, ym - ym2)]).tolist()
+        if not fine:  # the step drove a belief to underflow: reject it, as mbi's NaN loss does
+            loss2 = float("nan")
+        if not loss2 == loss2:
+            ok = False
+        elif beta > 0:
+            ok = loss2 < loss
+        else:
+            ok = loss - loss2 >= 0.5 * alpha * armijo
+        if ok:
+            step = new - T
+            T, marg, ym, wr, loss = new, marg2, ym2, wr2, loss2
+            grad = tp.gradient(wr)
+            alpha *= 1.01
+            k += 1
+        elif beta > 0:  # the momentum step overshot: restart from a plain step
+            k = 0
+        else:
+            alpha *= 0.5
+        hist.append(loss)
+        if tol > 0 and len(hist) > window and hist[-1 - window] - loss <= tol * max(loss, noise_level):
+            converged = True
+            break
+    return T.cpu().numpy(), marg.cpu().numpy(), done, loss, alpha, converged
