@@ -1,16 +1,16 @@
 """The PGM engine's mirror descent in torch: the numpy path of :mod:`.pgm_engine` on a GPU.
 
-The engine's plan already has the shape a GPU wants: every map between tables is one index array
-over all tables at once, and calibration is batched by tree level, so an iteration is a few hundred
-array operations whatever the model's cells.  Each ``np.bincount`` here is an ``index_add_``, each
-``np.maximum.at`` a ``scatter_reduce_``; nothing is compiled per structure (the rounds of AIM or
-PrivMRF change the cliques every time, which is what makes mbi's jitted program slow for them), and
-the iteration -- loss, Armijo rule, restarted momentum, the convergence window -- is the numpy
-path's, step for step.  Float64 throughout, so the answer agrees with the CPU engines to rounding
-(summation order on a GPU is not fixed: two fits may differ in the last bits).
-
-One synchronisation per iteration: the new loss, the Armijo product and whether every clique
-marginal stayed finite come back to the host together.
+The engine's plan already has the shape a GPU wants: calibration batched by tree level, every map
+between tables precomputed, so an iteration is a few hundred array operations whatever the model's
+cells, and nothing is compiled per structure (the rounds of AIM or PrivMRF change the cliques every
+time, which is what makes mbi's jitted program slow for them).  Each map onto a smaller table -- a
+node onto its separator, a node onto the potentials it hosts, a potential onto a measurement -- is a
+dense reduction of the table viewed in its own shape: the numpy path's ``bincount`` as a scatter
+would queue millions of atomic adds on the same few addresses.  The two scatters with a few adds per
+cell (children's messages into their parent, a measurement's residuals into its potential) stay
+``index_add_``; their atomic adds make the last bits of a fit on a GPU vary from run to run.
+The loop -- Armijo rule, restarted momentum, the convergence window -- is the numpy path's
+(:func:`~.pgm_engine._iterate`), in float64, so the answer agrees with the CPU engines to rounding.
 """
 
 from __future__ import annotations
@@ -174,60 +174,31 @@ class TorchPlan:
         return self.zeros(self.T).index_add_(0, self.mp_t, wr[self.mp_m])
 
 
-def mirror_descent(plan, T0: np.ndarray, y: np.ndarray, w: np.ndarray, total: float, iters: int, tol: float,
-                   window: int, alpha: float, momentum: bool, device) -> tuple:
-    """:func:`~.pgm_engine.mirror_descent`'s numpy iteration on ``device``: returns
-    ``(T, marg, iters run, loss, alpha, converged)`` with ``T`` and ``marg`` as numpy arrays."""
+def operations(plan, T0: np.ndarray, y: np.ndarray, w: np.ndarray, total: float, device) -> tuple:
+    """What :func:`~.pgm_engine.mirror_descent`'s loop needs, on ``device``: the potentials there,
+    ``evaluate(t, prev)`` (one synchronisation: the loss, the Armijo product and whether every clique
+    marginal stayed finite come back together), ``gradient(state)`` and a copy back to numpy."""
     import torch
 
     tp = TorchPlan(plan, device)
     dev = tp.device
-    T = torch.as_tensor(np.asarray(T0, dtype=np.float64), device=dev)
     y = torch.as_tensor(np.asarray(y, dtype=np.float64), device=dev)
     w = torch.as_tensor(np.asarray(w, dtype=np.float64), device=dev)
-    noise_level = 0.5 * plan.M
 
-    def evaluate(t):
+    def evaluate(t, prev):
         marg, fine = tp.calibrate(tp.spread(t), total)
         ym = tp.measurement_marginals(tp.clique_marginals(marg))
         r = ym - y
         wr = w * r
-        return marg, ym, wr, 0.5 * torch.dot(r, wr), fine
+        armijo = torch.dot(prev[2], prev[1] - ym) if prev is not None else torch.zeros((), dtype=torch.float64,
+                                                                                       device=dev)
+        loss, ok, armijo = torch.stack([0.5 * torch.dot(r, wr), fine.to(torch.float64), armijo]).tolist()
+        return (marg, ym, wr), (loss if ok else float("nan")), armijo
 
-    marg, ym, wr, loss_t, fine = evaluate(T)
-    loss, ok0 = torch.stack([loss_t, fine.to(torch.float64)]).tolist()
-    if not ok0 or not np.isfinite(loss):
-        raise FloatingPointError("PGM engine: the starting potentials give no finite marginals")
-    grad = tp.gradient(wr)
-    hist = [loss]
-    done, converged = 0, False
-    step, k = torch.zeros_like(T), 0
-    for _ in range(int(iters)):
-        done += 1
-        beta = k / (k + 3.0) if momentum else 0.0
-        new = T - alpha * grad + beta * step
-        marg2, ym2, wr2, loss2_t, fine = evaluate(new)
-        loss2, fine, armijo = torch.stack([loss2_t, fine.to(torch.float64), torch.dot(wr, ym - ym2)]).tolist()
-        if not fine:  # the step drove a belief to underflow: reject it, as mbi's NaN loss does
-            loss2 = float("nan")
-        if not loss2 == loss2:
-            ok = False
-        elif beta > 0:
-            ok = loss2 < loss
-        else:
-            ok = loss - loss2 >= 0.5 * alpha * armijo
-        if ok:
-            step = new - T
-            T, marg, ym, wr, loss = new, marg2, ym2, wr2, loss2
-            grad = tp.gradient(wr)
-            alpha *= 1.01
-            k += 1
-        elif beta > 0:  # the momentum step overshot: restart from a plain step
-            k = 0
-        else:
-            alpha *= 0.5
-        hist.append(loss)
-        if tol > 0 and len(hist) > window and hist[-1 - window] - loss <= tol * max(loss, noise_level):
-            converged = True
-            break
-    return T.cpu().numpy(), marg.cpu().numpy(), done, loss, alpha, converged
+    def gradient(state):
+        return tp.gradient(state[2])
+
+    def to_numpy(a):
+        return a.cpu().numpy()
+
+    return torch.as_tensor(np.asarray(T0, dtype=np.float64), device=dev), evaluate, gradient, to_numpy

@@ -479,13 +479,7 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
                   [plan.domain.size(mc) for mc in plan.meas_cliques]) if sigmas else np.zeros(0)
     a0 = 2.0 / (lipschitz_constant * total)
     alpha = a0 if alpha is None or not alpha > 0 else float(alpha)
-    if device is not None:
-        from . import _pgm_torch
-
-        T, marg, done, loss, alpha, converged = _pgm_torch.mirror_descent(
-            plan, T, y, w, float(total), int(iters), float(tol), WINDOW, alpha, bool(momentum), device)
-        return Result(plan.tables(T), marg, int(done), float(loss), float(alpha), bool(converged))
-    if (_nb is not None) if compiled is None else compiled:
+    if device is None and ((_nb is not None) if compiled is None else compiled):
         T, marg, done, loss, alpha, converged = _nb.mirror_descent(
             T, y, w, float(total), int(iters), float(tol), WINDOW, 0.5 * plan.M, alpha, bool(momentum), plan.node_lo,
             plan.parent_ix,
@@ -494,37 +488,62 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
         if done == 0 and not loss == loss:
             raise FloatingPointError("PGM engine: the starting potentials give no finite marginals")
         return Result(plan.tables(T), marg, int(done), float(loss), float(alpha), bool(converged))
+    if device is not None:
+        from . import _pgm_torch
 
-    def evaluate(t):
-        marg = plan._calibrate_numpy(plan.beliefs(t), total)
-        ym = plan.measurement_marginals(plan.clique_marginals(marg))
-        r = ym - y
-        wr = w * r
-        return marg, ym, wr, 0.5 * float(np.dot(r, wr))
+        T, evaluate, gradient, to_numpy = _pgm_torch.operations(plan, T, y, w, float(total), device)
+    else:
+        def evaluate(t, prev):
+            try:
+                marg = plan._calibrate_numpy(plan.beliefs(t), total)
+            except FloatingPointError:
+                return None, np.nan, np.nan
+            ym = plan.measurement_marginals(plan.clique_marginals(marg))
+            r = ym - y
+            wr = w * r
+            armijo = float(np.dot(prev[2], prev[1] - ym)) if prev is not None else np.nan
+            return (marg, ym, wr), 0.5 * float(np.dot(r, wr)), armijo
 
-    marg, ym, wr, loss = evaluate(T)
-    grad = plan.gradient(wr)
+        def gradient(state):
+            return plan.gradient(state[2])
+
+        def to_numpy(a):
+            return a
+    T, state, done, loss, alpha, converged = _iterate(evaluate, gradient, T, int(iters), float(tol), alpha,
+                                                      bool(momentum), 0.5 * plan.M)
+    return Result(plan.tables(to_numpy(T)), to_numpy(state[0]), done, loss, alpha, converged)
+
+
+def _iterate(evaluate, gradient, T, iters: int, tol: float, alpha: float, momentum: bool, noise_level: float):
+    """The mirror-descent loop of the numpy and torch paths (the numba kernel runs the same one).
+
+    ``evaluate(t, prev)`` gives ``(state, loss, armijo)`` for potentials ``t``: ``state`` is
+    ``(marginals, measured marginals, weighted residuals)``, ``loss`` NaN where a clique marginal
+    vanished, ``armijo`` the product ``<wr, ym - ym'>`` with the accepted state ``prev``;
+    ``gradient(state)`` the loss's gradient over the potentials.  Returns ``(T, state, iterations
+    run, loss, alpha, converged)``."""
+    state, loss, _ = evaluate(T, None)
+    if not loss == loss:
+        raise FloatingPointError("PGM engine: the starting potentials give no finite marginals")
+    grad = gradient(state)
     hist = [loss]
     done, converged = 0, False
-    step, k = np.zeros_like(T), 0  # the last accepted step; accepted steps since the last restart
-    for _ in range(int(iters)):
+    step, k = T * 0.0, 0  # the last accepted step; accepted steps since the last restart
+    for _ in range(iters):
         done += 1
         beta = k / (k + 3.0) if momentum else 0.0
         new = T - alpha * grad + beta * step
-        try:
-            marg2, ym2, wr2, loss2 = evaluate(new)
-        except FloatingPointError:  # the step drove a belief to underflow: reject it, as mbi's NaN loss does
-            loss2 = np.nan
-        if not loss2 == loss2:
+        state2, loss2, armijo = evaluate(new, state)
+        if not loss2 == loss2:  # the step drove a belief to underflow: reject it, as mbi's NaN loss does
             ok = False
         elif beta > 0:
             ok = loss2 < loss
         else:
-            ok = loss - loss2 >= 0.5 * alpha * float(np.dot(wr, ym - ym2))
+            ok = loss - loss2 >= 0.5 * alpha * armijo
         if ok:
             step = new - T
-            T, marg, ym, wr, loss = new, marg2, ym2, wr2, loss2
-            grad = plan.gradient(wr)
+            T, state, loss = new, state2, loss2
+            grad = gradient(state)
             alpha *= 1.01
             k += 1
         elif beta > 0:  # the momentum step overshot: restart from a plain step
@@ -532,7 +551,7 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
         else:
             alpha *= 0.5
         hist.append(loss)
-        if tol > 0 and len(hist) > WINDOW and hist[-1 - WINDOW] - loss <= tol * max(loss, 0.5 * plan.M):
+        if tol > 0 and len(hist) > WINDOW and hist[-1 - WINDOW] - loss <= tol * max(loss, noise_level):
             converged = True
             break
-    return Result(plan.tables(T), marg, done, loss, alpha, converged)
+    return T, state, done, loss, alpha, converged
