@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError
+from ..core.params import check_seed
 from ..core.schema import Schema
 from ._common import HoldoutWarning, check_frames, check_positive_int, holdout_overlap, join_parts, resolve_schema
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
 from .mds import CopySynthesizer, IndependentSynthesizer, membership_disclosure
-from .ml import DEFAULT_EVALUATORS, ml_scores
+from .ml import DEFAULT_EVALUATORS, EVALUATORS, ml_scores
 from .mia import membership_attacks
 from .privacy import privacy_scores
 from .wasserstein import fidelity_of_parts, wasserstein_fidelity, wasserstein_marginals
@@ -515,6 +516,23 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     return out
 
 
+def _check_evaluators(value, name: str) -> tuple[str, ...]:
+    """``value`` as a tuple of evaluator names, or ``ConfigError``: an empty list left the ML metrics NaN
+    without a reason (``cv_evaluators=[]`` failed with pandas' ``KeyError: 'diff'``), and a single name as
+    a string is one name, not its letters."""
+    names = (value,) if isinstance(value, str) else value
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise ConfigError(f"{name}: expected a list of evaluator names from {EVALUATORS}, got {value!r}") from None
+    if not names:
+        raise ConfigError(f"{name}: an empty list names no evaluator; choose from {EVALUATORS}")
+    bad = [e for e in names if not isinstance(e, str) or e not in EVALUATORS]
+    if bad:
+        raise ConfigError(f"{name}: unknown evaluator {bad[0]!r}; choose from {EVALUATORS}")
+    return names
+
+
 def _key(df) -> bytes:
     """A digest of a frame's values in row order (the baselines split rows by position)."""
     import hashlib
@@ -565,6 +583,18 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     schema = resolve_schema(schema, train)
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
     train, synthetic, test = frames["train"], frames["synthetic"], frames.get("test")
+    check_seed(seed)
+    evaluators, cv_evaluators = _check_evaluators(evaluators, "evaluators"), _check_evaluators(cv_evaluators,
+                                                                                               "cv_evaluators")
+    # checked here, under evaluate's own names: the metrics check them under theirs ('max_rows',
+    # 'n_resample'), and only once the units before them have run
+    n_queries, n_attacks, nnaa_resamples, attr_trees = (check_positive_int(v, k) for v, k in (
+        (n_queries, "n_queries"), (n_attacks, "n_attacks"), (nnaa_resamples, "nnaa_resamples"),
+        (attr_trees, "attr_trees")))
+    if wasserstein_rows is not None:
+        wasserstein_rows = check_positive_int(wasserstein_rows, "wasserstein_rows", 10)
+    if attr_rows is not None:
+        attr_rows = check_positive_int(attr_rows, "attr_rows")
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
     if test is not None and any(METRICS[m][0] == "privacy" for m in names):
