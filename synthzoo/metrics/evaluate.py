@@ -156,10 +156,17 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
             if not metrics.strip():  # "" is no name, not an unknown one: say so as for []
                 raise ConfigError(f"{field}: an empty string names no metric; choose from {metric_names()}")
             metrics = [metrics]
+        try:  # a number or a nested list is no name: said as such, not as Python's TypeError
+            metrics = list(metrics)
+        except TypeError:
+            raise ConfigError(f"{field}: expected a metric name or a list of names, got {metrics!r}; choose from "
+                              f"{metric_names()}") from None
         if not len(metrics):
             raise ConfigError(f"{field}: an empty list names no metric; choose from {metric_names()}")
         names = []
         for m in metrics:
+            if not isinstance(m, str):
+                raise ConfigError(f"{field}: unknown metric or set {m!r} (not a name); choose from {metric_names()}")
             if m in PRESETS:
                 names += PRESETS[m]
             elif m in GROUPS:

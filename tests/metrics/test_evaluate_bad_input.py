@@ -61,3 +61,12 @@ def test_single_evaluator_name_as_a_string(tables):
     train, fake, test, schema = tables
     t = evaluate(train, fake, test=test, schema=schema, metrics=["ml_f1"], baselines=False, evaluators="linear")
     assert t["value"].notna().all()
+
+
+@pytest.mark.parametrize("metrics", [5, [["tvd_2way"]], ["tvd_2way", None], [1.0]])
+def test_metrics_that_are_not_names(tables, metrics):
+    # before: metrics=5 -> TypeError "object of type 'int' has no len()"; [["tvd_2way"]] -> TypeError
+    # "unhashable type: 'list'"
+    train, fake, test, schema = tables
+    with pytest.raises(ConfigError, match="metrics: "):
+        evaluate(train, fake, test=test, schema=schema, metrics=metrics, baselines=False)
