@@ -298,11 +298,16 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             out[m] = (_or_nan(lambda: auroc_difference(ml_train if ml_train is not None else real, synth, test,
                                                         schema, seed=opts["seed"])).get("auroc_diff", np.nan),)
         elif m in ("mia_max_auc", "mia_tpr_1pct"):
-            r = once("mia", lambda: membership_attacks(real, synth, test, schema, n_targets=opts["n_attacks"],
-                                                         seed=opts["seed"], return_scores=True))
-            row = r[0].iloc[-1]
-            out[m] = (float(row["auc"] if m == "mia_max_auc" else row["tpr@0.01"]),)
-            out["_mia_detail"] = r
+            # a holdout too small for the attacks (under 10 rows) is a NaN with its reason, as
+            # evaluate's docstring and HoldoutWarning promise, not an error that ends the evaluation
+            r = once("mia", lambda: _or_nan(lambda: membership_attacks(
+                real, synth, test, schema, n_targets=opts["n_attacks"], seed=opts["seed"], return_scores=True)))
+            if r:
+                row = r[0].iloc[-1]
+                out[m] = (float(row["auc"] if m == "mia_max_auc" else row["tpr@0.01"]),)
+                out["_mia_detail"] = r
+            else:
+                out[m] = (np.nan,)
         elif m == "nnaa_privacy_loss":
             r = D.nnaa(t(), None, schema, n_resample=opts["nnaa_resamples"], seed=opts["seed"])
             out[m] = (r["privacy_loss"], r["privacy_loss"] - 1.96 * r["privacy_loss_se"],
@@ -312,7 +317,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "eps_identifiability":
             out[m] = (D.epsilon_identifiability(t(), None, schema)["eps_risk"],)
         elif m == "mia_classifier_f1":
-            out[m] = (D.mia_classifier(t(), None, None, schema, seed=opts["seed"])["f1"],)
+            out[m] = (_or_nan(lambda: D.mia_classifier(t(), None, None, schema, seed=opts["seed"])).get("f1", np.nan),)
         elif m == "attr_disclosure":
             # a part: some of the columns (one forest each, on the same rows whichever others run)
             cols = None if part is None else schema.names[part[0]::part[1]]
@@ -337,10 +342,12 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
     priv = [m for m in names if m in _PRIV_KEY]
     if priv:
         t0 = time.perf_counter()
-        df = privacy_scores(t(), None, None, schema, metrics=[_PRIV_KEY[m] for m in priv],
-                            n_attacks=opts["n_attacks"], seed=opts["seed"])
-        for m, row in zip(priv, df.itertuples()):
-            out[m] = (row.risk, row.ci_low, row.ci_high)
+        for m in priv:  # one by one (the searches stay shared in t()): one that needs more holdout rows
+            # (domias_auc: 10) is NaN with its reason, and the others are still scored
+            df = _or_nan(lambda: privacy_scores(t(), None, None, schema, metrics=[_PRIV_KEY[m]],
+                                                n_attacks=opts["n_attacks"], seed=opts["seed"]))
+            out[m] = (np.nan,) if isinstance(df, dict) else (df["risk"].iloc[0], df["ci_low"].iloc[0],
+                                                              df["ci_high"].iloc[0])
         times["privacy attacks (" + ", ".join(priv) + ")"] = time.perf_counter() - t0
     out["_times"] = times
     return out

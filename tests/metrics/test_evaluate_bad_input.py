@@ -70,3 +70,21 @@ def test_metrics_that_are_not_names(tables, metrics):
     train, fake, test, schema = tables
     with pytest.raises(ConfigError, match="metrics: "):
         evaluate(train, fake, test=test, schema=schema, metrics=metrics, baselines=False)
+
+
+def test_tiny_holdout_gives_nan_with_reason_not_an_error(tables):
+    # before: a 5-row holdout ended the whole evaluation with domias_auc's (and the attacks',
+    # mia_classifier's) "needs at least 10 rows" ConfigError, though HoldoutWarning and the README
+    # promise the metrics such a holdout cannot support are reported as NaN
+    train, fake, test, schema = tables
+    metrics = ["tvd_2way", "dcr_risk", "domias_auc", "linkability_risk", "mia_max_auc", "mia_classifier_f1"]
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        t = evaluate(train, fake, test=test.iloc[:5], schema=schema, metrics=metrics, baselines=False,
+                     n_attacks=50).set_index("metric")["value"]
+    assert t[["domias_auc", "mia_max_auc", "mia_classifier_f1"]].isna().all()
+    assert t[["tvd_2way", "dcr_risk", "linkability_risk"]].notna().all()  # the others are still scored
+    said = " ".join(str(w.message) for w in got)
+    assert "domias_auc: the holdout needs at least 10 rows" in said
+    assert "membership_attacks: the holdout needs at least 10 rows" in said
+    assert "mia_classifier: needs at least 8 holdout rows" in said
