@@ -367,6 +367,8 @@ _BASELINE_CACHE: dict = {}
 #: why a metric may come out NaN (the evaluation warns with these)
 _NAN_REASONS = {
     "mia_tpr_1pct": "the TPR at 1 % FPR needs at least 100 holdout rows as non-members",
+    # ml.py's _scores: the one way an ROC AUC of a model is undefined
+    "ml_auc": "the held-out (test) rows hold a single target class, and a ROC AUC needs two",
 }  # the others' reasons come from their ConfigError, warned where it is caught (_or_nan)
 
 #: fewer holdout rows than this and the attacks' rates rest on a handful of rows

@@ -88,3 +88,13 @@ def test_tiny_holdout_gives_nan_with_reason_not_an_error(tables):
     assert "domias_auc: the holdout needs at least 10 rows" in said
     assert "membership_attacks: the holdout needs at least 10 rows" in said
     assert "mia_classifier: needs at least 8 holdout rows" in said
+
+
+def test_single_class_holdout_says_why_ml_auc_is_nan(tables):
+    # before: "evaluate: not defined for these tables, reported as NaN: ml_auc", no reason given
+    train, fake, test, schema = tables
+    one = test[test["c"] == "hi"]
+    with pytest.warns(UserWarning, match=r"ml_auc \(the held-out \(test\) rows hold a single target class"):
+        t = evaluate(train, fake, test=one, schema=schema, metrics=["ml_auc", "ml_f1"], baselines=False,
+                     evaluators=("linear",)).set_index("metric")["value"]
+    assert np.isnan(t["ml_auc"]) and np.isfinite(t["ml_f1"])
