@@ -123,7 +123,8 @@ def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> li
                 note = "; ".join(x for x in (note, f"missing: real {miss[0]:.0%}, synthetic {miss[1]:.0%}") if x)
         ax.tick_params(labelsize=7)
         ax.set_title(col.name, fontsize=9)
-        ax.legend(fontsize=7, frameon=False)
+        if ax.get_legend_handles_labels()[0]:  # a column with no value to draw has no legend (matplotlib warned)
+            ax.legend(fontsize=7, frameon=False)
         out.append((col.name, _png(fig), note))
     return out
 

@@ -98,3 +98,20 @@ def test_single_class_holdout_says_why_ml_auc_is_nan(tables):
         t = evaluate(train, fake, test=one, schema=schema, metrics=["ml_auc", "ml_f1"], baselines=False,
                      evaluators=("linear",)).set_index("metric")["value"]
     assert np.isnan(t["ml_auc"]) and np.isfinite(t["ml_f1"])
+
+
+def test_report_with_an_all_missing_column_warns_nothing_from_matplotlib(tables, tmp_path):
+    # before: matplotlib's "No artists with labels found to put in legend" escaped from the column
+    # plots (on the command line: 'synthzoo: warning: No artists with labels found ...')
+    from synthzoo.metrics import write_html_report
+    train, fake, test, schema = tables
+    d = schema.to_dict()
+    d["columns"]["z"]["missing"] = True
+    schema = Schema.from_dict(d)
+    train, fake = train.assign(z=np.nan), fake.assign(z=np.nan)
+    table = evaluate(train, fake, schema=schema, metrics=["tvd_2way"], baselines=False)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        write_html_report(tmp_path / "r.html", table, train, fake, schema)
+    assert not [str(w.message) for w in got if "legend" in str(w.message)]
+    assert "z" in (tmp_path / "r.html").read_text(encoding="utf-8")
