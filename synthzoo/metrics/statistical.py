@@ -290,6 +290,17 @@ def pca_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) 
 _Z = {80: 1.28, 90: 1.645, 95: 1.96, 98: 2.33, 99: 2.58}
 
 
+def _sample_sd(x: np.ndarray) -> np.ndarray:
+    """Per-column sample sd (ddof 1) ignoring NaN; NaN for a column of fewer than two values, without
+    numpy's 'Degrees of freedom <= 0' RuntimeWarning (a 1-row release printed it on the command line)."""
+    ok = (~np.isnan(x)).sum(0) > 1
+    if len(x) < 2:
+        return np.full(x.shape[1], np.nan)
+    # the short columns filled with zeros, not sliced out: a slice changes the memory layout, and
+    # with it numpy's summation order and the last bit of the sd
+    return np.where(ok, np.nanstd(np.where(ok, x, 0.0), 0, ddof=1), np.nan)
+
+
 def ci_overlap(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, confidence: int = 95) -> dict:
     """SynthEval's ``cio``: per numeric column, the intervals mean +- z sd (sample sd, z for
     ``confidence`` %) of the real and the synthetic values and their overlap
@@ -311,8 +322,7 @@ def ci_overlap(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, conf
                       "no value in one of the tables; scored as not overlapping", UserWarning, stacklevel=2)
     a, b = np.where(obs, a, 0.0), np.where(obs, b, 0.0)
     ma, mb = np.nanmean(a, 0), np.nanmean(b, 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sa, sb = np.nanstd(a, 0, ddof=1), np.nanstd(b, 0, ddof=1)
+    sa, sb = _sample_sd(a), _sample_sd(b)
     ua, la, ub, lb = ma + z * sa, ma - z * sa, mb + z * sb, mb - z * sb
     top = np.minimum(ua, ub) - np.maximum(la, lb)
     with np.errstate(invalid="ignore", divide="ignore"):

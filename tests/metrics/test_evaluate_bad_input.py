@@ -115,3 +115,13 @@ def test_report_with_an_all_missing_column_warns_nothing_from_matplotlib(tables,
         write_html_report(tmp_path / "r.html", table, train, fake, schema)
     assert not [str(w.message) for w in got if "legend" in str(w.message)]
     assert "z" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_one_row_release_raises_no_numpy_warning(tables):
+    # before: numpy's RuntimeWarning "Degrees of freedom <= 0 for slice." escaped from ci_overlap
+    train, fake, test, schema = tables
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        t = evaluate(train, fake.iloc[:1], schema=schema, metrics=["ci_overlap", "dwm"], baselines=False)
+    assert not [str(w.message) for w in got if issubclass(w.category, RuntimeWarning)]
+    assert t["value"].notna().all()
