@@ -27,6 +27,16 @@ def _tables(train, synthetic, holdout, schema) -> _Tables:
     return train if isinstance(train, _Tables) else _Tables(train, synthetic, holdout, schema)
 
 
+def _need_two_rows(t: _Tables, metric: str, roles) -> None:
+    """``ConfigError`` unless each table in ``roles`` holds two rows: a row's nearest *other* row in
+    its own table is where these metrics start (one row has none: numpy's IndexError before)."""
+    for role in roles:
+        frame = getattr(t, role)
+        if frame is not None and len(frame) < 2:
+            raise ConfigError(f"{metric}: needs at least 2 rows in the {role} table (a row's nearest other row), "
+                              f"got {len(frame)}")
+
+
 # ---------------------------------------------------------------------------------------
 # nearest-neighbour adversarial accuracy
 # ---------------------------------------------------------------------------------------
@@ -89,6 +99,7 @@ def nnaa(train, synthetic, schema: Schema, holdout=None, n_resample: int = 30, s
     independent, which overstates it: they share the synthetic rows)."""
     t = _tables(train, synthetic, holdout, schema)
     n_resample = check_positive_int(n_resample, "n_resample")
+    _need_two_rows(t, "nnaa", ("train", "synthetic", "holdout"))
     rng = np.random.default_rng(seed)
     avg, err = _aa_resampled(t, "train", n_resample, rng)
     out = {"nnaa": avg, "nnaa_se": err}
@@ -176,6 +187,7 @@ def epsilon_identifiability(train, synthetic, schema: Schema, holdout=None) -> d
     first neighbour whenever the two arrays are equal (``np.array_equal``), so the synthetic rows'
     distances become the training rows' leave-one-out distances."""
     t = _tables(train, synthetic, holdout, schema)
+    _need_two_rows(t, "epsilon_identifiability", ("train", "holdout"))
     space = GowerSpace(t.schema, weights=_entropy_weights(t.train, t.schema))
 
     # encodings and searches memoised on the tables (the weights are the training rows'), so a

@@ -271,7 +271,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "hellinger":
             out[m] = (S.hellinger_distance(real, synth, schema)["avg"],)
         elif m == "pmse":
-            out[m] = (S.pmse(real, synth, schema)["pmse"],)
+            out[m] = (_or_nan(lambda: S.pmse(real, synth, schema)).get("pmse", np.nan),)
         elif m in ("pca_eigval_diff", "pca_angle_diff"):
             r = once("pca", lambda: _or_nan(lambda: S.pca_difference(real, synth, schema)))
             out[m] = (r.get("eigval_diff" if m == "pca_eigval_diff" else "angle_diff", np.nan),)
@@ -288,7 +288,9 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             evs = opts["cv_evaluators"] if part is None else opts["cv_evaluators"][part[0]::part[1]]
             # cross-validated on the table's own real rows: HALF's release B is part of the whole
             # training table, so folds of that table would hold B's rows (a leak, not utility)
-            df = ml_cross_validated(real, synth, schema, evaluators=evs, seed=opts["seed"])
+            df = _or_nan(lambda: ml_cross_validated(real, synth, schema, evaluators=evs, seed=opts["seed"]))
+            if isinstance(df, dict):  # too few rows of a class for the folds: NaN, with the reason warned
+                df = pd.DataFrame({"evaluator": list(evs), "diff": np.nan})
             if part is None:
                 out[m] = (float(df["diff"].mean()),)
                 out["_cv_detail"] = df
@@ -309,13 +311,13 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             else:
                 out[m] = (np.nan,)
         elif m == "nnaa_privacy_loss":
-            r = D.nnaa(t(), None, schema, n_resample=opts["nnaa_resamples"], seed=opts["seed"])
+            r = _or_nan(lambda: D.nnaa(t(), None, schema, n_resample=opts["nnaa_resamples"], seed=opts["seed"]))
             out[m] = (r["privacy_loss"], r["privacy_loss"] - 1.96 * r["privacy_loss_se"],
-                      r["privacy_loss"] + 1.96 * r["privacy_loss_se"])
+                      r["privacy_loss"] + 1.96 * r["privacy_loss_se"]) if r else (np.nan,)
         elif m == "hitting_rate":
             out[m] = (D.hitting_rate(t(), None, schema),)
         elif m == "eps_identifiability":
-            out[m] = (D.epsilon_identifiability(t(), None, schema)["eps_risk"],)
+            out[m] = (_or_nan(lambda: D.epsilon_identifiability(t(), None, schema)).get("eps_risk", np.nan),)
         elif m == "mia_classifier_f1":
             out[m] = (_or_nan(lambda: D.mia_classifier(t(), None, None, schema, seed=opts["seed"])).get("f1", np.nan),)
         elif m == "attr_disclosure":
@@ -621,6 +623,11 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     opts = dict(seed=seed, n_queries=n_queries, evaluators=tuple(evaluators), wasserstein_rows=wasserstein_rows,
                 n_attacks=n_attacks, cv_evaluators=tuple(cv_evaluators), nnaa_resamples=nnaa_resamples,
                 attr_trees=attr_trees, attr_rows=attr_rows)
+    if baselines and len(train) < 2:  # HALF's halves would be empty ("synthetic table is empty" before)
+        warnings.warn(f"evaluate: the baselines need at least 2 training rows (HALF scores one half against the "
+                      f"other), got {len(train)}; HALF, INDEPENDENT and SELF are reported as NaN", UserWarning,
+                      stacklevel=2)
+        baselines = False
     timings = {}
     table_names = [m for m in names if m != "mds"]
     base_vals = {b: {} for b in BASELINES}

@@ -324,6 +324,12 @@ def ml_cross_validated(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Sch
     # duplicate never reaches the real held-out fold.
     xr2, yr2 = (xr, yr) if n == len(yr) else resample(xr, yr, False)
     xs2, ys2 = resample(xs, ys, len(ys) < n)
+    for role, y_ in (("real", yr2), ("synthetic", ys2)):  # sklearn's ValueError named neither table nor target
+        most = int(np.unique(y_, return_counts=True)[1].max())
+        if most < k_folds:
+            raise ConfigError(f"ml_cross_validated: {k_folds}-fold stratified cross-validation needs at least "
+                              f"{k_folds} {role} rows of one class of {target!r}; the {len(y_)} {role} rows "
+                              f"scored hold at most {most}")
     kf = StratifiedKFold(k_folds, shuffle=True, random_state=seed)
     folds = list(zip(kf.split(xr2, yr2), kf.split(xs2, ys2)))
     # every synthetic fold first, the real ones after (cached and shared between releases; see ml_scores)

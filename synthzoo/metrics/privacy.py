@@ -228,6 +228,8 @@ def _ratio(d: np.ndarray) -> np.ndarray:
 
 def _nndr(t: _Tables, alpha: float) -> dict:
     t.need_holdout("nndr")
+    if len(t.train) < 2:  # the ratio's denominator is the second-nearest training row
+        raise ConfigError(f"nndr_risk: needs at least 2 training rows (nearest / second-nearest), got {len(t.train)}")
     ds, _ = t.nn("synthetic", "train", 2)
     dh, _ = t.nn("holdout", "train", 2)
     rs, rh = _ratio(ds), _ratio(dh)

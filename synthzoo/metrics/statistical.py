@@ -206,6 +206,9 @@ def pmse(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, k_folds: i
     if encoding not in ("ordinal", "onehot"):
         raise ConfigError(f"encoding must be 'ordinal' or 'onehot', got {encoding!r}")
     r, s = prepare(real, synthetic, schema)
+    if min(r.n, s.n) < k_folds:  # a fold's training part would lack a table: no discriminator to fit
+        raise ConfigError(f"pmse: needs at least k_folds = {k_folds} rows in each table, got {r.n} real and "
+                          f"{s.n} synthetic")
     x = np.concatenate([_design(r, _scaled(r, schema), schema, encoding),
                         _design(s, _scaled(s, schema), schema, encoding)])
     num = [i for i, c in enumerate(_design_names(schema, encoding)) if c[1] == "num"]

@@ -125,3 +125,42 @@ def test_one_row_release_raises_no_numpy_warning(tables):
         t = evaluate(train, fake.iloc[:1], schema=schema, metrics=["ci_overlap", "dwm"], baselines=False)
     assert not [str(w.message) for w in got if issubclass(w.category, RuntimeWarning)]
     assert t["value"].notna().all()
+
+
+@pytest.mark.parametrize("role", ["train", "synthetic", "test"])
+def test_one_row_table_gives_nan_with_reason_not_an_index_error(tables, role):
+    # before: nndr_risk, nnaa_privacy_loss and eps_identifiability raised numpy's IndexError "index 1
+    # is out of bounds for axis 1 with size 1" (no second row to be a nearest other row), pmse
+    # scikit-learn's liblinear ValueError about multiclass classification
+    train, fake, test, schema = tables
+    frames = {"train": train, "synthetic": fake, "test": test}
+    frames[role] = frames[role].iloc[:1]
+    metrics = ["nndr_risk", "nnaa_privacy_loss", "eps_identifiability", "pmse", "tvd_2way"]
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        t = evaluate(frames["train"], frames["synthetic"], test=frames["test"], schema=schema, metrics=metrics,
+                     baselines=False, nnaa_resamples=2).set_index("metric")["value"]
+    said = " ".join(str(w.message) for w in got)
+    assert np.isfinite(t["tvd_2way"])
+    for m in t.index[t.isna()]:
+        assert m in said.split("reported as NaN:")[-1]
+    assert "needs at least" in said
+
+
+def test_one_row_training_table_skips_the_baselines_with_a_reason(tables):
+    # before: SchemaError "synthetic table is empty (0 rows)" -- HALF's empty half, not the release
+    train, fake, test, schema = tables
+    with pytest.warns(UserWarning, match="baselines need at least 2 training rows"):
+        t = evaluate(train.iloc[:1], fake, schema=schema, metrics=["tvd_2way"])
+    assert np.isfinite(t["value"]).all() and t["HALF"].isna().all()
+
+
+def test_cross_validation_with_too_few_rows_of_a_class(tables):
+    # before: scikit-learn's ValueError "n_splits=5 cannot be greater than the number of members in
+    # each class" (5 training rows, 4 of one class and 1 of the other)
+    train, fake, test, schema = tables
+    few = pd.concat([train[train["c"] == "hi"].iloc[:4], train[train["c"] == "lo"].iloc[:1]], ignore_index=True)
+    with pytest.warns(UserWarning, match="ml_cross_validated: 5-fold stratified cross-validation needs at least 5"):
+        t = evaluate(few, fake, test=test, schema=schema, metrics=["ml_cv_f1_diff", "tvd_2way"], baselines=False,
+                     cv_evaluators=("linear",)).set_index("metric")["value"]
+    assert np.isnan(t["ml_cv_f1_diff"]) and np.isfinite(t["tvd_2way"])
