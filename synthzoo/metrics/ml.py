@@ -461,9 +461,11 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
         raise ConfigError(f"auroc_difference: the held-out rows hold {present.size} target classes; needs 2")
     out = {}
 
-    def fit_auc(x, y) -> float:
+    def fit_auc(x, y, role) -> float:
         classes = np.unique(y)
-        if classes.size < 2:
+        if classes.size < 2:  # said, as ml_scores says it: an AUC of 0.5 by construction, not a fit's
+            warnings.warn(f"auroc_difference: the {role} table holds a single target class; its model predicts "
+                          "it always (AUC 0.5)", UserWarning, stacklevel=3)
             return 0.5
         if model == "linear":
             from sklearn.linear_model import LogisticRegression
@@ -481,5 +483,5 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
         x = enc(frames[role], schema, target, role)
         y = _target(frames[role], schema, target, task, role)
         # cached like ml_scores' fits: the real-row model is fitted once for a release and its baselines
-        out[role] = _FIT_CACHE.get(("auroc", _digest(x, y), test_key, model, seed, iters), lambda: fit_auc(x, y))
+        out[role] = _FIT_CACHE.get(("auroc", _digest(x, y), test_key, model, seed, iters), lambda: fit_auc(x, y, role))
     return {"auroc_diff": out["synthetic"] - out["train"], "auroc_real": out["train"], "auroc_synthetic": out["synthetic"]}

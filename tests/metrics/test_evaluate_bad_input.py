@@ -164,3 +164,17 @@ def test_cross_validation_with_too_few_rows_of_a_class(tables):
         t = evaluate(few, fake, test=test, schema=schema, metrics=["ml_cv_f1_diff", "tvd_2way"], baselines=False,
                      cv_evaluators=("linear",)).set_index("metric")["value"]
     assert np.isnan(t["ml_cv_f1_diff"]) and np.isfinite(t["tvd_2way"])
+
+
+@pytest.mark.parametrize("role", ["train", "synthetic"])
+def test_auroc_diff_says_when_a_table_holds_one_target_class(tables, role):
+    # before: a single-class training or synthetic table scored AUC 0.5 in silence (auroc_diff
+    # -0.4 for a one-class release, with no word why), where ml_f1 / ml_auc warn for the same table
+    from synthzoo.metrics.ml import _FIT_CACHE
+    _FIT_CACHE.clear()
+    train, fake, test, schema = tables
+    frames = {"train": train, "synthetic": fake}
+    frames[role] = frames[role].assign(c="hi")
+    with pytest.warns(UserWarning, match=f"auroc_difference: the {role} table holds a single target class"):
+        evaluate(frames["train"], frames["synthetic"], test=test, schema=schema, metrics=["auroc_diff"],
+                 baselines=False)
