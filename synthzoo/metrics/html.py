@@ -342,6 +342,24 @@ def _sections(table, details, risk) -> list[tuple[str, str]]:
     return out + [("assoc", "associations"), ("columns", "columns")]
 
 
+#: the columns of evaluate's frame the report reads
+_TABLE_COLUMNS = ("metric", "group", "value", "better", "description")
+
+
+def _check_table(table) -> None:
+    """``ConfigError`` unless ``table`` is a frame such as :func:`~synthzoo.metrics.evaluate` returns (pandas'
+    ``KeyError: 'group'`` said nothing of what to pass)."""
+    if isinstance(table, tuple):
+        raise ConfigError("table: got a tuple; evaluate(..., return_details=True) returns (table, details): pass "
+                          "the table, and the details as details=")
+    if not isinstance(table, pd.DataFrame):
+        raise ConfigError(f"table: expected the frame synthzoo.evaluate returns, got {type(table).__name__}")
+    lacking = [c for c in _TABLE_COLUMNS if c not in table.columns]
+    if lacking:
+        raise ConfigError(f"table: lacks column(s) {lacking} of the frame synthzoo.evaluate returns; pass that "
+                          "frame as it is")
+
+
 def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema,
                       title: str = "synthzoo evaluation report", notes: dict | None = None, details: dict | None = None,
                       risk: pd.DataFrame | None = None) -> Path:
@@ -352,6 +370,7 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
     heatmap of pairwise association differences and per-column distributions."""
     path = Path(path)
     schema = resolve_schema(schema, train)
+    _check_table(table)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px;color:#222}"
              "table{border-collapse:collapse;font-size:13px;margin-bottom:8px}td,th{border:1px solid #ccc;"

@@ -178,3 +178,16 @@ def test_auroc_diff_says_when_a_table_holds_one_target_class(tables, role):
     with pytest.warns(UserWarning, match=f"auroc_difference: the {role} table holds a single target class"):
         evaluate(frames["train"], frames["synthetic"], test=test, schema=schema, metrics=["auroc_diff"],
                  baselines=False)
+
+
+def test_report_names_a_table_that_is_not_evaluates(tables, tmp_path):
+    # before: pandas' KeyError 'group' (a frame without it, or the (table, details) tuple's KeyError
+    # / AttributeError)
+    from synthzoo.metrics import write_html_report
+    train, fake, test, schema = tables
+    table, details = evaluate(train, fake, schema=schema, metrics=["tvd_2way"], baselines=False,
+                              return_details=True)
+    for bad, match in [(table[["metric", "value"]], r"lacks column\(s\) \['group'"),
+                       ((table, details), "got a tuple"), ({"metric": 1}, "got dict")]:
+        with pytest.raises(ConfigError, match=match):
+            write_html_report(tmp_path / "r.html", bad, train, fake, schema)
