@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..core.csvfile import read_csv
 from ..core.errors import ConfigError
 from ..core.schema import Schema
 from ._common import resolve_schema
@@ -437,21 +438,20 @@ def evaluate_files(real, synthetic, test=None, schema=None, out="report.html", m
     metric table.  Without a schema one is inferred from the real rows (with a warning: fine for
     evaluation, but not a differentially private schema).  ``risk``: a risk-response frame or the
     CSV ``benchmarks/bench_risk.py --out`` writes, plotted in the report."""
-    def read(x, role):
-        if x is None or isinstance(x, pd.DataFrame):
-            return x
-        p = Path(x)
-        if not p.exists():
-            raise ConfigError(f"{role}: file {str(p)!r} not found")
-        return pd.read_csv(p)
-    real_df, fake_df, test_df = read(real, "real"), read(synthetic, "synthetic"), read(test, "test")
-    if schema is None:
-        schema = Schema.infer(real_df)
-    elif not isinstance(schema, Schema):
+    if schema is not None and not isinstance(schema, Schema):
         p = Path(schema)
         if not p.exists():
             raise ConfigError(f"schema: file {str(p)!r} not found")
         schema = Schema.from_json(p)
+
+    def read(x, role):
+        if x is None or isinstance(x, pd.DataFrame):
+            return x
+        # the command line's reader: pandas' own read "NA" / "None" categories as missing and "02139" as 2139
+        return read_csv(x, role=role, schema=schema)
+    real_df, fake_df, test_df = read(real, "real"), read(synthetic, "synthetic"), read(test, "test")
+    if schema is None:
+        schema = Schema.infer(real_df)
     if risk is not None and not isinstance(risk, pd.DataFrame):
         p = Path(risk)
         if not p.exists():

@@ -191,3 +191,25 @@ def test_report_names_a_table_that_is_not_evaluates(tables, tmp_path):
                        ((table, details), "got a tuple"), ({"metric": 1}, "got dict")]:
         with pytest.raises(ConfigError, match=match):
             write_html_report(tmp_path / "r.html", bad, train, fake, schema)
+
+
+def test_evaluate_files_reads_csv_files_as_the_command_line_does(tmp_path):
+    # before: evaluate_files read with pandas' defaults, so a listed category "NA" became a missing
+    # value (SchemaError "column 'region': ... missing value(s) (NaN) but the schema declares none")
+    # and "02139" the number 2139 (scored as outside the schema), where `synthzoo eval` reads both
+    from synthzoo.metrics import evaluate_files
+    rng = np.random.default_rng(0)
+    schema = Schema.from_dict({"columns": {
+        "x": {"type": "numerical", "lower": -3, "upper": 3},
+        "region": {"type": "categorical", "categories": ["NA", "EU", "AS"]},
+        "zip": {"type": "categorical", "categories": ["02139", "10001", "94103"]}}})
+    paths = []
+    for name in ("real", "fake"):
+        df = pd.DataFrame({"x": rng.normal(size=80).clip(-3, 3), "region": rng.choice(["NA", "EU", "AS"], 80),
+                           "zip": rng.choice(["02139", "10001", "94103"], 80)})
+        df.to_csv(tmp_path / f"{name}.csv", index=False)
+        paths.append(tmp_path / f"{name}.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no OutOfSchemaWarning: every value is a listed category
+        t = evaluate_files(*paths, schema=schema, out=tmp_path / "r.html", metrics=["tvd_2way"], baselines=False)
+    assert np.isfinite(t["value"]).all()
