@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, SchemaError
-from ..core.schema import Column, Schema, category_key, check_unique_columns, numeric_values
+from ..core.schema import Column, Schema, _near_categories, category_key, check_unique_columns, numeric_values
 
 
 class OutOfSchemaWarning(UserWarning):
@@ -115,8 +115,10 @@ def category_codes(s: pd.Series, col: Column, role: str = "synthetic", warn: boo
         n_bad = int((codes == k + 1).sum())
         if n_bad and warn:
             bad = sorted({category_key(u) for u in uniq if lookup[u] == k + 1})
+            # the schema's hint for near misses (" Mgr", "MGR"), as its validation error gives it
             warnings.warn(f"{role} table, column {col.name!r}: {n_bad} value(s) outside the schema's categories "
-                          f"(e.g. {bad[:3]}); scored as mismatches", OutOfSchemaWarning, stacklevel=3)
+                          f"(e.g. {bad[:3]}){_near_categories(bad[:3], col.categories)}; scored as mismatches",
+                          OutOfSchemaWarning, stacklevel=3)
     return out
 
 

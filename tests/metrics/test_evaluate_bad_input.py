@@ -213,3 +213,14 @@ def test_evaluate_files_reads_csv_files_as_the_command_line_does(tmp_path):
         warnings.simplefilter("error", UserWarning)  # no OutOfSchemaWarning: every value is a listed category
         t = evaluate_files(*paths, schema=schema, out=tmp_path / "r.html", metrics=["tvd_2way"], baselines=False)
     assert np.isfinite(t["value"]).all()
+
+
+def test_out_of_schema_warning_points_out_near_misses(tables):
+    # before: "... outside the schema's categories (e.g. [' a', ' b', ' c']); scored as mismatches",
+    # with no word that they are the listed categories but for a space (Schema's own error says it)
+    from synthzoo.metrics import OutOfSchemaWarning
+    train, fake, test, schema = tables
+    with pytest.warns(OutOfSchemaWarning, match=r"' a' is 'a' but for spaces around it"):
+        evaluate(train, fake.assign(g=" " + fake["g"]), schema=schema, metrics=["tvd_2way"], baselines=False)
+    with pytest.warns(OutOfSchemaWarning, match=r"'HI' is 'hi' but for letter case"):
+        evaluate(train, fake.assign(c=fake["c"].str.upper()), schema=schema, metrics=["tvd_2way"], baselines=False)
