@@ -231,6 +231,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
     from .ml import auroc_difference, ml_cross_validated
     from .privacy import _Tables
     out = {}
+    why = {}  # metric -> why it is NaN here (_or_nan), for the report
     tables = None
 
     def t():
@@ -271,16 +272,17 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "hellinger":
             out[m] = (S.hellinger_distance(real, synth, schema)["avg"],)
         elif m == "pmse":
-            out[m] = (_or_nan(lambda: S.pmse(real, synth, schema)).get("pmse", np.nan),)
+            out[m] = (_or_nan(lambda: S.pmse(real, synth, schema), why, m).get("pmse", np.nan),)
         elif m in ("pca_eigval_diff", "pca_angle_diff"):
-            r = once("pca", lambda: _or_nan(lambda: S.pca_difference(real, synth, schema)))
+            r = once("pca", lambda: _or_nan(lambda: S.pca_difference(real, synth, schema), why, "pca_eigval_diff",
+                                                "pca_angle_diff"))
             out[m] = (r.get("eigval_diff" if m == "pca_eigval_diff" else "angle_diff", np.nan),)
         elif m == "ci_overlap":
-            out[m] = (_or_nan(lambda: S.ci_overlap(real, synth, schema)).get("avg_overlap", np.nan),)
+            out[m] = (_or_nan(lambda: S.ci_overlap(real, synth, schema), why, m).get("avg_overlap", np.nan),)
         elif m == "mi_diff":
             out[m] = (S.mutual_information_difference(real, synth, schema),)
         elif m == "dwm":
-            out[m] = (_or_nan(lambda: {"v": S.dimensionwise_means(real, synth, schema)}).get("v", np.nan),)
+            out[m] = (_or_nan(lambda: {"v": S.dimensionwise_means(real, synth, schema)}, why, m).get("v", np.nan),)
         elif m == "corr_diff":
             out[m] = (S.correlation_difference(real, synth, schema),)
         elif m == "ml_cv_f1_diff":
@@ -288,7 +290,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             evs = opts["cv_evaluators"] if part is None else opts["cv_evaluators"][part[0]::part[1]]
             # cross-validated on the table's own real rows: HALF's release B is part of the whole
             # training table, so folds of that table would hold B's rows (a leak, not utility)
-            df = _or_nan(lambda: ml_cross_validated(real, synth, schema, evaluators=evs, seed=opts["seed"]))
+            df = _or_nan(lambda: ml_cross_validated(real, synth, schema, evaluators=evs, seed=opts["seed"]), why, m)
             if isinstance(df, dict):  # too few rows of a class for the folds: NaN, with the reason warned
                 df = pd.DataFrame({"evaluator": list(evs), "diff": np.nan})
             if part is None:
@@ -298,12 +300,13 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
                 out["_part"] = (m, part, df)
         elif m == "auroc_diff":
             out[m] = (_or_nan(lambda: auroc_difference(ml_train if ml_train is not None else real, synth, test,
-                                                        schema, seed=opts["seed"])).get("auroc_diff", np.nan),)
+                                                        schema, seed=opts["seed"]), why, m).get("auroc_diff", np.nan),)
         elif m in ("mia_max_auc", "mia_tpr_1pct"):
             # a holdout too small for the attacks (under 10 rows) is a NaN with its reason, as
             # evaluate's docstring and HoldoutWarning promise, not an error that ends the evaluation
             r = once("mia", lambda: _or_nan(lambda: membership_attacks(
-                real, synth, test, schema, n_targets=opts["n_attacks"], seed=opts["seed"], return_scores=True)))
+                real, synth, test, schema, n_targets=opts["n_attacks"], seed=opts["seed"], return_scores=True),
+                why, "mia_max_auc", "mia_tpr_1pct"))
             if r:
                 row = r[0].iloc[-1]
                 out[m] = (float(row["auc"] if m == "mia_max_auc" else row["tpr@0.01"]),)
@@ -311,15 +314,16 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             else:
                 out[m] = (np.nan,)
         elif m == "nnaa_privacy_loss":
-            r = _or_nan(lambda: D.nnaa(t(), None, schema, n_resample=opts["nnaa_resamples"], seed=opts["seed"]))
+            r = _or_nan(lambda: D.nnaa(t(), None, schema, n_resample=opts["nnaa_resamples"], seed=opts["seed"]), why, m)
             out[m] = (r["privacy_loss"], r["privacy_loss"] - 1.96 * r["privacy_loss_se"],
                       r["privacy_loss"] + 1.96 * r["privacy_loss_se"]) if r else (np.nan,)
         elif m == "hitting_rate":
             out[m] = (D.hitting_rate(t(), None, schema),)
         elif m == "eps_identifiability":
-            out[m] = (_or_nan(lambda: D.epsilon_identifiability(t(), None, schema)).get("eps_risk", np.nan),)
+            out[m] = (_or_nan(lambda: D.epsilon_identifiability(t(), None, schema), why, m).get("eps_risk", np.nan),)
         elif m == "mia_classifier_f1":
-            out[m] = (_or_nan(lambda: D.mia_classifier(t(), None, None, schema, seed=opts["seed"])).get("f1", np.nan),)
+            out[m] = (_or_nan(lambda: D.mia_classifier(t(), None, None, schema, seed=opts["seed"]), why, m).get("f1",
+                                                                                                         np.nan),)
         elif m == "attr_disclosure":
             # a part: some of the columns (one forest each, on the same rows whichever others run)
             cols = None if part is None else schema.names[part[0]::part[1]]
@@ -347,20 +351,25 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         for m in priv:  # one by one (the searches stay shared in t()): one that needs more holdout rows
             # (domias_auc: 10) is NaN with its reason, and the others are still scored
             df = _or_nan(lambda: privacy_scores(t(), None, None, schema, metrics=[_PRIV_KEY[m]],
-                                                n_attacks=opts["n_attacks"], seed=opts["seed"]))
+                                                n_attacks=opts["n_attacks"], seed=opts["seed"]), why, m)
             out[m] = (np.nan,) if isinstance(df, dict) else (df["risk"].iloc[0], df["ci_low"].iloc[0],
                                                               df["ci_high"].iloc[0])
         times["privacy attacks (" + ", ".join(priv) + ")"] = time.perf_counter() - t0
     out["_times"] = times
+    if why:
+        out["_nan_reasons"] = why
     return out
 
 
-def _or_nan(fn) -> dict:
-    """A metric that does not apply to this table (too few numeric columns) scores NaN, not an error."""
+def _or_nan(fn, why: dict | None = None, *metrics: str) -> dict:
+    """A metric that does not apply to this table (too few numeric columns) scores NaN, not an error;
+    the reason is warned and, with ``why``, kept under each of ``metrics`` (the HTML report shows it)."""
     try:
         return fn()
     except ConfigError as e:  # said, not swallowed: the value is NaN for a stated reason
         warnings.warn(f"{e}; reported as NaN", UserWarning, stacklevel=2)
+        if why is not None:
+            why.update(dict.fromkeys(metrics, str(e)))
         return {}
 
 
@@ -527,6 +536,7 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
         if "_part" in got:
             metric, part, result = got.pop("_part")
             parts.setdefault((name, metric), []).append((part, result))
+        scores.setdefault("_nan_reasons", {}).update(got.pop("_nan_reasons", {}))
         scores.update(got)
         out[name] = (scores, seconds + dt)
     for (name, metric), got in parts.items():
@@ -597,6 +607,9 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     holdout are the release's), both directions of a search from one pass, a table against itself
     from half its distances, and SELF's fidelity (0 by definition).  ``details["metric_timings"]``
     gives each table's seconds per metric; ``benchmarks/bench_eval.py`` prints them for adult.
+    A metric these tables cannot support (a holdout or table too small for it, one target class) is
+    NaN, with a warning saying why; ``details["nan_reasons"]`` maps each NaN metric to that reason
+    (the HTML report prints it).
     """
     schema = resolve_schema(schema, train)
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
@@ -663,6 +676,7 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                 cache[b].update({k: v for k, v in got.items() if not k.startswith("_")})
                 timings[b] = t_b
             base_vals[b] = cache[b]
+    reasons = main.pop("_nan_reasons", {})
     details = {"ml": main.pop("_ml_detail", None), "ml_cv": main.pop("_cv_detail", None),
                "mia": main.pop("_mia_detail", None), "timings": timings, "metric_timings": metric_timings}
     if "mds" in names:
@@ -685,9 +699,11 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                                       "description"])
     nan = out.loc[out["value"].isna(), "metric"].tolist()
     if nan:  # never a silent NaN: say which, and why where the reason is known
-        why = [f"{m} ({_NAN_REASONS[m]})" if m in _NAN_REASONS else m for m in nan]
+        why = [f"{m} ({_NAN_REASONS[m]})" if m in _NAN_REASONS and m not in reasons else m for m in nan]
         warnings.warn("evaluate: not defined for these tables, reported as NaN: " + "; ".join(why),
                       UserWarning, stacklevel=2)
+    # each NaN's reason, for the report: the one its metric gave here, else the known one
+    details["nan_reasons"] = {m: reasons.get(m) or _NAN_REASONS.get(m, "") for m in nan}
     return (out, details) if return_details else out
 
 

@@ -302,7 +302,9 @@ _RISK_NOTE = ("Risks marked R are normalised against the holdout: 0 = no more re
               "as 0. AUCs have 0.5 as their no-leak value, F1 of the classifier attack 0.5.")
 
 
-def _table(sub: pd.DataFrame) -> list[str]:
+def _table(sub: pd.DataFrame, nan_reasons: dict | None = None) -> list[str]:
+    """The rows of one group; a value evaluate could not compute reads "not computed: <why>" (its
+    ``details["nan_reasons"]``), not a bare dash."""
     base_cols = [b for b in ("HALF", "INDEPENDENT", "SELF") if b in sub and sub[b].notna().any()]
     has_ci = "ci_low" in sub and sub["ci_low"].notna().any()
     head = ["metric", "value"] + (["95 % CI"] if has_ci else []) + base_cols + ["better", "reading", "description"]
@@ -314,7 +316,10 @@ def _table(sub: pd.DataFrame) -> list[str]:
             cells.append(f"<td class='num'>{ci}</td>")
         cells += [f"<td class='num'>{_fmt(row.get(b))}</td>" for b in base_cols]
         cells.append(f"<td>{html.escape(str(row['better']))}</td>")
-        cells.append(f"<td>{html.escape(_verdict(row))}</td><td class='muted'>{html.escape(str(row['description']))}</td>")
+        reading = _verdict(row)
+        if _isnan(row["value"]) and (nan_reasons or {}).get(row["metric"]):
+            reading = f"not computed: {nan_reasons[row['metric']]}"
+        cells.append(f"<td>{html.escape(reading)}</td><td class='muted'>{html.escape(str(row['description']))}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</table>")
     if has_ci and sub["ci_low"].isna().any():  # say why some rows have no interval, rather than leave cells empty
@@ -398,7 +403,7 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
         parts.append(f"<h2 id='{group}'>{group.capitalize()}</h2>")
         if group == "privacy":
             parts.append(f"<p class='note'>{_RISK_NOTE}</p>")
-        parts += _table(sub)
+        parts += _table(sub, (details or {}).get("nan_reasons"))
     mia = (details or {}).get("mia")
     if mia is not None:
         parts.append("<h2 id='mia'>Membership-inference attacks</h2>")

@@ -224,3 +224,18 @@ def test_out_of_schema_warning_points_out_near_misses(tables):
         evaluate(train, fake.assign(g=" " + fake["g"]), schema=schema, metrics=["tvd_2way"], baselines=False)
     with pytest.warns(OutOfSchemaWarning, match=r"'HI' is 'hi' but for letter case"):
         evaluate(train, fake.assign(c=fake["c"].str.upper()), schema=schema, metrics=["tvd_2way"], baselines=False)
+
+
+def test_report_says_why_a_value_is_nan(tables, tmp_path):
+    # before: a NaN value read '–' in the report with an empty reading; its reason was only in a
+    # warning on the console
+    from synthzoo.metrics import write_html_report
+    train, fake, test, schema = tables
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table, details = evaluate(train, fake, test=test.iloc[:5], schema=schema, metrics=["domias_auc", "dcr_risk"],
+                                  baselines=False, return_details=True)
+    assert details["nan_reasons"] == {"domias_auc": "domias_auc: the holdout needs at least 10 rows (half "
+                                                    "reference, half candidates)"}
+    write_html_report(tmp_path / "r.html", table, train, fake, schema, details=details)
+    assert "not computed: domias_auc: the holdout needs at least 10 rows" in (tmp_path / "r.html").read_text("utf-8")
