@@ -698,12 +698,14 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     out = pd.DataFrame(rows, columns=["metric", "group", "value", "ci_low", "ci_high", *BASELINES, "better",
                                       "description"])
     nan = out.loc[out["value"].isna(), "metric"].tolist()
-    if nan:  # never a silent NaN: say which, and why where the reason is known
-        why = [f"{m} ({_NAN_REASONS[m]})" if m in _NAN_REASONS and m not in reasons else m for m in nan]
+    # each NaN's reason: the one its metric gave here, else the known one
+    details["nan_reasons"] = {m: reasons.get(m) or _NAN_REASONS.get(m, "") for m in nan}
+    if nan:  # never a silent NaN: say which, and why where the reason is known -- here, from this thread:
+        # a worker thread's own warning can be lost while another thread holds warnings.catch_warnings
+        # (the datetime parsing in core does), so this summary repeats each reason
+        why = [f"{m} ({details['nan_reasons'][m]})" if details["nan_reasons"][m] else m for m in nan]
         warnings.warn("evaluate: not defined for these tables, reported as NaN: " + "; ".join(why),
                       UserWarning, stacklevel=2)
-    # each NaN's reason, for the report: the one its metric gave here, else the known one
-    details["nan_reasons"] = {m: reasons.get(m) or _NAN_REASONS.get(m, "") for m in nan}
     return (out, details) if return_details else out
 
 

@@ -239,3 +239,11 @@ def test_report_says_why_a_value_is_nan(tables, tmp_path):
                                                     "reference, half candidates)"}
     write_html_report(tmp_path / "r.html", table, train, fake, schema, details=details)
     assert "not computed: domias_auc: the holdout needs at least 10 rows" in (tmp_path / "r.html").read_text("utf-8")
+
+
+def test_the_summary_warning_gives_every_nan_reason(tables):
+    # before: "reported as NaN: domias_auc" -- the reason only in the worker thread's own warning,
+    # which another thread's warnings.catch_warnings (core's datetime parsing) can swallow
+    train, fake, test, schema = tables
+    with pytest.warns(UserWarning, match=r"reported as NaN: domias_auc \(domias_auc: the holdout needs at least 10"):
+        evaluate(train, fake, test=test.iloc[:5], schema=schema, metrics=["domias_auc"], baselines=False)
