@@ -56,17 +56,28 @@ def dpsgd_event(q: float, sigma: float, steps: int):
 
 
 def calibrate_noise_multiplier(budget: Budget, q: float, steps: int, rho: float | None = None) -> float:
-    """The smallest noise multiplier ``sigma`` for which charging ``dpsgd_event(q, sigma, steps)`` to
-    ``budget``'s ledger costs no more total epsilon than charging ``rho`` zCDP (default: all that is
-    left of the budget) would.  Bisection through the ledger's accountant."""
+    """The smallest noise multiplier ``sigma`` (to a relative 1e-9) for which charging
+    ``dpsgd_event(q, sigma, steps)`` to ``budget``'s ledger costs no more total epsilon than charging
+    ``rho`` zCDP (default: all that is left of the budget) would.  The returned ``sigma`` always meets
+    the budget: it is checked through the ledger's accountant, and raised until it does.
+
+    The root of ``epsilon(sigma) = target`` is bracketed by doubling and halving, then found by Brent's
+    method on ``log sigma`` (Brent, *Algorithms for minimization without derivatives*, 1973): about 10
+    accountant calls where a bisection to the same precision took 40 -- each call composes the RDP of a
+    sampled Gaussian at every order, about a tenth of a second, and was most of a small private fit."""
+    from scipy.optimize import brentq
+
     rho = budget.remaining if rho is None else float(rho)
     if not (rho > 0 and math.isfinite(rho)):
         raise BudgetExceededError(f"{budget.name}: DP-SGD needs a positive, finite budget, got rho={rho}")
     ledger = budget.ledger
     target = ledger.epsilon_if([dpa.ZCDpEvent(rho)])
+    seen: dict[float, float] = {}
 
-    def eps(sigma):  # quiet: the ledger's accountant calls are
-        return ledger.epsilon_if([dpsgd_event(q, sigma, steps)])
+    def eps(sigma):  # quiet: the ledger's accountant calls are; each sigma asked once
+        if sigma not in seen:
+            seen[sigma] = ledger.epsilon_if([dpsgd_event(q, sigma, steps)])
+        return seen[sigma]
 
     hi = 1.0
     while eps(hi) > target:
@@ -76,13 +87,13 @@ def calibrate_noise_multiplier(budget: Budget, q: float, steps: int, rho: float 
     lo = hi / 2.0
     while lo > 1e-3 and eps(lo) <= target:
         lo /= 2.0
-    for _ in range(40):
-        mid = (lo + hi) / 2.0
-        if eps(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    if eps(lo) <= target:  # meets the budget at the smallest noise looked at
+        return lo
+    u = brentq(lambda v: eps(math.exp(v)) - target, math.log(lo), math.log(hi), xtol=1e-10, rtol=1e-12)
+    sigma, step = min(hi, math.exp(u)), 1e-10
+    while eps(sigma) > target:  # the root's estimate may sit a hair on the wrong side
+        sigma, step = min(hi, sigma * (1.0 + step)), step * 10.0
+    return sigma
 
 
 class DPSGD:
