@@ -33,6 +33,26 @@ import pandas as pd
 
 from .errors import SchemaError, TimeZoneWarning
 
+#: pandas' datetime-parsing advice ("pass dayfirst=", "specify a format", mixed time zones), which names
+#: arguments a synthzoo user cannot pass; silenced for the warnings pandas attributes to this parsing code.
+_ADVICE = (r"Could not infer format", r"Parsing dates in .* format when dayfirst", r".*mixed time zones")
+_PARSERS = r"synthzoo\.core\.(datetimes|schema)$"
+
+
+def quiet_parsing_advice() -> None:
+    """Make sure the filters for pandas' parsing advice (:data:`_ADVICE`) are in the warning filters.
+
+    Filters by message and by the module pandas attributes its warning to (this parsing code), added
+    once and again only where something replaced the filter list -- not ``warnings.catch_warnings``
+    around each parse: that swaps the process-wide list, so a warning another thread raised meanwhile
+    (``evaluate`` scores metrics in threads) was dropped, and two threads leaving it in the wrong order
+    left every warning of the process off."""
+    have = {(f[1].pattern, f[3].pattern) for f in warnings.filters
+            if f[0] == "ignore" and f[1] is not None and f[3] is not None}
+    for msg in _ADVICE:
+        if (msg, _PARSERS) not in have:
+            warnings.filterwarnings("ignore", message=msg, module=_PARSERS)
+
 #: Length of one step of each resolution, in nanoseconds.
 RESOLUTIONS = {"day": 86_400 * 10 ** 9, "hour": 3_600 * 10 ** 9, "minute": 60 * 10 ** 9, "second": 10 ** 9,
                "millisecond": 10 ** 6, "microsecond": 10 ** 3, "nanosecond": 1}
@@ -87,10 +107,9 @@ def check_format(fmt, name: str) -> str | None:
     ref = pd.Series([pd.Timestamp("2001-02-03 04:05:06", tz="UTC" if "%z" in fmt or "%Z" in fmt else None)])
     text = None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            text = ref.dt.strftime(fmt)
-            pd.to_datetime(text, format=fmt)
+        quiet_parsing_advice()
+        text = ref.dt.strftime(fmt)
+        pd.to_datetime(text, format=fmt)
     except (ValueError, TypeError, OverflowError, re.error) as e:  # pandas' strptime compiles a regex
         wrote = f" (it writes {text.iloc[0][:40]!r})" if text is not None else ""
         raise SchemaError(f"column {name!r}: \"format\" {fmt[:40]!r} does not read back what it writes{wrote}: "
@@ -205,21 +224,20 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
                           "them as text such as 2020-01-31 or 2020-01-31 14:05:00, or as datetime values")
     kw = {"format": fmt} if fmt is not None else {"format": "ISO8601"}
     mixed = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # pandas' parsing advice names arguments synthzoo users cannot pass
+    quiet_parsing_advice()  # pandas' parsing advice names arguments synthzoo users cannot pass
+    try:
+        ts = pd.to_datetime(s, errors="coerce", **kw)
+    except (ValueError, TypeError, OverflowError):
+        ts = None  # e.g. mixed UTC offsets
+    if ts is None or ts.dtype == object or bool((ts.isna().to_numpy() & ~na).any()):
+        # mixed offsets (text), or Timestamps in different zones (which pandas turns into NaT)
         try:
-            ts = pd.to_datetime(s, errors="coerce", **kw)
+            alt = pd.to_datetime(s, errors="coerce", utc=True, **kw)
         except (ValueError, TypeError, OverflowError):
-            ts = None  # e.g. mixed UTC offsets
-        if ts is None or ts.dtype == object or bool((ts.isna().to_numpy() & ~na).any()):
-            # mixed offsets (text), or Timestamps in different zones (which pandas turns into NaT)
-            try:
-                alt = pd.to_datetime(s, errors="coerce", utc=True, **kw)
-            except (ValueError, TypeError, OverflowError):
-                alt = None
-            if alt is not None and (ts is None or ts.dtype == object
-                                    or int((alt.isna().to_numpy() & ~na).sum()) < int((ts.isna().to_numpy() & ~na).sum())):
-                ts, mixed = alt, True
+            alt = None
+        if alt is not None and (ts is None or ts.dtype == object
+                                or int((alt.isna().to_numpy() & ~na).sum()) < int((ts.isna().to_numpy() & ~na).sum())):
+            ts, mixed = alt, True
     if ts is None or ts.dtype == object:
         bad = ~na
     else:

@@ -896,9 +896,8 @@ def date_layout(s: pd.Series, warn: bool = True) -> str | None:
         return None
     clock = {0: "", 2: " %H:%M", 3: " %H:%M:%S"}[times.pop()]
     for i, layout in enumerate(layouts):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ok = pd.to_datetime(pd.Series(v), format=layout + clock, errors="coerce").notna().all()
+        dtm.quiet_parsing_advice()
+        ok = pd.to_datetime(pd.Series(v), format=layout + clock, errors="coerce").notna().all()
         if ok:
             if warn and i == 0 and len(layouts) > 1:
                 warnings.warn(f"column {s.name!r}: dates such as {v[0]!r} read day first ({layout + clock}); "
@@ -1059,9 +1058,8 @@ def _iso_text(s: pd.Series) -> bool:
     v = s.dropna()
     if len(v) == 0 or not all(isinstance(x, str) and _ISO.fullmatch(x) for x in v):
         return False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
+    dtm.quiet_parsing_advice()
+    parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
     return bool(parsed.notna().all())
 
 
@@ -1071,9 +1069,8 @@ def _not_iso_dates(values: list) -> list:
     iso = [v for v in text if _ISO.fullmatch(v)]
     if not iso:
         return []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        parsed = pd.to_datetime(pd.Series(iso, dtype=object), format="ISO8601", errors="coerce", utc=True)
+    dtm.quiet_parsing_advice()
+    parsed = pd.to_datetime(pd.Series(iso, dtype=object), format="ISO8601", errors="coerce", utc=True)
     ok = set(np.asarray(iso, dtype=object)[parsed.notna().to_numpy()])
     return [v for v in values if v not in ok] if ok else []
 

@@ -198,3 +198,32 @@ def test_a_category_but_for_spaces_or_letter_case_is_pointed_out():
     assert "' Adelie' is 'Adelie' but for spaces around it" in msg
     assert "'gentoo' is 'Gentoo' but for letter case" in msg
     assert "Chinstrap' is" not in msg  # a value that is no category gets no hint
+
+
+def test_parsing_dates_leaves_the_process_wide_warning_filters_alone(monkeypatch):
+    """Dates are parsed with pandas' parsing advice filtered by message and module, not inside
+    ``warnings.catch_warnings`` + ``simplefilter("ignore")``: that swapped the process-wide filter list,
+    so while one of evaluate's threads parsed a date column every other thread's warnings were dropped."""
+    import warnings
+
+    from synthzoo.core import datetimes as dtm
+
+    seen = []
+    real = pd.to_datetime
+
+    def spy(*a, **k):
+        seen.append(list(warnings.filters))  # the filters another thread sees while this one parses
+        return real(*a, **k)
+
+    monkeypatch.setattr(pd, "to_datetime", spy)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        dtm.to_seconds(pd.Series(["2020-01-31", "2021-02-01 10:00:00"]), "d")
+        Schema.from_dict({"columns": {"d": {"type": "datetime", "lower": "2000-01-01", "upper": "2030-01-01"}}}) \
+            .validate(pd.DataFrame({"d": ["2020-01-31"]}))
+        assert seen and not any(f[:4] == ("ignore", None, Warning, None) for s in seen for f in s)
+        # pandas' advice, attributed to the parsing code, stays quiet; the same text from elsewhere shows
+        for module in ("synthzoo.core.datetimes", "someone_else"):
+            warnings.warn_explicit("Parsing dates in %d/%m/%Y format when dayfirst=False (the default) was "
+                                   "specified.", UserWarning, "f.py", 1, module=module)
+    assert [g.filename for g in got if "Parsing dates" in str(g.message)] == ["f.py"]
