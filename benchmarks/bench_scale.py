@@ -190,11 +190,12 @@ def _device_used(s) -> str:
     estimation engine."""
     dev = getattr(s.model, "device", None)
     if getattr(s.model, "engine_", None):  # the final fit's engine (torch: on CUDA where present)
-        import torch
-
         where = "cpu"
-        if s.model.engine_ == "torch" and torch.cuda.is_available():
-            where = f"cuda ({torch.cuda.get_device_name(0)})"
+        if s.model.engine_ == "torch":
+            import torch
+
+            if torch.cuda.is_available():
+                where = f"cuda ({torch.cuda.get_device_name(0)})"
         return f"{where} (pgm engine {s.model.engine_})"
     if dev is None:
         return "cpu"

@@ -31,27 +31,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .errors import SchemaError, TimeZoneWarning
-
-#: pandas' datetime-parsing advice ("pass dayfirst=", "specify a format", mixed time zones), which names
-#: arguments a synthzoo user cannot pass; silenced for the warnings pandas attributes to this parsing code.
-_ADVICE = (r"Could not infer format", r"Parsing dates in .* format when dayfirst", r".*mixed time zones")
-_PARSERS = r"synthzoo\.core\.(datetimes|schema)$"
-
-
-def quiet_parsing_advice() -> None:
-    """Make sure the filters for pandas' parsing advice (:data:`_ADVICE`) are in the warning filters.
-
-    Filters by message and by the module pandas attributes its warning to (this parsing code), added
-    once and again only where something replaced the filter list -- not ``warnings.catch_warnings``
-    around each parse: that swaps the process-wide list, so a warning another thread raised meanwhile
-    (``evaluate`` scores metrics in threads) was dropped, and two threads leaving it in the wrong order
-    left every warning of the process off."""
-    have = {(f[1].pattern, f[3].pattern) for f in warnings.filters
-            if f[0] == "ignore" and f[1] is not None and f[3] is not None}
-    for msg in _ADVICE:
-        if (msg, _PARSERS) not in have:
-            warnings.filterwarnings("ignore", message=msg, module=_PARSERS)
+from .errors import SchemaError, TimeZoneWarning, quiet_parsing_advice
 
 #: Length of one step of each resolution, in nanoseconds.
 RESOLUTIONS = {"day": 86_400 * 10 ** 9, "hour": 3_600 * 10 ** 9, "minute": 60 * 10 ** 9, "second": 10 ** 9,

@@ -80,3 +80,23 @@ def quiet_library_warnings():
                         warnings.filters.remove(f)
                 _QUIET_FILTERS.clear()
                 warnings._filters_mutated()
+
+
+#: pandas' datetime-parsing advice ("pass dayfirst=", "specify a format", mixed time zones), which names
+#: arguments a synthzoo user cannot pass; silenced for the warnings pandas attributes to core's parsing code.
+_ADVICE = (r"Could not infer format", r"Parsing dates in .* format when dayfirst", r".*mixed time zones")
+_PARSERS = r"synthzoo\.core\.(datetimes|schema)$"
+
+
+def quiet_parsing_advice() -> None:
+    """Make sure the filters for pandas' parsing advice (:data:`_ADVICE`) are in the warning filters.
+
+    Filters by message and by the module pandas attributes its warning to (core's date parsing), added
+    once and again only where something replaced the filter list -- not ``warnings.catch_warnings``
+    around each parse, which has the race :func:`quiet_library_warnings` describes: while one of
+    ``evaluate``'s threads parsed a date column, every other thread's warnings were dropped."""
+    have = {(f[1].pattern, f[3].pattern) for f in warnings.filters
+            if f[0] == "ignore" and f[1] is not None and f[3] is not None}
+    for msg in _ADVICE:
+        if (msg, _PARSERS) not in have:
+            warnings.filterwarnings("ignore", message=msg, module=_PARSERS)

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import datetimes as dtm
-from .errors import ConfigError, SchemaError
+from .errors import ConfigError, SchemaError, quiet_parsing_advice
 
 KINDS = ("categorical", "numerical", "datetime")
 #: Output dtypes a categorical column may declare with its ``"dtype"`` key.
@@ -896,7 +896,7 @@ def date_layout(s: pd.Series, warn: bool = True) -> str | None:
         return None
     clock = {0: "", 2: " %H:%M", 3: " %H:%M:%S"}[times.pop()]
     for i, layout in enumerate(layouts):
-        dtm.quiet_parsing_advice()
+        quiet_parsing_advice()
         ok = pd.to_datetime(pd.Series(v), format=layout + clock, errors="coerce").notna().all()
         if ok:
             if warn and i == 0 and len(layouts) > 1:
@@ -1058,7 +1058,7 @@ def _iso_text(s: pd.Series) -> bool:
     v = s.dropna()
     if len(v) == 0 or not all(isinstance(x, str) and _ISO.fullmatch(x) for x in v):
         return False
-    dtm.quiet_parsing_advice()
+    quiet_parsing_advice()
     parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
     return bool(parsed.notna().all())
 
@@ -1069,7 +1069,7 @@ def _not_iso_dates(values: list) -> list:
     iso = [v for v in text if _ISO.fullmatch(v)]
     if not iso:
         return []
-    dtm.quiet_parsing_advice()
+    quiet_parsing_advice()
     parsed = pd.to_datetime(pd.Series(iso, dtype=object), format="ISO8601", errors="coerce", utc=True)
     ok = set(np.asarray(iso, dtype=object)[parsed.notna().to_numpy()])
     return [v for v in values if v not in ok] if ok else []

@@ -701,8 +701,8 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     # each NaN's reason: the one its metric gave here, else the known one
     details["nan_reasons"] = {m: reasons.get(m) or _NAN_REASONS.get(m, "") for m in nan}
     if nan:  # never a silent NaN: say which, and why where the reason is known -- here, from this thread:
-        # a worker thread's own warning can be lost while another thread holds warnings.catch_warnings
-        # (the datetime parsing in core does), so this summary repeats each reason
+        # a worker thread's own warning is lost if code elsewhere holds warnings.catch_warnings meanwhile
+        # (see core.errors.quiet_library_warnings), so this summary repeats each reason
         why = [f"{m} ({details['nan_reasons'][m]})" if details["nan_reasons"][m] else m for m in nan]
         warnings.warn("evaluate: not defined for these tables, reported as NaN: " + "; ".join(why),
                       UserWarning, stacklevel=2)
