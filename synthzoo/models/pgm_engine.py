@@ -13,7 +13,9 @@ junction tree in which every table is a slice of one flat vector:
   potential -- is one precomputed index array, so it is a single ``bincount`` or gather over all
   tables at once; node marginals reach the potentials they host through a short program of such
   maps via smaller intermediate tables (:meth:`Plan._reductions`), so a node holding ten
-  potentials is summed over a few times, not ten;
+  potentials is summed over a few times, not ten; the compiled kernels read each map as blocks of
+  consecutive cells with one index per block (:func:`block_map`), since an iteration over a large
+  tree is bound by memory traffic (about 40 float64 passes over it), not arithmetic;
 * calibration is a collect/distribute (Hugin) pass in probability space, batched by tree
   level: the trees are rooted at their centres and all nodes of one level are computed
   together, so a pass costs about ten array operations per level whatever the number of
@@ -40,8 +42,8 @@ the measurements (the gradient of a potential is the sum of its measurements' we
 residuals), so it costs one dot product over the measured cells.
 
 Memory: the flat vectors hold a few copies of the junction tree (``N`` cells) and the index
-arrays (``int32`` where they fit) about four times ``N`` entries, so a model within a
-``max_model_size`` cap costs a small multiple of that cap.
+arrays (``int32`` where they fit) about four times ``N`` entries (the block maps far fewer), so a
+model within a ``max_model_size`` cap costs a small multiple of that cap.
 """
 
 from __future__ import annotations
@@ -79,6 +81,39 @@ def sub_index(domain: Domain, host: tuple, sub: tuple, dtype=np.int64) -> np.nda
         view[ax] = shape[ax]
         idx += (np.arange(shape[ax], dtype=dtype) * strides[k]).reshape(view)
     return idx.ravel()
+
+
+#: Kinds of a :func:`block_map`: each block of ``L`` source cells sums into one cell, or is added cell by
+#: cell onto ``L`` cells ``ds`` apart.
+SUM, COPY = 0, 1
+
+
+def block_map(domain: Domain, host: tuple, sub: tuple, idx: np.ndarray) -> tuple:
+    """``sub_index``'s map ``idx`` (host cells onto ``sub`` cells) as blocks of consecutive host cells:
+    ``(kind, L, ds, first)``, ``first`` the ``sub`` cell of each block's first cell.
+
+    When the host's last axes are summed out, each block of ``L`` cells (their sizes' product) sums
+    into one ``sub`` cell (``SUM``).  Otherwise the host's last ``r`` axes appear, in that order and
+    next to each other, somewhere in ``sub``, and a block of their ``L`` cells lands on ``L`` ``sub``
+    cells ``ds`` apart (``COPY``; ``ds`` is 1 when they are also ``sub``'s last axes, and the
+    product of the sizes of ``sub``'s axes after them when the two orders differ).  The compiled
+    kernels then read one index per block and stream the cells within it, instead of an index per cell."""
+    shape = [domain[a] for a in host]
+    if not host:
+        return COPY, 1, 1, np.ascontiguousarray(idx)
+    if host[-1] not in sub:
+        r = 0
+        while r < len(host) and host[-1 - r] not in sub:
+            r += 1
+        kind, ds = SUM, 0
+    else:
+        pos = sub.index(host[-1])
+        r = 1
+        while r < len(host) and pos - r >= 0 and sub[pos - r] == host[-1 - r]:
+            r += 1
+        kind, ds = COPY, int(np.prod([domain[a] for a in sub[pos + 1:]]))
+    L = int(np.prod(shape[len(shape) - r:]))
+    return kind, L, ds, np.ascontiguousarray(idx[::L])
 
 
 def _centre(comp: list, adj: dict) -> tuple:
@@ -180,6 +215,9 @@ class Plan:
 
         # ---- separators: each non-root node's separator with its parent, in the child's axis order
         sep_sizes, sep_of, pp, pp_lo = [], [], [], np.full(n_nodes, -1, dtype=np.int64)
+        self._maps: list = []  # block maps of the compiled kernels (block_map), finished by _finish_maps
+        self.sep_map = np.full(n_nodes, -1, dtype=np.int64)  # node -> its map onto its separator
+        self.pp_map = np.full(n_nodes, -1, dtype=np.int64)  # node -> its parent's map onto that separator
         s_pos = pp_pos = 0
         for i, c in enumerate(self.order):
             p = self.parent[c]
@@ -190,6 +228,8 @@ class Plan:
             sep = tuple(a for a in c if a in p)
             sep_of.append(sub_index(domain, c, sep, itype) + s_pos)
             pp.append(sub_index(domain, p, sep, itype) + s_pos)
+            self.sep_map[i] = self._map(domain, c, sep, sep_of[-1])
+            self.pp_map[i] = self._map(domain, p, sep, pp[-1])
             pp_lo[i] = pp_pos
             pp_pos += self.size[p]
             s_pos += domain.size(sep)
@@ -220,16 +260,34 @@ class Plan:
         # ---- measurements: each lives in the smallest potential clique holding it
         self.meas_cliques = [tuple(m) for m in meas_cliques]
         self.m_offset, pos = [], 0
-        mt, mm = [], []
+        mt, mm, ms = [], [], []
         for mc in self.meas_cliques:
             cl = min((c for c in self.cliques if set(mc) <= set(c)), key=domain.size)
             self.m_offset.append(pos)
             mt.append(np.arange(domain.size(cl), dtype=itype) + self.t_offset[cl])
             mm.append(sub_index(domain, cl, mc, itype) + pos)
+            ms.append((self._map(domain, cl, mc, mm[-1]), self.t_offset[cl], domain.size(cl)))
             pos += domain.size(mc)
         self.M = pos
         self.mp_t = np.concatenate(mt) if mt else np.zeros(0, itype)
         self.mp_m = np.concatenate(mm) if mm else np.zeros(0, itype)
+        # each measurement's map from its potential's cells (``[ms_src, ms_src + ms_len)`` of ``T``)
+        self.ms_map, self.ms_src, self.ms_len = (np.array([m[k] for m in ms], dtype=np.int64) for k in range(3))
+        self._finish_maps()
+
+    def _map(self, domain: Domain, host: tuple, sub: tuple, idx: np.ndarray) -> int:
+        self._maps.append(block_map(domain, host, sub, idx))
+        return len(self._maps) - 1
+
+    def _finish_maps(self) -> None:
+        """The block maps as flat arrays: map ``k`` has kind ``bm_kind[k]``, block length ``bm_L[k]``,
+        target spacing ``bm_ds[k]`` and its blocks' first target cells at ``bm_blk[bm_lo[k]:bm_lo[k + 1]]``."""
+        maps, self._maps = self._maps, None
+        self.bm_kind = np.array([m[0] for m in maps], dtype=np.int64)
+        self.bm_L = np.array([m[1] for m in maps], dtype=np.int64)
+        self.bm_ds = np.array([m[2] for m in maps], dtype=np.int64)
+        self.bm_lo = np.concatenate([[0], np.cumsum([m[3].size for m in maps])]).astype(np.int64)
+        self.bm_blk = np.concatenate([m[3] for m in maps]) if maps else np.zeros(0, self.itype)
 
     def _reductions(self, domain: Domain, hosted: dict, itype) -> None:
         """The program that sums node marginals onto the potential cliques they host.
@@ -267,13 +325,15 @@ class Plan:
                         best, gain = (served, keep), g
                 if best is None:
                     for c in targets:  # one pass over this table for each
-                        steps.append((from_node, lo, size, self.t_offset[c], sub_index(domain, attrs, c, itype)))
+                        idx = sub_index(domain, attrs, c, itype)
+                        steps.append((from_node, lo, size, self.t_offset[c], idx, self._map(domain, attrs, c, idx)))
                         self.st_axes.append((attrs, c))
                     return
                 served, keep = best
                 ilo = width[0]
                 width[0] += domain.size(keep)
-                steps.append((from_node, lo, size, ilo, sub_index(domain, attrs, keep, itype)))
+                idx = sub_index(domain, attrs, keep, itype)
+                steps.append((from_node, lo, size, ilo, idx, self._map(domain, attrs, keep, idx)))
                 self.st_axes.append((attrs, keep))
                 reduce(keep, False, ilo, served)
                 targets = [c for c in targets if c not in served]
@@ -289,6 +349,7 @@ class Plan:
         self.st_idx = np.concatenate([[0], np.cumsum([st[4].size for st in steps])]).astype(np.int64)
         self.red_idx = np.concatenate([st[4] for st in steps]) if steps else np.zeros(0, itype)
         self._dst_len = [int(st[4].max()) + 1 if st[4].size else 0 for st in steps]
+        self.st_map = np.array([st[5] for st in steps], dtype=np.int64)
 
     @property
     def levels(self) -> list:
@@ -321,10 +382,20 @@ class Plan:
     @property
     def nbytes(self) -> int:
         """Bytes held by the plan's index arrays."""
-        arrays = [self.sep_of, self.pp, self.red_idx, self.mp_t, self.mp_m]
+        arrays = [self.sep_of, self.pp, self.red_idx, self.mp_t, self.mp_m, self.bm_blk]
         arrays += [getattr(L, k) for L in self._levels or [] for k in ("cell_node", "sep", "pp_cell", "pp_sep")
                    if hasattr(L, k)]
         return int(sum(a.nbytes for a in arrays))
+
+    def kernel_arrays(self) -> tuple:
+        """The arrays the compiled kernels (:mod:`._pgm_numba`) read, as one tuple: the tree
+        (``node_lo, parent, child_ptr, child_list, sep_lo, sep_of``), each node's block maps onto its
+        separator and its parent's (``sep_map, pp_map``), the reduction program (``st_node, st_src,
+        st_len, st_dst, st_map``), the measurements' maps (``ms_map, ms_src, ms_len``) and the block
+        maps (``bm_kind, bm_L, bm_ds, bm_lo, bm_blk``)."""
+        return (self.node_lo, self.parent_ix, self.child_ptr, self.child_list, self.sep_lo, self.sep_of,
+                self.sep_map, self.pp_map, self.st_node, self.st_src, self.st_len, self.st_dst, self.st_map,
+                self.ms_map, self.ms_src, self.ms_len, self.bm_kind, self.bm_L, self.bm_ds, self.bm_lo, self.bm_blk)
 
     # ------------------------------------------------------------------ flat <-> tables
     def flatten(self, theta: dict) -> np.ndarray:
@@ -371,8 +442,7 @@ class Plan:
         if _nb is not None:
             out, u, t = np.empty(self.N), np.empty(self.N), np.empty(self.N)
             lmsg, msg, sepsum = np.empty(self.S), np.empty(self.S), np.empty(self.S)
-            if not _nb.calibrate(logb, float(total), self.node_lo, self.parent_ix, self.child_ptr, self.child_list,
-                                 self.sep_lo, self.sep_of, self.pp, self.pp_lo, out, u, t,
+            if not _nb.calibrate(logb, float(total), self.kernel_arrays(), out, u, t,
                                  np.empty(self.S), lmsg, msg, sepsum):  # scratch of the separators' size
                 raise FloatingPointError("PGM engine: a clique marginal vanished")
             return out
@@ -481,10 +551,8 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
     alpha = a0 if alpha is None or not alpha > 0 else float(alpha)
     if device is None and ((_nb is not None) if compiled is None else compiled):
         T, marg, done, loss, alpha, converged = _nb.mirror_descent(
-            T, y, w, float(total), int(iters), float(tol), WINDOW, 0.5 * plan.M, alpha, bool(momentum), plan.node_lo,
-            plan.parent_ix,
-            plan.child_ptr, plan.child_list, plan.sep_lo, plan.sep_of, plan.pp, plan.pp_lo, plan.st_node,
-            plan.st_src, plan.st_len, plan.st_dst, plan.st_idx, plan.red_idx, plan.Z, plan.mp_t, plan.mp_m)
+            T, y, w, float(total), int(iters), float(tol), WINDOW, 0.5 * plan.M, alpha, bool(momentum),
+            plan.kernel_arrays(), plan.Z)
         if done == 0 and not loss == loss:
             raise FloatingPointError("PGM engine: the starting potentials give no finite marginals")
         return Result(plan.tables(T), marg, int(done), float(loss), float(alpha), bool(converged))

@@ -339,6 +339,70 @@ def test_pgm_numpy_path_matches_the_compiled_kernel():
     np.testing.assert_allclose(m1, m2, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("host,sub", [
+    ("abcd", "ab"),    # last axes summed out: SUM blocks
+    ("abcd", "bcd"),   # last axes kept in order: COPY blocks, consecutive targets
+    ("abcd", "dcb"),   # kept in another order: blocks over the last axis, spaced targets
+    ("abcd", "cda"),   # last two axes kept, next to each other but not last: spaced blocks
+    ("abcd", "ac"),    # one summed axis last, kept ones around the summed
+    ("abcd", ""),      # everything summed (a separator of two components)
+    ("abcd", "abcd"),  # the identity
+    ("abcd", "dcba"),  # a transposition
+])
+def test_block_maps_sum_and_gather_as_the_per_cell_index(host, sub):
+    """The compiled kernels read a map between tables as blocks of consecutive cells
+    (``pgm_engine.block_map``); forward (sum onto the smaller table) and backward (gather from it,
+    and the product-and-sum of calibration's distribute) they give what the per-cell index gives."""
+    from synthzoo.models import _pgm_numba, pgm_engine
+
+    if pgm_engine._nb is None:
+        pytest.skip("numba is not installed")
+    dom = Domain(tuple("abcd"), (3, 4, 2, 5))
+    host, sub = tuple(host), tuple(sub)
+    idx = pgm_engine.sub_index(dom, host, sub)
+    kind, L, ds, first = pgm_engine.block_map(dom, host, sub, idx)
+    n, m = dom.size(host), dom.size(sub)
+    B = (np.array([kind]), np.array([L]), np.array([ds]), np.array([0]), first.astype(np.int32))
+    rng = np.random.default_rng(0)
+    x, v = rng.random(n + 7), rng.random(m + 3)
+    got = np.full(m + 3, 0.5)
+    _pgm_numba._fwd(x, 7, n, got, 3, 0, B)
+    want = np.full(m + 3, 0.5)
+    want[3:] += np.bincount(idx, weights=x[7:], minlength=m)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    out = np.full(n + 2, 0.25)
+    _pgm_numba._bwd(out, 2, n, v, 3, 0, B)
+    np.testing.assert_allclose(out[2:], 0.25 + v[3:][idx], rtol=1e-15)
+    u = x[:n].copy()
+    tot = _pgm_numba._bwd_mul(u, 0, n, v[3:], 0, B)
+    np.testing.assert_allclose(u, x[:n] * v[3:][idx], rtol=1e-15)
+    assert tot == pytest.approx(u.sum(), rel=1e-13)
+    if sub and host[-1] not in sub:
+        assert kind == pgm_engine.SUM and L > 1
+    elif sub:
+        assert kind == pgm_engine.COPY and L > 1
+
+
+def test_the_compiled_exponential_is_exact_to_rounding():
+    """Calibration's one exponential per cell is a vectorised one (``_exp_below``): within 2 ulp of
+    numpy's, 0 only where ``exp`` is subnormal, and NaN (a step that made one is rejected) stays NaN."""
+    from synthzoo.models import _pgm_numba, pgm_engine
+
+    if pgm_engine._nb is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(2)
+    t = np.concatenate([-rng.exponential(40, 3000), rng.uniform(-1e-9, 0, 300),
+                        [0.0, -0.5 * np.log(2), -707.9, -708.0, -709.0, -745.2, -1e300, -np.inf, np.nan]])
+    for top in (0.0, 12.5, -3e5):
+        u = np.empty_like(t)
+        _pgm_numba._exp_below(t + top, 0, t.size, top, u, np.empty(_pgm_numba._CHUNK))
+        ref = np.exp((t + top) - top)
+        big = ref > 1e-300
+        assert np.max(np.abs(u[big] - ref[big]) / ref[big]) < 4.5e-16
+        assert np.all(u[~big & ~np.isnan(t)] < 1e-300)
+        assert np.isnan(u[-1]) and u[-2] == 0.0 and u[-3] == 0.0
+
+
 def test_node_marginals_reach_many_hosted_potentials_through_intermediates():
     """A node holding many potentials is summed onto them through smaller intermediate tables (fewer
     cells visited than one pass over the node per potential), and the program gives exactly the
@@ -359,13 +423,13 @@ def test_node_marginals_reach_many_hosted_potentials_through_intermediates():
     want = np.concatenate([_sum_to(node, table, c)[1].ravel() for c in pots])
     np.testing.assert_allclose(plan.clique_marginals(marg), want, rtol=1e-12)
     z = np.empty(plan.Z)
-    _pgm_numba._reduce(z, marg, plan.st_node, plan.st_src, plan.st_len, plan.st_dst, plan.st_idx, plan.red_idx)
+    _pgm_numba._reduce(z, marg, plan.kernel_arrays())
     np.testing.assert_allclose(z[:plan.T], want, rtol=1e-12)
     T = rng.normal(size=plan.T)
     spread = sum(_aligned(c, tab, node) for c, tab in plan.tables(T).items()).ravel()
     np.testing.assert_allclose(plan.beliefs(T), spread, rtol=1e-12, atol=1e-12)
     out = np.empty(plan.N)
-    _pgm_numba._spread(out, z, T, plan.st_node, plan.st_src, plan.st_len, plan.st_dst, plan.st_idx, plan.red_idx)
+    _pgm_numba._spread(out, z, T, plan.kernel_arrays())
     np.testing.assert_allclose(out, spread, rtol=1e-12, atol=1e-12)
 
 
