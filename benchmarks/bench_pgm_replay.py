@@ -50,9 +50,9 @@ def record(a) -> None:
     calls = []
     estimate = PGM._estimate
 
-    def logged(self, domain, measurements, iters, engine, tol):
+    def logged(self, domain, measurements, iters, engine, tol, **kw):
         t = time.process_time()
-        estimate(self, domain, measurements, iters, engine, tol)
+        estimate(self, domain, measurements, iters, engine, tol, **kw)
         calls.append({"measurements": len(measurements), "tol": tol, "iters": iters, "taken": int(self.iters_),
                       "cpu_s": round(time.process_time() - t, 3)})
 

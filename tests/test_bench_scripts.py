@@ -129,3 +129,28 @@ def test_bench_precision_counts_a_cell_missing_in_both_samples_as_identical():
     a = pd.DataFrame({"x": [1.0, np.nan, 3.0, np.nan], "c": ["u", None, "w", "v"]})
     b = pd.DataFrame({"x": [1.0, np.nan, 4.0, 2.0], "c": ["u", None, "w", None]})
     assert bench_precision.identical_share(a, b) == 5 / 8
+
+
+def test_bench_pgm_replay_records_an_aim_run_and_replays_it(adult, tmp_path):
+    """``bench_pgm_replay.py`` wraps ``PGM._estimate``: it must pass on every keyword the model adds
+    (it broke once on ``compile_ok``), and a replay in the same checkout gives the same estimate."""
+    import json
+    import os
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_pgm_replay.py"
+    root = script.parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), SYNTHZOO_DATASETS=str(DATASETS))
+    out = tmp_path / "run.json"
+    rec = subprocess.run([sys.executable, str(script), "record", "--rows", "2000", "--out", str(out)],
+                         env=env, cwd=root, capture_output=True, text=True)
+    assert rec.returncode == 0, rec.stderr[-2000:]
+    head = json.loads(rec.stdout.strip().splitlines()[-1])
+    assert head["rows"] == 2000 and head["calls"] > 0 and head["iterations"] > 0
+    rep = subprocess.run([sys.executable, str(script), "replay", str(out), "--baseline", str(root)],
+                         env=env, cwd=root, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    lines = [json.loads(x) for x in rep.stdout.strip().splitlines()]
+    assert [x.get("tree") for x in lines[:2]] == ["this", "baseline"]
+    assert lines[0]["calls"] == head["calls"] and lines[0]["iterations"] == lines[1]["iterations"]
+    assert lines[2]["max_cell_diff_over_rows"] == 0.0
