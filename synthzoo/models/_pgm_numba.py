@@ -124,8 +124,9 @@ def _bwd(out, o0, n, vals, v0, k, B):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _bwd_mul(u, o0, n, vals, k, B):  # pragma: no cover - compiled
-    """``u[o0 + i] *= vals[target(i)]`` through block map ``k``; returns the sum of the products."""
+def _bwd_mul_into(out, u, o0, n, vals, k, B):  # pragma: no cover - compiled
+    """``out[o0 + i] = u[o0 + i] * vals[target(i)]`` through block map ``k`` (``out`` may be ``u``);
+    returns their sum."""
     kind, bL, bds, lo, blk = B
     L, ds, b0 = bL[k], bds[k], lo[k]
     tot = 0.0
@@ -134,11 +135,11 @@ def _bwd_mul(u, o0, n, vals, k, B):  # pragma: no cover - compiled
         if kind[k] == 0:
             v = vals[d]
             for j in range(L):
-                u[o + j] *= v
+                out[o + j] = u[o + j] * v
         else:
             for j in range(L):
-                u[o + j] *= vals[d + j * ds]
-        tot += _bsum(u, o, L)
+                out[o + j] = u[o + j] * vals[d + j * ds]
+        tot += _bsum(out, o, L)
     return tot
 
 
@@ -149,7 +150,7 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
     Beliefs are ``exp(log-belief - node max)``; messages are kept as logs on the absolute scale, and
     a separator cell whose every belief underflowed gets its message by a log-sum-exp over its
     cells (and its cells' marginals from logs), so extreme potentials lose nothing.  ``t`` holds
-    the log-beliefs, ``scr`` is scratch of the separators' size.  Each node's map onto its separator
+    the log-beliefs of nodes with children (a leaf's are ``logb``), ``scr`` is scratch of the separators' size.  Each node's map onto its separator
     (``sep_map``) and its parent's (``pp_map``) are block maps; ``sep_of`` (per cell) serves the
     underflow paths.  False when a node's marginal vanishes or is not finite.  ``P``: the plan's
     arrays (:meth:`~.pgm_engine.Plan.kernel_arrays`)."""
@@ -160,25 +161,18 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
     for c in range(n_nodes - 1, -1, -1):  # collect: children (later in the layout) first
         lo, hi = node_lo[c], node_lo[c + 1]
         c0, c1 = child_ptr[c], child_ptr[c + 1]
-        top = -math.inf  # the node's largest log-belief, taken in the pass that completes them
-        if c0 == c1:
-            for i in range(lo, hi):
-                v = logb[i]
-                t[i] = v
-                if v > top:
-                    top = v
-        else:
+        top = -math.inf  # the node's largest log-belief
+        if c0 < c1:  # the children's messages: a leaf's log-beliefs are its potentials (src = logb)
             for i in range(lo, hi):
                 t[i] = logb[i]
             for j in range(c0, c1):
                 _bwd(t, lo, hi - lo, lmsg, 0, pp_map[child_list[j]], B)
-            for i in range(lo, hi):
-                v = t[i]
-                if v > top:
-                    top = v
+        src = t if c0 < c1 else logb
+        for i in range(lo, hi):
+            top = max(top, src[i])
         if not (top > -math.inf and top < math.inf):
             return False
-        _exp_below(t, lo, hi, top, u, kb)
+        _exp_below(src, lo, hi, top, u, kb)
         if parent[c] >= 0:
             s0, s1 = sep_lo[c], sep_lo[c + 1]
             for s in range(s0, s1):
@@ -198,12 +192,12 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
                     sepsum[s] = 0.0
                 for i in range(lo, hi):
                     s = sep_of[i]
-                    if msg[s] == 0 and t[i] > scr[s]:
-                        scr[s] = t[i]
+                    if msg[s] == 0 and src[i] > scr[s]:
+                        scr[s] = src[i]
                 for i in range(lo, hi):
                     s = sep_of[i]
                     if msg[s] == 0 and scr[s] > -math.inf:
-                        sepsum[s] += math.exp(t[i] - scr[s])
+                        sepsum[s] += math.exp(src[i] - scr[s])
                 for s in range(s0, s1):
                     if msg[s] == 0:
                         lmsg[s] = math.log(sepsum[s]) + scr[s] if sepsum[s] > 0 else -math.inf
@@ -224,14 +218,19 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
                     scr[s] = math.log(sepsum[s]) - lmsg[s] if sepsum[s] > 0 else -math.inf
                     sepsum[s] = 0.0
                     under = True
-            tot = _bwd_mul(u, lo, hi - lo, sepsum, sep_map[c], B)
-            if under:
-                tot = 0.0
-                for i in range(lo, hi):
-                    s = sep_of[i]
-                    if msg[s] == 0 and scr[s] > -math.inf:
-                        u[i] = math.exp(t[i] + scr[s])
-                    tot += u[i]
+            if not under:  # the parent's marginal gives this node its mass (``total`` up to rounding)
+                tot = _bwd_mul_into(out, u, lo, hi - lo, sepsum, sep_map[c], B)
+                if not (tot > 0 and tot < math.inf):
+                    return False
+                continue
+            _bwd_mul_into(u, u, lo, hi - lo, sepsum, sep_map[c], B)
+            src = t if child_ptr[c] < child_ptr[c + 1] else logb
+            tot = 0.0
+            for i in range(lo, hi):
+                s = sep_of[i]
+                if msg[s] == 0 and scr[s] > -math.inf:
+                    u[i] = math.exp(src[i] + scr[s])
+                tot += u[i]
         else:
             tot = 0.0
             for i in range(lo, hi):

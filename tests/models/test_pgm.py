@@ -373,10 +373,12 @@ def test_block_maps_sum_and_gather_as_the_per_cell_index(host, sub):
     out = np.full(n + 2, 0.25)
     _pgm_numba._bwd(out, 2, n, v, 3, 0, B)
     np.testing.assert_allclose(out[2:], 0.25 + v[3:][idx], rtol=1e-15)
-    u = x[:n].copy()
-    tot = _pgm_numba._bwd_mul(u, 0, n, v[3:], 0, B)
-    np.testing.assert_allclose(u, x[:n] * v[3:][idx], rtol=1e-15)
-    assert tot == pytest.approx(u.sum(), rel=1e-13)
+    u, prod = x[:n].copy(), np.empty(n)
+    tot = _pgm_numba._bwd_mul_into(prod, u, 0, n, v[3:], 0, B)
+    np.testing.assert_allclose(prod, x[:n] * v[3:][idx], rtol=1e-15)
+    assert tot == pytest.approx(prod.sum(), rel=1e-13)
+    _pgm_numba._bwd_mul_into(u, u, 0, n, v[3:], 0, B)  # in place
+    np.testing.assert_array_equal(u, prod)
     if sub and host[-1] not in sub:
         assert kind == pgm_engine.SUM and L > 1
     elif sub:
