@@ -124,6 +124,14 @@ def _bwd(out, o0, n, vals, v0, k, B):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _target(i, k, B):  # pragma: no cover - compiled
+    """The target of source cell ``i`` under block map ``k`` (for the rare per-cell paths)."""
+    kind, bL, bds, lo, blk = B
+    b = i // bL[k]
+    return blk[lo[k] + b] + (0 if kind[k] == 0 else (i - b * bL[k]) * bds[k])
+
+
+@njit(cache=True, nogil=True)
 def _bwd_mul_into(out, u, o0, n, vals, k, B):  # pragma: no cover - compiled
     """``out[o0 + i] = u[o0 + i] * vals[target(i)]`` through block map ``k`` (``out`` may be ``u``);
     returns their sum."""
@@ -151,11 +159,10 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
     a separator cell whose every belief underflowed gets its message by a log-sum-exp over its
     cells (and its cells' marginals from logs), so extreme potentials lose nothing.  ``t`` holds
     the log-beliefs of nodes with children (a leaf's are ``logb``), ``scr`` is scratch of the separators' size.  Each node's map onto its separator
-    (``sep_map``) and its parent's (``pp_map``) are block maps; ``sep_of`` (per cell) serves the
-    underflow paths.  False when a node's marginal vanishes or is not finite.  ``P``: the plan's
+    (``sep_map``) and its parent's (``pp_map``) are block maps.  False when a node's marginal vanishes or is not finite.  ``P``: the plan's
     arrays (:meth:`~.pgm_engine.Plan.kernel_arrays`)."""
-    node_lo, parent, child_ptr, child_list, sep_lo, sep_of, sep_map, pp_map = P[:8]
-    B = P[16:]
+    node_lo, parent, child_ptr, child_list, sep_lo, sep_map, pp_map = P[:7]
+    B = P[15:]
     kb = np.empty(_CHUNK)
     n_nodes = parent.shape[0]
     for c in range(n_nodes - 1, -1, -1):  # collect: children (later in the layout) first
@@ -191,11 +198,11 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
                     scr[s] = -math.inf
                     sepsum[s] = 0.0
                 for i in range(lo, hi):
-                    s = sep_of[i]
+                    s = _target(i - lo, sep_map[c], B)
                     if msg[s] == 0 and src[i] > scr[s]:
                         scr[s] = src[i]
                 for i in range(lo, hi):
-                    s = sep_of[i]
+                    s = _target(i - lo, sep_map[c], B)
                     if msg[s] == 0 and scr[s] > -math.inf:
                         sepsum[s] += math.exp(src[i] - scr[s])
                 for s in range(s0, s1):
@@ -227,7 +234,7 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
             src = t if child_ptr[c] < child_ptr[c + 1] else logb
             tot = 0.0
             for i in range(lo, hi):
-                s = sep_of[i]
+                s = _target(i - lo, sep_map[c], B)
                 if msg[s] == 0 and scr[s] > -math.inf:
                     u[i] = math.exp(src[i] + scr[s])
                 tot += u[i]
@@ -248,8 +255,8 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
 def _reduce(z, marg, P):  # pragma: no cover - compiled
     """The plan's reduction program forward: node marginals ``marg`` summed onto the potential
     cliques (``z[:T]``) through the intermediates (``z[T:]``)."""
-    st_node, st_src, st_len, st_dst, st_map = P[8:13]
-    B = P[16:]
+    st_node, st_src, st_len, st_dst, st_map = P[7:12]
+    B = P[15:]
     z[:] = 0.0
     for s in range(st_src.shape[0]):
         if st_node[s]:
@@ -262,8 +269,8 @@ def _reduce(z, marg, P):  # pragma: no cover - compiled
 def _spread(node, z, vals, P):  # pragma: no cover - compiled
     """The reduction program backward: per-potential ``vals`` (length ``T``) summed onto the node
     cells they belong to (``node``; zero elsewhere), through the intermediates in ``z``."""
-    st_node, st_src, st_len, st_dst, st_map = P[8:13]
-    B = P[16:]
+    st_node, st_src, st_len, st_dst, st_map = P[7:12]
+    B = P[15:]
     nT = vals.shape[0]
     z[:nT] = vals
     z[nT:] = 0.0
@@ -278,8 +285,8 @@ def _spread(node, z, vals, P):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def _measure(ym, z, P):  # pragma: no cover - compiled
     """Measurement marginals ``ym`` from the potential marginals ``z[:T]``."""
-    ms_map, ms_src, ms_len = P[13:16]
-    B = P[16:]
+    ms_map, ms_src, ms_len = P[12:15]
+    B = P[15:]
     ym[:] = 0.0
     for m in range(ms_map.shape[0]):
         _fwd(z, ms_src[m], ms_len[m], ym, 0, ms_map[m], B)
@@ -289,8 +296,8 @@ def _measure(ym, z, P):  # pragma: no cover - compiled
 def _gradient(grad, wr, P):  # pragma: no cover - compiled
     """The loss's gradient over the potentials: each measurement's weighted residuals ``wr`` spread
     over its potential's cells."""
-    ms_map, ms_src, ms_len = P[13:16]
-    B = P[16:]
+    ms_map, ms_src, ms_len = P[12:15]
+    B = P[15:]
     grad[:] = 0.0
     for m in range(ms_map.shape[0]):
         _bwd(grad, ms_src[m], ms_len[m], wr, 0, ms_map[m], B)

@@ -88,19 +88,19 @@ def sub_index(domain: Domain, host: tuple, sub: tuple, dtype=np.int64) -> np.nda
 SUM, COPY = 0, 1
 
 
-def block_map(domain: Domain, host: tuple, sub: tuple, idx: np.ndarray) -> tuple:
-    """``sub_index``'s map ``idx`` (host cells onto ``sub`` cells) as blocks of consecutive host cells:
-    ``(kind, L, ds, first)``, ``first`` the ``sub`` cell of each block's first cell.
+def block_map(domain: Domain, host: tuple, sub: tuple, offset: int = 0, dtype=np.int64) -> tuple:
+    """The map of :func:`sub_index` (host cells onto ``sub`` cells, plus ``offset``) as blocks of
+    consecutive host cells: ``(kind, L, ds, first)``, ``first`` the target of each block's first cell.
 
     When the host's last axes are summed out, each block of ``L`` cells (their sizes' product) sums
     into one ``sub`` cell (``SUM``).  Otherwise the host's last ``r`` axes appear, in that order and
     next to each other, somewhere in ``sub``, and a block of their ``L`` cells lands on ``L`` ``sub``
     cells ``ds`` apart (``COPY``; ``ds`` is 1 when they are also ``sub``'s last axes, and the
     product of the sizes of ``sub``'s axes after them when the two orders differ).  The compiled
-    kernels then read one index per block and stream the cells within it, instead of an index per cell."""
-    shape = [domain[a] for a in host]
+    kernels then read one index per block and stream the cells within it, instead of an index per
+    cell; ``first`` is built over the other axes only, so a map costs ``1 / L`` of the host's cells."""
     if not host:
-        return COPY, 1, 1, np.ascontiguousarray(idx)
+        return COPY, 1, 1, np.full(1, offset, dtype=dtype)
     if host[-1] not in sub:
         r = 0
         while r < len(host) and host[-1 - r] not in sub:
@@ -112,8 +112,16 @@ def block_map(domain: Domain, host: tuple, sub: tuple, idx: np.ndarray) -> tuple
         while r < len(host) and pos - r >= 0 and sub[pos - r] == host[-1 - r]:
             r += 1
         kind, ds = COPY, int(np.prod([domain[a] for a in sub[pos + 1:]]))
-    L = int(np.prod(shape[len(shape) - r:]))
-    return kind, L, ds, np.ascontiguousarray(idx[::L])
+    L = int(np.prod([domain[a] for a in host[len(host) - r:]]))
+    outer = host[:len(host) - r]  # a block's first cell: these axes' values, the run's at 0
+    stride = {a: int(np.prod([domain[b] for b in sub[k + 1:]])) for k, a in enumerate(sub)}
+    first = np.full([domain[a] for a in outer], offset, dtype=dtype)
+    for k, a in enumerate(outer):
+        if a in stride:
+            view = [1] * len(outer)
+            view[k] = domain[a]
+            first += (np.arange(domain[a], dtype=dtype) * stride[a]).reshape(view)
+    return kind, L, ds, first.ravel()
 
 
 def _centre(comp: list, adj: dict) -> tuple:
@@ -214,7 +222,8 @@ class Plan:
         self.child_list = np.array([c for k in kids for c in k], dtype=np.int64)
 
         # ---- separators: each non-root node's separator with its parent, in the child's axis order
-        sep_sizes, sep_of, pp, pp_lo = [], [], [], np.full(n_nodes, -1, dtype=np.int64)
+        sep_sizes, pp_lo = [], np.full(n_nodes, -1, dtype=np.int64)
+        self._seps: list = []  # (node, parent, separator, its first cell) of each non-root node
         self._maps: list = []  # block maps of the compiled kernels (block_map), finished by _finish_maps
         self.sep_map = np.full(n_nodes, -1, dtype=np.int64)  # node -> its map onto its separator
         self.pp_map = np.full(n_nodes, -1, dtype=np.int64)  # node -> its parent's map onto that separator
@@ -223,22 +232,19 @@ class Plan:
             p = self.parent[c]
             if p is None:
                 sep_sizes.append(0)
-                sep_of.append(np.zeros(self.size[c], dtype=itype))
                 continue
             sep = tuple(a for a in c if a in p)
-            sep_of.append(sub_index(domain, c, sep, itype) + s_pos)
-            pp.append(sub_index(domain, p, sep, itype) + s_pos)
-            self.sep_map[i] = self._map(domain, c, sep, sep_of[-1])
-            self.pp_map[i] = self._map(domain, p, sep, pp[-1])
+            self._seps.append((c, p, sep, s_pos))
+            self.sep_map[i] = self._map(domain, c, sep, s_pos)
+            self.pp_map[i] = self._map(domain, p, sep, s_pos)
             pp_lo[i] = pp_pos
             pp_pos += self.size[p]
             s_pos += domain.size(sep)
             sep_sizes.append(domain.size(sep))
         self.sep_lo = np.concatenate([[0], np.cumsum(sep_sizes)]).astype(np.int64)
         self.S = int(s_pos)
-        self.sep_of = np.concatenate(sep_of) if sep_of else np.zeros(0, itype)
-        self.pp = np.concatenate(pp) if pp else np.zeros(0, itype)
         self.pp_lo = pp_lo
+        self._sep_of = self._pp = self._red_idx = self._mp = None  # per-cell maps: built on first use
 
         self._by_level = [len(lvl) for lvl in by_level]
         self._levels = None
@@ -260,24 +266,69 @@ class Plan:
         # ---- measurements: each lives in the smallest potential clique holding it
         self.meas_cliques = [tuple(m) for m in meas_cliques]
         self.m_offset, pos = [], 0
-        mt, mm, ms = [], [], []
+        ms = []
+        self._meas_host = []  # each measurement's potential clique
         for mc in self.meas_cliques:
             cl = min((c for c in self.cliques if set(mc) <= set(c)), key=domain.size)
             self.m_offset.append(pos)
-            mt.append(np.arange(domain.size(cl), dtype=itype) + self.t_offset[cl])
-            mm.append(sub_index(domain, cl, mc, itype) + pos)
-            ms.append((self._map(domain, cl, mc, mm[-1]), self.t_offset[cl], domain.size(cl)))
+            self._meas_host.append(cl)
+            ms.append((self._map(domain, cl, mc, pos), self.t_offset[cl], domain.size(cl)))
             pos += domain.size(mc)
         self.M = pos
-        self.mp_t = np.concatenate(mt) if mt else np.zeros(0, itype)
-        self.mp_m = np.concatenate(mm) if mm else np.zeros(0, itype)
         # each measurement's map from its potential's cells (``[ms_src, ms_src + ms_len)`` of ``T``)
         self.ms_map, self.ms_src, self.ms_len = (np.array([m[k] for m in ms], dtype=np.int64) for k in range(3))
         self._finish_maps()
 
-    def _map(self, domain: Domain, host: tuple, sub: tuple, idx: np.ndarray) -> int:
-        self._maps.append(block_map(domain, host, sub, idx))
+    def _map(self, domain: Domain, host: tuple, sub: tuple, offset: int) -> int:
+        self._maps.append(block_map(domain, host, sub, offset, self.itype))
         return len(self._maps) - 1
+
+    # ---- the per-cell index arrays of the numpy and torch paths (and of tests), built on first use:
+    # the compiled kernels read the block maps only, so a refit on the CPU never builds them
+    @property
+    def sep_of(self) -> np.ndarray:
+        """Separator cell of every node cell (0 for roots' cells)."""
+        if self._sep_of is None:
+            parts = {c: sub_index(self.domain, c, sep, self.itype) + lo for c, _, sep, lo in self._seps}
+            self._sep_of = np.concatenate([parts[c] if c in parts else np.zeros(self.size[c], self.itype)
+                                           for c in self.order]) if self.order else np.zeros(0, self.itype)
+        return self._sep_of
+
+    @property
+    def pp(self) -> np.ndarray:
+        """For each non-root node (layout order), the separator cell each of its parent's cells sums into."""
+        if self._pp is None:
+            parts = [sub_index(self.domain, p, sep, self.itype) + lo for _, p, sep, lo in self._seps]
+            self._pp = np.concatenate(parts) if parts else np.zeros(0, self.itype)
+        return self._pp
+
+    @property
+    def red_idx(self) -> np.ndarray:
+        """The reduction steps' per-cell targets (local to each step's destination), step ``s`` at
+        ``red_idx[st_idx[s]:st_idx[s + 1]]``."""
+        if self._red_idx is None:
+            parts = [sub_index(self.domain, a, b, self.itype) for a, b in self.st_axes]
+            self._red_idx = np.concatenate(parts) if parts else np.zeros(0, self.itype)
+        return self._red_idx
+
+    @property
+    def mp_t(self) -> np.ndarray:
+        """Potential cell of every (measurement, potential cell) pair: with :attr:`mp_m`, the map
+        between potentials and measurements."""
+        return self._measure_pairs()[0]
+
+    @property
+    def mp_m(self) -> np.ndarray:
+        return self._measure_pairs()[1]
+
+    def _measure_pairs(self) -> tuple:
+        if self._mp is None:
+            dom, it = self.domain, self.itype
+            mt = [np.arange(dom.size(cl), dtype=it) + self.t_offset[cl] for cl in self._meas_host]
+            mm = [sub_index(dom, cl, mc, it) + lo for cl, mc, lo in zip(self._meas_host, self.meas_cliques,
+                                                                        self.m_offset)]
+            self._mp = (np.concatenate(mt) if mt else np.zeros(0, it), np.concatenate(mm) if mm else np.zeros(0, it))
+        return self._mp
 
     def _finish_maps(self) -> None:
         """The block maps as flat arrays: map ``k`` has kind ``bm_kind[k]``, block length ``bm_L[k]``,
@@ -325,15 +376,14 @@ class Plan:
                         best, gain = (served, keep), g
                 if best is None:
                     for c in targets:  # one pass over this table for each
-                        idx = sub_index(domain, attrs, c, itype)
-                        steps.append((from_node, lo, size, self.t_offset[c], idx, self._map(domain, attrs, c, idx)))
+                        steps.append((from_node, lo, size, self.t_offset[c], domain.size(c),
+                                      self._map(domain, attrs, c, 0)))
                         self.st_axes.append((attrs, c))
                     return
                 served, keep = best
                 ilo = width[0]
                 width[0] += domain.size(keep)
-                idx = sub_index(domain, attrs, keep, itype)
-                steps.append((from_node, lo, size, ilo, idx, self._map(domain, attrs, keep, idx)))
+                steps.append((from_node, lo, size, ilo, domain.size(keep), self._map(domain, attrs, keep, 0)))
                 self.st_axes.append((attrs, keep))
                 reduce(keep, False, ilo, served)
                 targets = [c for c in targets if c not in served]
@@ -346,9 +396,8 @@ class Plan:
         self.st_src = np.array([st[1] for st in steps], dtype=np.int64)
         self.st_len = np.array([st[2] for st in steps], dtype=np.int64)
         self.st_dst = np.array([st[3] for st in steps], dtype=np.int64)
-        self.st_idx = np.concatenate([[0], np.cumsum([st[4].size for st in steps])]).astype(np.int64)
-        self.red_idx = np.concatenate([st[4] for st in steps]) if steps else np.zeros(0, itype)
-        self._dst_len = [int(st[4].max()) + 1 if st[4].size else 0 for st in steps]
+        self.st_idx = np.concatenate([[0], np.cumsum(self.st_len)]).astype(np.int64)  # a step maps every source cell
+        self._dst_len = [int(st[4]) for st in steps]
         self.st_map = np.array([st[5] for st in steps], dtype=np.int64)
 
     @property
@@ -381,20 +430,20 @@ class Plan:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the plan's index arrays."""
-        arrays = [self.sep_of, self.pp, self.red_idx, self.mp_t, self.mp_m, self.bm_blk]
+        """Bytes held by the plan's index arrays (those built so far)."""
+        arrays = [a for a in (self._sep_of, self._pp, self._red_idx, *(self._mp or ())) if a is not None]
+        arrays.append(self.bm_blk)
         arrays += [getattr(L, k) for L in self._levels or [] for k in ("cell_node", "sep", "pp_cell", "pp_sep")
                    if hasattr(L, k)]
         return int(sum(a.nbytes for a in arrays))
 
     def kernel_arrays(self) -> tuple:
         """The arrays the compiled kernels (:mod:`._pgm_numba`) read, as one tuple: the tree
-        (``node_lo, parent, child_ptr, child_list, sep_lo, sep_of``), each node's block maps onto its
+        (``node_lo, parent, child_ptr, child_list, sep_lo``), each node's block maps onto its
         separator and its parent's (``sep_map, pp_map``), the reduction program (``st_node, st_src,
         st_len, st_dst, st_map``), the measurements' maps (``ms_map, ms_src, ms_len``) and the block
         maps (``bm_kind, bm_L, bm_ds, bm_lo, bm_blk``)."""
-        return (self.node_lo, self.parent_ix, self.child_ptr, self.child_list, self.sep_lo, self.sep_of,
-                self.sep_map, self.pp_map, self.st_node, self.st_src, self.st_len, self.st_dst, self.st_map,
+        return (self.node_lo, self.parent_ix, self.child_ptr, self.child_list, self.sep_lo, self.sep_map, self.pp_map, self.st_node, self.st_src, self.st_len, self.st_dst, self.st_map,
                 self.ms_map, self.ms_src, self.ms_len, self.bm_kind, self.bm_L, self.bm_ds, self.bm_lo, self.bm_blk)
 
     # ------------------------------------------------------------------ flat <-> tables
@@ -419,6 +468,10 @@ class Plan:
     # ------------------------------------------------------------------ inference (numpy)
     def beliefs(self, T: np.ndarray) -> np.ndarray:
         """Node log-potentials (flat): every clique potential added into its host node."""
+        if _nb is not None:
+            node = np.empty(self.N)
+            _nb._spread(node, np.empty(self.Z), np.ascontiguousarray(T, dtype=float), self.kernel_arrays())
+            return node
         return self._spread(T)
 
     def _spread(self, T: np.ndarray) -> np.ndarray:
