@@ -41,9 +41,10 @@ The inner product ``<grad, mu - mu'>`` over the potentials equals ``<w r, M(mu) 
 the measurements (the gradient of a potential is the sum of its measurements' weighted
 residuals), so it costs one dot product over the measured cells.
 
-Memory: the flat vectors hold a few copies of the junction tree (``N`` cells) and the index
-arrays (``int32`` where they fit) about four times ``N`` entries (the block maps far fewer), so a
-model within a ``max_model_size`` cap costs a small multiple of that cap.
+Memory: the flat vectors hold a few copies of the junction tree (``N`` cells); the numpy and torch
+paths' index arrays (``int32`` where they fit) add about four times ``N`` entries, the compiled
+kernels' block maps a small share of that, so a model within a ``max_model_size`` cap costs a small
+multiple of that cap.
 """
 
 from __future__ import annotations
