@@ -80,24 +80,28 @@ def _bsum(x, lo, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _add(dst, d, dd, src, o, od, n):  # pragma: no cover - compiled
+    """``dst[d + j dd] += src[o + j od]`` for ``j < n``; contiguous runs vectorise (3x faster on blocks
+    of hundreds of cells), so they get their own loop."""
+    if dd == 1 and od == 1:
+        for j in range(n):
+            dst[d + j] += src[o + j]
+    else:
+        for j in range(n):
+            dst[d + j * dd] += src[o + j * od]
+
+
+@njit(cache=True, nogil=True)
 def _fwd(src, s0, n, dst, d0, k, B):  # pragma: no cover - compiled
     """Block map ``k`` (:func:`~.pgm_engine.block_map`; ``B`` the plan's block-map arrays) forward:
     source cells ``src[s0:s0 + n]`` added into ``dst[d0 + target]``."""
     kind, bL, bds, lo, blk = B
     L, ds, b0 = bL[k], bds[k], lo[k]
-    if kind[k] == 0:
-        for b in range(n // L):
+    for b in range(n // L):
+        if kind[k] == 0:
             dst[d0 + blk[b0 + b]] += _bsum(src, s0 + b * L, L)
-    elif ds == 1:
-        for b in range(n // L):
-            o, d = s0 + b * L, d0 + blk[b0 + b]
-            for j in range(L):
-                dst[d + j] += src[o + j]
-    else:
-        for b in range(n // L):
-            o, d = s0 + b * L, d0 + blk[b0 + b]
-            for j in range(L):
-                dst[d + j * ds] += src[o + j]
+        else:
+            _add(dst, d0 + blk[b0 + b], ds, src, s0 + b * L, 1, L)
 
 
 @njit(cache=True, nogil=True)
@@ -105,22 +109,11 @@ def _bwd(out, o0, n, vals, v0, k, B):  # pragma: no cover - compiled
     """Block map ``k`` backward, a gather: ``out[o0 + i] += vals[v0 + target(i)]`` for ``i < n``."""
     kind, bL, bds, lo, blk = B
     L, ds, b0 = bL[k], bds[k], lo[k]
-    if kind[k] == 0:
-        for b in range(n // L):
-            v = vals[v0 + blk[b0 + b]]
-            o = o0 + b * L
-            for j in range(L):
-                out[o + j] += v
-    elif ds == 1:
-        for b in range(n // L):
-            o, d = o0 + b * L, v0 + blk[b0 + b]
-            for j in range(L):
-                out[o + j] += vals[d + j]
-    else:
-        for b in range(n // L):
-            o, d = o0 + b * L, v0 + blk[b0 + b]
-            for j in range(L):
-                out[o + j] += vals[d + j * ds]
+    for b in range(n // L):
+        if kind[k] == 0:
+            _add(out, o0 + b * L, 1, vals, v0 + blk[b0 + b], 0, L)
+        else:
+            _add(out, o0 + b * L, 1, vals, v0 + blk[b0 + b], ds, L)
 
 
 @njit(cache=True, nogil=True)
