@@ -276,24 +276,18 @@ def _spread(node, z, vals, P):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _measure(ym, z, P):  # pragma: no cover - compiled
-    """Measurement marginals ``ym`` from the potential marginals ``z[:T]``."""
+def _measurements(out, vals, P, forward):  # pragma: no cover - compiled
+    """Through each measurement's map from its potential: forward, the measurement marginals ``out``
+    (length ``M``) of the potential marginals ``vals = z[:T]``; backward, the loss's gradient over
+    the potentials ``out`` (length ``T``) of the weighted residuals ``vals``."""
     ms_map, ms_src, ms_len = P[12:15]
     B = P[15:]
-    ym[:] = 0.0
+    out[:] = 0.0
     for m in range(ms_map.shape[0]):
-        _fwd(z, ms_src[m], ms_len[m], ym, 0, ms_map[m], B)
-
-
-@njit(cache=True, nogil=True)
-def _gradient(grad, wr, P):  # pragma: no cover - compiled
-    """The loss's gradient over the potentials: each measurement's weighted residuals ``wr`` spread
-    over its potential's cells."""
-    ms_map, ms_src, ms_len = P[12:15]
-    B = P[15:]
-    grad[:] = 0.0
-    for m in range(ms_map.shape[0]):
-        _bwd(grad, ms_src[m], ms_len[m], wr, 0, ms_map[m], B)
+        if forward:
+            _fwd(vals, ms_src[m], ms_len[m], out, 0, ms_map[m], B)
+        else:
+            _bwd(out, ms_src[m], ms_len[m], vals, 0, ms_map[m], B)
 
 
 @njit(cache=True, nogil=True)
@@ -303,7 +297,7 @@ def _evaluate(lb, total, y, w, P, marg, u, t, scr, lmsg, msg, sepsum, z, ym, wr)
     if not calibrate(lb, total, P, marg, u, t, scr, lmsg, msg, sepsum):
         return math.nan
     _reduce(z, marg, P)
-    _measure(ym, z, P)  # the potential marginals are z[:T]
+    _measurements(ym, z, P, True)  # the potential marginals are z[:T]
     loss = 0.0
     for i in range(y.shape[0]):
         r = ym[i] - y[i]
@@ -333,7 +327,7 @@ def mirror_descent(T, y, w, total, iters, tol, window, scale, alpha, mom, P, Z):
     loss = _evaluate(lb, total, y, w, P, marg, u, t, scr, lmsg, msg, sepsum, z, ym, wr)
     if not (loss == loss):
         return T, marg, 0, loss, alpha, False
-    _gradient(grad, wr, P)
+    _measurements(grad, wr, P, False)
     _spread(G, z, grad, P)
     hist[0] = loss
     done = 0
@@ -368,7 +362,7 @@ def mirror_descent(T, y, w, total, iters, tol, window, scale, alpha, mom, P, Z):
             ym, ym2 = ym2, ym
             wr, wr2 = wr2, wr
             loss = loss2
-            _gradient(grad, wr, P)
+            _measurements(grad, wr, P, False)
             _spread(G, z, grad, P)
             alpha *= 1.01
             k += 1
