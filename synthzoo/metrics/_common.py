@@ -216,6 +216,14 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_bool(value, name: str) -> bool:
+    """``value`` as a bool, or ``ConfigError``: a text such as ``"no"`` or ``"false"`` is truthy, and was
+    obeyed as True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 class WorkSlots:
     """At most ``n`` threads working at once, where a thread that waits for another's result gives
     its slot up meanwhile.

@@ -16,7 +16,8 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.params import check_seed
 from ..core.schema import Schema
-from ._common import HoldoutWarning, check_frames, check_positive_int, holdout_overlap, join_parts, resolve_schema
+from ._common import (HoldoutWarning, check_bool, check_frames, check_positive_int, holdout_overlap, join_parts,
+                      resolve_schema)
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
@@ -615,6 +616,7 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
     train, synthetic, test = frames["train"], frames["synthetic"], frames.get("test")
     check_seed(seed)
+    baselines, return_details = check_bool(baselines, "baselines"), check_bool(return_details, "return_details")
     evaluators, cv_evaluators = _check_evaluators(evaluators, "evaluators"), _check_evaluators(cv_evaluators,
                                                                                                "cv_evaluators")
     # checked here, under evaluate's own names: the metrics check them under theirs ('max_rows',

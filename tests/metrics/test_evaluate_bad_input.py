@@ -247,3 +247,19 @@ def test_the_summary_warning_gives_every_nan_reason(tables):
     train, fake, test, schema = tables
     with pytest.warns(UserWarning, match=r"reported as NaN: domias_auc \(domias_auc: the holdout needs at least 10"):
         evaluate(train, fake, test=test.iloc[:5], schema=schema, metrics=["domias_auc"], baselines=False)
+
+
+@pytest.mark.parametrize("option, value", [("baselines", "no"), ("baselines", "false"), ("baselines", 0.5),
+                                           ("baselines", None), ("return_details", "no"), ("return_details", 1)])
+def test_yes_no_options_take_only_a_bool(tables, option, value):
+    # before: baselines="no" (or "false", 0.5) is truthy and ran the baselines; return_details=1 returned a tuple
+    train, fake, test, schema = tables
+    with pytest.raises(ConfigError, match=f"{option} must be True or False, got {value!r}"):
+        evaluate(train, fake, schema=schema, metrics=["tvd_2way"], **{"baselines": False, option: value})
+
+
+def test_numpy_bools_are_bools(tables):
+    train, fake, test, schema = tables
+    t, details = evaluate(train, fake, schema=schema, metrics=["tvd_2way"], baselines=np.False_,
+                          return_details=np.True_)
+    assert t["HALF"].isna().all() and "nan_reasons" in details
