@@ -22,7 +22,7 @@ from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
 from .mds import CopySynthesizer, IndependentSynthesizer, membership_disclosure
-from .ml import DEFAULT_EVALUATORS, EVALUATORS, ml_scores
+from .ml import DEFAULT_EVALUATORS, EVALUATORS, ml_scores, task_kind
 from .mia import membership_attacks
 from .privacy import privacy_scores
 from .wasserstein import fidelity_of_parts, wasserstein_fidelity, wasserstein_marginals
@@ -210,10 +210,13 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
 
 
 def _task_of(schema: Schema) -> str | None:
+    """The schema's task text (checked: an unknown one fails here, before any metric runs), or
+    ``None`` without a target."""
     if schema.meta.get("target") is None:
         return None
     t = schema.meta.get("task")
-    if t:
+    if t is not None:
+        task_kind(t, "the schema's \"task\"")
         return t
     return "classification" if schema[schema.meta["target"]].kind == "categorical" else "regression"
 

@@ -31,6 +31,21 @@ EVALUATORS = ("linear", "rf", "gbm", "mlp", "xgboost", "catboost")
 DEFAULT_EVALUATORS = ("linear", "rf", "gbm", "mlp")
 
 
+#: the task texts a schema's "task" (or ``task=``) may hold, and how each is scored
+TASKS = {"classification": "classification", "binary classification": "classification",
+         "multiclass classification": "classification", "regression": "regression"}
+
+
+def task_kind(task, name: str = "task") -> str:
+    """``"classification"`` or ``"regression"`` for one of :data:`TASKS` (any letter case), else
+    ``ConfigError`` naming ``name``: any text without "regress" was scored as classification, so a
+    typo such as "regresion" trained classifiers on a numeric target."""
+    kind = TASKS.get(" ".join(task.lower().split())) if isinstance(task, str) else None
+    if kind is None:
+        raise ConfigError(f"{name}: unknown task {task!r}; choose from {sorted(TASKS)}")
+    return kind
+
+
 def _task(schema: Schema, target: str | None, task: str | None) -> tuple[str, str]:
     target = target or schema.meta.get("target")
     if target is None:
@@ -38,10 +53,12 @@ def _task(schema: Schema, target: str | None, task: str | None) -> tuple[str, st
     if target not in schema:
         raise ConfigError(f"target: {target!r} is not a schema column")
     col = schema[target]
-    task = task or schema.meta.get("task")
-    if task is None:
+    if task is not None:
+        task = task_kind(task)
+    elif schema.meta.get("task") is not None:
+        task = task_kind(schema.meta["task"], "the schema's \"task\"")
+    else:
         task = "classification" if col.kind == "categorical" else "regression"
-    task = "regression" if "regress" in task else "classification"
     if task == "classification" and col.kind != "categorical":
         raise ConfigError(f"target {target!r}: a classification target must be a categorical column")
     if task == "regression" and col.kind == "categorical":

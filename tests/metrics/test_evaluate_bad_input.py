@@ -263,3 +263,22 @@ def test_numpy_bools_are_bools(tables):
     t, details = evaluate(train, fake, schema=schema, metrics=["tvd_2way"], baselines=np.False_,
                           return_details=np.True_)
     assert t["HALF"].isna().all() and "nan_reasons" in details
+
+
+def test_unknown_task_fails_before_any_metric_runs(tables):
+    # before: any task text without "regress" was scored as classification ("regresion", "clustering":
+    # ml_f1 0.77 in silence), and ml_scores(task="clustering") likewise
+    from synthzoo.metrics import ml_scores
+    train, fake, test, schema = tables
+    d = schema.to_dict()
+    d["task"] = "regresion"
+    ran = []
+    with pytest.raises(ConfigError, match=r"the schema's \"task\": unknown task 'regresion'; choose from "
+                                          r"\['binary classification', 'classification', 'multiclass"):
+        evaluate(train, fake, test=test, schema=Schema.from_dict(d), metrics=["tvd_2way", "ml_f1"], baselines=False,
+                 progress=lambda *a: ran.append(a))
+    assert not ran
+    with pytest.raises(ConfigError, match=r"task: unknown task 'clustering'; choose from \["):
+        ml_scores(train, fake, test, schema, evaluators=("linear",), task="clustering")
+    d["task"] = "Binary  Classification"  # letter case and spacing are no typo
+    assert np.isfinite(ml_scores(train, fake, test, Schema.from_dict(d), evaluators=("linear",))["synthetic"]).all()
