@@ -216,6 +216,11 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, pluralised for any count but one: "1 target class", "3 target classes"."""
+    return f"{n:,} {noun if n == 1 else noun + ('es' if noun.endswith(('s', 'sh', 'ch', 'x')) else 's')}"
+
+
 def check_bool(value, name: str) -> bool:
     """``value`` as a bool, or ``ConfigError``: a text such as ``"no"`` or ``"false"`` is truthy, and was
     obeyed as True."""

@@ -16,8 +16,8 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.params import check_seed
 from ..core.schema import Schema
-from ._common import (HoldoutWarning, check_bool, check_frames, check_positive_int, holdout_overlap, join_parts,
-                      resolve_schema)
+from ._common import (HoldoutWarning, check_bool, check_frames, check_positive_int, count, holdout_overlap,
+                      join_parts, resolve_schema)
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
@@ -405,8 +405,8 @@ def _check_holdout(train: pd.DataFrame, test: pd.DataFrame) -> None:
                       f"explain about {chance:.0%}): the privacy risks understate leakage; the holdout must be "
                       "real rows the synthesizer never saw", HoldoutWarning, stacklevel=3)
     if len(test) < MIN_HOLDOUT_ROWS:
-        warnings.warn(f"evaluate: only {len(test)} holdout (test) rows (fewer than {MIN_HOLDOUT_ROWS}): the privacy "
-                      "risks and membership AUCs rest on a handful of rows and their intervals are too wide to "
+        warnings.warn(f"evaluate: only {count(len(test), 'holdout (test) row')} (fewer than {MIN_HOLDOUT_ROWS}): the "
+                      "privacy risks and membership AUCs rest on a handful of rows and their intervals are too wide to "
                       "read", HoldoutWarning, stacklevel=3)
 
 

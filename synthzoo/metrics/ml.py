@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError, quiet_library_warnings
 from ..core.schema import Schema
-from ._common import OnceCache, check_frames, resolve_schema, views
+from ._common import OnceCache, check_frames, count, resolve_schema, views
 
 EVALUATORS = ("linear", "rf", "gbm", "mlp", "xgboost", "catboost")
 DEFAULT_EVALUATORS = ("linear", "rf", "gbm", "mlp")
@@ -345,8 +345,8 @@ def ml_cross_validated(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Sch
         most = int(np.unique(y_, return_counts=True)[1].max())
         if most < k_folds:
             raise ConfigError(f"ml_cross_validated: {k_folds}-fold stratified cross-validation needs at least "
-                              f"{k_folds} {role} rows of one class of {target!r}; the {len(y_)} {role} rows "
-                              f"scored hold at most {most}")
+                              f"{k_folds} {role} rows of one class of {target!r}; of the "
+                              f"{count(len(y_), role + ' row')} scored, at most {most} share a class")
     kf = StratifiedKFold(k_folds, shuffle=True, random_state=seed)
     folds = list(zip(kf.split(xr2, yr2), kf.split(xs2, ys2)))
     # every synthetic fold first, the real ones after (cached and shared between releases; see ml_scores)
@@ -475,7 +475,7 @@ def auroc_difference(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.Data
     yt = _target(frames["test"], schema, target, task, "test")
     present = np.unique(yt)
     if present.size != 2:
-        raise ConfigError(f"auroc_difference: the held-out rows hold {present.size} target classes; needs 2")
+        raise ConfigError(f"auroc_difference: the held-out rows hold {count(present.size, 'target class')}; needs 2")
     out = {}
 
     def fit_auc(x, y, role) -> float:

@@ -39,7 +39,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import check_frames, check_positive_int, resolve_schema, views
+from ._common import check_frames, check_positive_int, count, resolve_schema, views
 from .distance import GowerSpace, concat_rows, take_rows
 
 try:  # numba is a dependency; without it singling out counts with bit sets only
@@ -734,9 +734,9 @@ def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str 
     top = m / n_t if sub else 1.0
     res = normalised_risk(succ, q, ctrl, q, top=top)
     if math.isnan(res["risk"]):
-        warnings.warn(f"singling_out_risk: the holdout's {n_c:,} rows isolate records as often as a copy of the "
-                      f"{n_t:,} training rows would ({res['tau_control']:.3f} >= {top:.3f}), so no risk can be read; "
-                      "use a holdout as large as the training rows", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"singling_out_risk: a holdout of {count(n_c, 'row')} isolates records as often as a copy "
+                      f"of the {count(n_t, 'training row')} would ({res['tau_control']:.3f} >= {top:.3f}), so no risk "
+                      "can be read; use a holdout as large as the training rows", RuntimeWarning, stacklevel=3)
     res.update(n_predicates=q, mode=mode, control_correction=correction, size_correction=size_correction,
                compared_at=m, tau_copy=top)
     return res

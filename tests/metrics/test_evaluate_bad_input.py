@@ -282,3 +282,19 @@ def test_unknown_task_fails_before_any_metric_runs(tables):
         ml_scores(train, fake, test, schema, evaluators=("linear",), task="clustering")
     d["task"] = "Binary  Classification"  # letter case and spacing are no typo
     assert np.isfinite(ml_scores(train, fake, test, Schema.from_dict(d), evaluators=("linear",))["synthetic"]).all()
+
+
+def test_counts_in_messages_are_pluralised(tables):
+    # before: "auroc_difference: the held-out rows hold 1 target classes; needs 2" and "evaluate: only 1
+    # holdout (test) rows (fewer than 40)"
+    train, fake, test, schema = tables
+    one = test[test["c"] == "hi"]
+    with pytest.warns(UserWarning, match=r"the held-out rows hold 1 target class; needs 2"):
+        evaluate(train, fake, test=one, schema=schema, metrics=["auroc_diff"], baselines=False)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        evaluate(train, fake, test=test.iloc[:1], schema=schema, metrics=["dcr_risk"], baselines=False)
+    assert "evaluate: only 1 holdout (test) row (fewer than 40)" in " ".join(str(w.message) for w in got)
+    from synthzoo.metrics._common import count
+    assert [count(n, w) for n, w in [(1, "row"), (2, "row"), (0, "target class"), (1_000, "row")]] == \
+        ["1 row", "2 rows", "0 target classes", "1,000 rows"]
