@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .core import csvfile
 from .core.errors import ConfigError, SchemaError
 from .core.schema import Column, Schema, numeric_values
 
@@ -420,8 +421,10 @@ def load_shared(name: str, root: str | os.PathLike | None = None) -> tuple[pd.Da
 
 def read_csv(path, schema: Schema, label: str | None = None) -> pd.DataFrame:
     """A CSV's schema columns, in schema order, with datetime columns parsed as the schema says
-    (its ``format`` and ``tz``; other columns dropped)."""
-    df = pd.read_csv(path)
+    (its ``format`` and ``tz``; other columns dropped).  Read as the command line reads it
+    (:func:`synthzoo.core.csvfile.read_csv`): a listed category such as "NA" stays that category and
+    "02139" stays text, where pandas' defaults read a missing value and the number 2139."""
+    df = csvfile.read_csv(path, role=label or "data", schema=schema)
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise SchemaError(f"{label or path}: lacks schema column(s) {missing}")

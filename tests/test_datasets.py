@@ -132,6 +132,26 @@ def test_load_shared_says_where_it_looked(tmp_path):
         load_shared("../etc", root=tmp_path)
 
 
+def test_csv_reading_keeps_listed_categories_spelt_as_missing_values_or_with_leading_zeros(tmp_path):
+    # before: datasets.read_csv (so load_shared and the bench grid's CSV data) read with pandas' defaults:
+    # the listed category "NA" became a missing value (SchemaError on validate) and "02139" the number 2139
+    from synthzoo.bench.grid import _load
+    from synthzoo.datasets import read_csv
+    schema = Schema.from_dict({"columns": {
+        "x": {"type": "numerical", "lower": 0, "upper": 3},
+        "region": {"type": "categorical", "categories": ["NA", "EU", "AS"]},
+        "zip": {"type": "categorical", "categories": ["02139", "10001"]}}})
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    (folder / "toy.csv").write_text("x,region,zip\n1.5,NA,02139\n2.0,EU,10001\n0.5,AS,02139\n")
+    schema.to_json(folder / "schema.json")
+    expected = {"x": [1.5, 2.0, 0.5], "region": ["NA", "EU", "AS"], "zip": ["02139", "10001", "02139"]}
+    for df in (read_csv(folder / "toy.csv", schema), load_shared("toy", root=tmp_path)[0],
+               _load(str(folder / "toy.csv"), str(folder / "schema.json"), None)[1]):
+        assert df.to_dict("list") == expected
+        schema.validate(df)
+
+
 def test_default_root_is_next_to_the_repository(monkeypatch):
     monkeypatch.delenv("SYNTHZOO_DATASETS", raising=False)
     import synthzoo.datasets as mod
