@@ -487,7 +487,7 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     :func:`evaluate`) is called after each unit.  Warning filters are process-wide, so they are
     restored as they were once every unit is done."""
     import warnings
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
     from ._common import OnceCache, WorkSlots, import_lazy_dependencies
     shared = OnceCache()
@@ -506,13 +506,21 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     done = [0]
 
     slots = WorkSlots(n_jobs)
+    errors = []  # the first error ends the evaluation: no unit starts after it
 
     def one(w):
         name, real, rel, ml_train, unit, part, tokens = w[3:]
         with slots.run():
+            if errors:  # taken by a thread before the error, waiting for a slot since
+                return None
             t = time.perf_counter()
-            got = _score_table(real, rel, test, schema, unit, opts, ml_train=ml_train, shared=shared, tokens=tokens,
-                               part=part)
+            try:
+                got = _score_table(real, rel, test, schema, unit, opts, ml_train=ml_train, shared=shared,
+                                   tokens=tokens, part=part)
+            except BaseException as e:
+                with lock:  # said while the slot is held: the thread that takes it sees the error
+                    errors.append(e)
+                raise
             dt = time.perf_counter() - t
         with lock:
             done[0] += 1
@@ -527,7 +535,18 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
             finished = [one(w) for w in work]
         else:  # two threads more than slots: they take over while a unit waits for a shared result
             with ThreadPoolExecutor(max_workers=min(n_jobs + 2, len(work))) as pool:
-                finished = list(pool.map(one, work))
+                futures = [pool.submit(one, w) for w in work]
+                # the first error as it happens, not once the units queued before it are done (as
+                # pool.map gave it); the units running then finish, those not started are dropped
+                wait(futures, return_when=FIRST_EXCEPTION)
+                # a metric's error, else one outside the metrics (the progress callback's)
+                error = errors[0] if errors else next(
+                    (f.exception() for f in futures if f.done() and f.exception() is not None), None)
+                if error is not None:
+                    errors.append(error)
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise error
+                finished = [f.result() for f in futures]
     finally:
         warnings.filters[:] = saved
         warnings._filters_mutated()

@@ -298,3 +298,55 @@ def test_counts_in_messages_are_pluralised(tables):
     from synthzoo.metrics._common import count
     assert [count(n, w) for n, w in [(1, "row"), (2, "row"), (0, "target class"), (1_000, "row")]] == \
         ["1 row", "2 rows", "0 target classes", "1,000 rows"]
+
+
+def test_an_error_in_one_metric_stops_the_units_not_yet_started(tables, monkeypatch):
+    # before: the pool reported a unit's error only once every unit before it in its queue was done, and
+    # meanwhile the other threads went on starting units (here: all 7 slow ones, for an error that
+    # came in the first instant); now the units not yet started are cancelled and the error raised as
+    # soon as the one unit already running is done
+    import importlib
+    import threading
+    import time
+
+    from synthzoo.metrics import statistical
+    ev = importlib.import_module("synthzoo.metrics.evaluate")  # the module, not the function of that name
+    train, fake, test, schema = tables
+    started, lock = [], threading.Lock()
+
+    def slow(*args, seconds=0.3, **kw):
+        with lock:
+            started.append(1)
+        time.sleep(seconds)
+        return 0.0
+
+    def broken(*args, **kw):
+        raise RuntimeError("metric failed")
+    # the first two units (the costliest, see ev._COST): a long one, and one that fails at once
+    monkeypatch.setattr(ev, "association_difference", lambda *a, **k: slow(seconds=1.0))
+    monkeypatch.setattr(statistical, "correlation_difference", broken)
+    for name in ("tvd_1way", "tvd_2way", "query_error_3way"):
+        monkeypatch.setattr(ev, name, slow)
+    monkeypatch.setattr(statistical, "dimensionwise_means", slow)
+    monkeypatch.setattr(statistical, "hellinger_distance", lambda *a, **k: {"avg": slow()})
+    monkeypatch.setattr(statistical, "ks_test", lambda *a, **k: slow() or {"avg_stat": 0.0, "n_significant": 0})
+    metrics = ["association_diff", "corr_diff", "tvd_1way", "tvd_2way", "hellinger", "dwm", "query_error_3way",
+               "ks_distance"]
+    with pytest.raises(RuntimeError, match="metric failed"):
+        evaluate(train, fake, schema=schema, metrics=metrics, baselines=False, n_jobs=2)
+    assert len(started) <= 2  # the long unit (and, should a slow unit win the race for a slot, that one)
+
+
+def test_an_error_in_the_progress_callback_ends_the_evaluation(tables):
+    # the callback runs on the pool's threads: its error too stops the units not yet started
+    train, fake, test, schema = tables
+    calls = []
+
+    def progress(*args):
+        calls.append(args)
+        raise KeyError("progress failed")
+    with pytest.raises(KeyError, match="progress failed"):
+        evaluate(train, fake, schema=schema, metrics=["tvd_2way", "tvd_1way", "association_diff", "hellinger",
+                                                      "dwm", "ks_distance"], baselines=False, n_jobs=2,
+                 progress=progress)
+    assert len(calls) <= 4
