@@ -246,6 +246,8 @@ def mia_classifier(train, synthetic, holdout, schema: Schema, n_iter: int = 5, m
     xr = encode_features(t.train, t.schema, role="train")
     if len(xh) < 8:
         raise ConfigError("mia_classifier: needs at least 8 holdout rows")
+    if len(xr) < 8:  # the members it is asked about are training rows: as many as the holdout needs
+        raise ConfigError(f"mia_classifier: needs at least 8 training rows, got {len(xr)}")
     prec, rec, f1 = [], [], []
     for it in range(n_iter):
         perm = rng.permutation(len(xh))

@@ -186,6 +186,9 @@ def membership_attacks(train: pd.DataFrame, synthetic: pd.DataFrame, holdout: pd
     half = len(h) // 2
     if half < 5:
         raise ConfigError("membership_attacks: the holdout needs at least 10 rows (reference and targets)")
+    if len(train) < 10:  # the members are training rows: an AUC over one member is 0, 0.5 or 1, not a risk
+        raise ConfigError(f"membership_attacks: the training table needs at least 10 rows (as the holdout), got "
+                          f"{len(train)}")
     m = min(n_targets, half, len(train))
     ref = holdout.iloc[h[:half]].reset_index(drop=True)
     targets = pd.concat([train.iloc[rng.choice(len(train), m, replace=False)], holdout.iloc[h[half:half + m]]],

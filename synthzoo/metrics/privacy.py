@@ -275,6 +275,9 @@ def _domias(t: _Tables, n_candidates: int, seed: int) -> dict:
     half = len(h) // 2
     if half < 5:
         raise ConfigError("domias_auc: the holdout needs at least 10 rows (half reference, half candidates)")
+    if len(t.train) < 10:  # the members are training rows: an AUC over one member is 0, 0.5 or 1, not a risk
+        raise ConfigError(f"domias_auc: the training table needs at least 10 rows (as the holdout), got "
+                          f"{len(t.train)}")
     ref_rows, cand_rows = h[:half], h[half:]
     m = min(n_candidates, len(cand_rows), len(t.train))
     cand_rows = cand_rows[:m]

@@ -350,3 +350,20 @@ def test_an_error_in_the_progress_callback_ends_the_evaluation(tables):
                                                       "dwm", "ks_distance"], baselines=False, n_jobs=2,
                  progress=progress)
     assert len(calls) <= 4
+
+
+def test_tiny_training_table_gives_nan_with_reason(tables):
+    # before: a one-row training table copied into the release scored domias_auc 1.0 (an AUC over one
+    # member is 0, 0.5 or 1), and mia_max_auc and mia_classifier_f1 likewise, with no word about it
+    train, fake, test, schema = tables
+    one = train.iloc[:1]
+    metrics = ["domias_auc", "mia_max_auc", "mia_classifier_f1", "dcr_risk"]
+    with pytest.warns(UserWarning, match="domias_auc: the training table needs at least 10 rows"):
+        t, details = evaluate(one, pd.concat([one, fake], ignore_index=True), test=test, schema=schema,
+                              metrics=metrics, baselines=False, n_attacks=50, return_details=True)
+    t = t.set_index("metric")["value"]
+    assert t[["domias_auc", "mia_max_auc", "mia_classifier_f1"]].isna().all() and np.isfinite(t["dcr_risk"])
+    assert details["nan_reasons"] == {
+        "domias_auc": "domias_auc: the training table needs at least 10 rows (as the holdout), got 1",
+        "mia_max_auc": "membership_attacks: the training table needs at least 10 rows (as the holdout), got 1",
+        "mia_classifier_f1": "mia_classifier: needs at least 8 training rows, got 1"}
