@@ -1104,6 +1104,18 @@ def check_unique_columns(df: pd.DataFrame, role: str = "the table") -> None:
 READ_FROM_ROWS = "read_from_rows"
 
 
+#: The ML tasks a schema's ``"task"`` may name (any letter case and spacing) and how each is scored:
+#: any other text was once scored as classification unless it held "regress", so a typo such as
+#: "regresion" trained classifiers on a numeric target.
+TASKS = {"classification": "classification", "binary classification": "classification",
+         "multiclass classification": "classification", "regression": "regression"}
+
+
+def task_kind(task) -> str | None:
+    """``"classification"`` or ``"regression"`` for a task text of :data:`TASKS`, else ``None``."""
+    return TASKS.get(" ".join(task.lower().split())) if isinstance(task, str) else None
+
+
 def _check_meta(meta: dict, columns: dict) -> None:
     """The top-level keys the library reads (``target``, ``task``, ``other_category``) are checked
     where a schema is read from JSON, naming the key: a typo in ``target`` must not surface later as a
@@ -1117,9 +1129,12 @@ def _check_meta(meta: dict, columns: dict) -> None:
     if mark is not None and not isinstance(mark, str):
         raise SchemaError(f"\"{READ_FROM_ROWS}\" (top level) must be a text, got a {type(mark).__name__}")
     task = meta.get("task")
-    if task is not None and not isinstance(task, str):  # free text: one naming "regression" is one
+    if task is not None and not isinstance(task, str):
         raise SchemaError(f"\"task\" (top level) must be a text such as \"binary classification\" or \"regression\", "
                           f"got a {type(task).__name__}")
+    if task is not None and task_kind(task) is None:
+        raise SchemaError(f"\"task\" (top level): unknown task {task[:80]!r}; choose from {sorted(TASKS)} "
+                          f"(any letter case)")
     other = meta.get("other_category")
     if other is not None:
         if not isinstance(other, dict):

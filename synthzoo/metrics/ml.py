@@ -24,23 +24,19 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, quiet_library_warnings
-from ..core.schema import Schema
+from ..core.schema import TASKS, Schema
+from ..core.schema import task_kind as _task_kind
 from ._common import OnceCache, check_frames, count, resolve_schema, views
 
 EVALUATORS = ("linear", "rf", "gbm", "mlp", "xgboost", "catboost")
 DEFAULT_EVALUATORS = ("linear", "rf", "gbm", "mlp")
 
 
-#: the task texts a schema's "task" (or ``task=``) may hold, and how each is scored
-TASKS = {"classification": "classification", "binary classification": "classification",
-         "multiclass classification": "classification", "regression": "regression"}
-
-
 def task_kind(task, name: str = "task") -> str:
-    """``"classification"`` or ``"regression"`` for one of :data:`TASKS` (any letter case), else
-    ``ConfigError`` naming ``name``: any text without "regress" was scored as classification, so a
-    typo such as "regresion" trained classifiers on a numeric target."""
-    kind = TASKS.get(" ".join(task.lower().split())) if isinstance(task, str) else None
+    """``"classification"`` or ``"regression"`` for one of :data:`~synthzoo.core.schema.TASKS` (any
+    letter case), else ``ConfigError`` naming ``name`` (a schema built in Python skips the check its
+    JSON reader makes)."""
+    kind = _task_kind(task)
     if kind is None:
         raise ConfigError(f"{name}: unknown task {task!r}; choose from {sorted(TASKS)}")
     return kind

@@ -92,6 +92,8 @@ def test_malformed_schema(spec, match):
      r"\"target\" \(top level\) must name one of the schema's columns, got 'agee'; columns are \['age', 'sex'\]"),
     ({"target": ["age"]}, r"\"target\" .* got a list"),
     ({"task": {"kind": "regression"}}, r"\"task\" \(top level\) must be a text"),
+    ({"task": "regresion"}, r"\"task\" \(top level\): unknown task 'regresion'; choose from \['binary classification'"),
+    ({"task": ""}, r"\"task\" \(top level\): unknown task ''"),
     ({"other_category": 5}, r"\"other_category\" \(top level\) must map categorical columns"),
     ({"other_category": {"age": "__other__"}}, r"\"other_category\" entry 'age': must name a categorical column"),
     ({"other_category": {"sex": 0}}, r"\"other_category\" entry 'sex'"),

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synthzoo.core import ConfigError, Schema
+from synthzoo.core import ConfigError, Schema, SchemaError
 from synthzoo.metrics import evaluate
 
 
@@ -272,10 +272,14 @@ def test_unknown_task_fails_before_any_metric_runs(tables):
     train, fake, test, schema = tables
     d = schema.to_dict()
     d["task"] = "regresion"
+    with pytest.raises(SchemaError, match=r"\"task\" \(top level\): unknown task 'regresion'"):
+        Schema.from_dict(d)  # read from JSON: refused where the schema is read
+    typo = Schema.from_dict(schema.to_dict())
+    typo.meta["task"] = "regresion"  # built in Python: evaluate checks it
     ran = []
     with pytest.raises(ConfigError, match=r"the schema's \"task\": unknown task 'regresion'; choose from "
                                           r"\['binary classification', 'classification', 'multiclass"):
-        evaluate(train, fake, test=test, schema=Schema.from_dict(d), metrics=["tvd_2way", "ml_f1"], baselines=False,
+        evaluate(train, fake, test=test, schema=typo, metrics=["tvd_2way", "ml_f1"], baselines=False,
                  progress=lambda *a: ran.append(a))
     assert not ran
     with pytest.raises(ConfigError, match=r"task: unknown task 'clustering'; choose from \["):
