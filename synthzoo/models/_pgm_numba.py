@@ -34,11 +34,11 @@ _CHUNK = 512
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _exp_below(t, lo, hi, top, u, kb):  # pragma: no cover - compiled
-    """``u[i] = exp(t[i] - top)`` for ``i`` in ``[lo, hi)``, every ``t[i] <= top``; exact to about 1.5
-    ulp, 0 below ``e^-708`` (subnormal, where calibration recomputes from logs anyway), NaN for NaN.  ``math.exp`` is a scalar libm call here (numba has no vector math
-    library on this build), 5.4 ns a cell against 1.4 for this vectorised form (Cody-Waite
-    reduction ``x = k ln2 + r``, ``|r| <= ln2 / 2``, Taylor polynomial to ``r^12``, ``2^k`` built
-    in the exponent bits), and calibration takes one exponential per cell.  ``kb``: scratch of
+    """``u[i] = exp(t[i] - top)`` for ``i`` in ``[lo, hi)``, every ``t[i] <= top``; exact to about 1.5 ulp, 0 below
+    ``e^-708`` (subnormal, where calibration recomputes from logs anyway), NaN for NaN. ``math.exp`` is a scalar
+    libm call here (numba has no vector math library on this build), 5.4 ns a cell against 1.4 for this
+    vectorised form (Cody-Waite reduction ``x = k ln2 + r``, ``|r| <= ln2 / 2``, Taylor polynomial to ``r^12``,
+    ``2^k`` built in the exponent bits), and calibration takes one exponential per cell. ``kb``: scratch of
     :data:`_CHUNK` cells, so the exponent bits stay in the cache."""
     kbi = kb.view(np.int64)
     for c0 in range(lo, hi, _CHUNK):
@@ -172,9 +172,10 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
     Beliefs are ``exp(log-belief - node max)``; messages are kept as logs on the absolute scale, and
     a separator cell whose every belief underflowed gets its message by a log-sum-exp over its
     cells (and its cells' marginals from logs), so extreme potentials lose nothing.  ``t`` holds
-    the log-beliefs of nodes with children (a leaf's are ``logb``), ``scr`` is scratch of the separators' size.  Each node's map onto its separator
-    (``sep_map``) and its parent's (``pp_map``) are block maps.  False when a node's marginal vanishes or is not finite.  ``P``: the plan's
-    arrays (:meth:`~.pgm_engine.Plan.kernel_arrays`)."""
+    the log-beliefs of nodes with children (a leaf's are ``logb``), ``scr`` is scratch of the
+    separators' size.  Each node's map onto its separator (``sep_map``) and its parent's
+    (``pp_map``) are block maps.  False when a node's marginal vanishes or is not finite.  ``P``:
+    the plan's arrays (:meth:`~.pgm_engine.Plan.kernel_arrays`)."""
     node_lo, parent, child_ptr, child_list, sep_lo, sep_map, pp_map = P[:7]
     B = P[15:]
     kb = np.empty(_CHUNK)

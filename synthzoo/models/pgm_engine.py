@@ -444,8 +444,9 @@ class Plan:
         separator and its parent's (``sep_map, pp_map``), the reduction program (``st_node, st_src,
         st_len, st_dst, st_map``), the measurements' maps (``ms_map, ms_src, ms_len``) and the block
         maps (``bm_kind, bm_L, bm_ds, bm_lo, bm_blk``)."""
-        return (self.node_lo, self.parent_ix, self.child_ptr, self.child_list, self.sep_lo, self.sep_map, self.pp_map, self.st_node, self.st_src, self.st_len, self.st_dst, self.st_map,
-                self.ms_map, self.ms_src, self.ms_len, self.bm_kind, self.bm_L, self.bm_ds, self.bm_lo, self.bm_blk)
+        return (self.node_lo, self.parent_ix, self.child_ptr, self.child_list, self.sep_lo, self.sep_map,
+                self.pp_map, self.st_node, self.st_src, self.st_len, self.st_dst, self.st_map, self.ms_map,
+                self.ms_src, self.ms_len, self.bm_kind, self.bm_L, self.bm_ds, self.bm_lo, self.bm_blk)
 
     # ------------------------------------------------------------------ flat <-> tables
     def flatten(self, theta: dict) -> np.ndarray:
