@@ -43,8 +43,11 @@ def _exp_below(t, lo, hi, top, u, kb):  # pragma: no cover - compiled
     kbi = kb.view(np.int64)
     for c0 in range(lo, hi, _CHUNK):
         n = min(_CHUNK, hi - c0)
+        # the chunk as views indexed from 0: an index the compiler knows is not negative needs no
+        # wraparound test, without which the loops vectorise (2.4x faster than indexing t[c0 + i])
+        tc, uc = t[c0:c0 + n], u[c0:c0 + n]
         for i in range(n):
-            v = t[c0 + i] - top
+            v = tc[i] - top
             v = v if v > -708.0 else -708.0
             kf = v * _LOG2E + _ROUND
             k = kf - _ROUND
@@ -61,13 +64,13 @@ def _exp_below(t, lo, hi, top, u, kb):  # pragma: no cover - compiled
             p = p * r + 1.0 / 6.0
             p = p * r + 0.5
             p = p * r + 1.0
-            u[c0 + i] = p * r + 1.0
+            uc[i] = p * r + 1.0
             kb[i] = kf
         for i in range(n):
             kbi[i] = (kbi[i] - _ROUND_BITS + 1023) << 52
         for i in range(n):  # NaN stays NaN, so that a step that made one is rejected as before
-            x = t[c0 + i] - top
-            u[c0 + i] = u[c0 + i] * kb[i] if x > -708.0 else (0.0 if x <= -708.0 else x)
+            x = tc[i] - top
+            uc[i] = uc[i] * kb[i] if x > -708.0 else (0.0 if x <= -708.0 else x)
 
 
 #: Blocks shorter than this are summed inline: a call per block costs more than it saves there (AIM's
@@ -79,8 +82,9 @@ _LONG = 16
 def _bsum(x, lo, n):  # pragma: no cover - compiled
     """``x[lo:lo + n].sum()``, reassociated so that it vectorises (the order of a block's additions)."""
     s = 0.0
-    for j in range(lo, lo + n):
-        s += x[j]
+    xv = x[lo:lo + n]  # indexed from 0, so with no wraparound test: 3-4x faster on blocks of 16-1,800 cells
+    for j in range(n):
+        s += xv[j]
     return s
 
 
@@ -111,18 +115,67 @@ def _add(dst, d, dd, src, o, od, n):  # pragma: no cover - compiled
             dst[d + j * dd] += src[o + j * od]
 
 
+@njit(inline="always")
+def _fwd_run(src, s0, nb, dst, d0, blk, b0, L, ds, summed):  # pragma: no cover - compiled
+    """``nb`` blocks of ``L`` source cells from ``src[s0]``: each summed into ``dst[d0 + first]``, or added
+    onto ``L`` cells ``ds`` apart from there."""
+    for b in range(nb):
+        o, d = s0 + b * L, d0 + blk[b0 + b]
+        if summed:
+            dst[d] += _sum(src, o, L)
+        else:
+            _add(dst, d, ds, src, o, 1, L)
+
+
+@njit(inline="always")
+def _bwd_run(out, o0, nb, vals, v0, blk, b0, L, ds):  # pragma: no cover - compiled
+    """The gather of ``nb`` blocks: ``out``'s ``L`` cells of block ``b`` get ``vals``' cells ``ds`` apart
+    (``ds`` 0: the one cell) from ``v0 + first``."""
+    for b in range(nb):
+        _add(out, o0 + b * L, 1, vals, v0 + blk[b0 + b], ds, L)
+
+
+@njit(inline="always")
+def _mul_run(out, u, o0, nb, vals, blk, b0, L, ds):  # pragma: no cover - compiled
+    """``out = u * vals[target]`` over ``nb`` blocks (``ds`` 0: one value a block); returns the sum."""
+    tot = 0.0
+    for b in range(nb):
+        o, d = o0 + b * L, blk[b0 + b]
+        ov, uv = out[o:o + L], u[o:o + L]
+        for j in range(L):
+            ov[j] = uv[j] * vals[d + j * ds]
+        tot += _sum(ov, 0, L)
+    return tot
+
+
+# Blocks of 2-4 cells (a summed or kept last axis of 2-4 values; most of the cells of AIM's large models)
+# go through the runs above with ``L`` a constant, so that the block's loop unrolls: 1.3-2x faster
+# per cell than a loop whose length is only known at run time.
+
 @njit(cache=True, nogil=True)
 def _fwd(src, s0, n, dst, d0, k, B):  # pragma: no cover - compiled
     """Block map ``k`` (:func:`~.pgm_engine.block_map`; ``B`` the plan's block-map arrays) forward:
     source cells ``src[s0:s0 + n]`` added into ``dst[d0 + target]``."""
     kind, bL, bds, lo, blk = B
     L, ds, b0 = bL[k], bds[k], lo[k]
+    nb = n // L
     if kind[k] == 0:
-        for b in range(n // L):
-            dst[d0 + blk[b0 + b]] += _sum(src, s0 + b * L, L)
+        if L == 2:
+            _fwd_run(src, s0, nb, dst, d0, blk, b0, 2, 0, True)
+        elif L == 3:
+            _fwd_run(src, s0, nb, dst, d0, blk, b0, 3, 0, True)
+        elif L == 4:
+            _fwd_run(src, s0, nb, dst, d0, blk, b0, 4, 0, True)
+        else:
+            _fwd_run(src, s0, nb, dst, d0, blk, b0, L, 0, True)
+    elif L == 2:
+        _fwd_run(src, s0, nb, dst, d0, blk, b0, 2, ds, False)
+    elif L == 3:
+        _fwd_run(src, s0, nb, dst, d0, blk, b0, 3, ds, False)
+    elif L == 4:
+        _fwd_run(src, s0, nb, dst, d0, blk, b0, 4, ds, False)
     else:
-        for b in range(n // L):
-            _add(dst, d0 + blk[b0 + b], ds, src, s0 + b * L, 1, L)
+        _fwd_run(src, s0, nb, dst, d0, blk, b0, L, ds, False)
 
 
 @njit(cache=True, nogil=True)
@@ -130,9 +183,24 @@ def _bwd(out, o0, n, vals, v0, k, B):  # pragma: no cover - compiled
     """Block map ``k`` backward, a gather: ``out[o0 + i] += vals[v0 + target(i)]`` for ``i < n``."""
     kind, bL, bds, lo, blk = B
     L, b0 = bL[k], lo[k]
-    ds = 0 if kind[k] == 0 else bds[k]
-    for b in range(n // L):
-        _add(out, o0 + b * L, 1, vals, v0 + blk[b0 + b], ds, L)
+    nb = n // L
+    if kind[k] == 0:  # a broadcast: ds a constant 0, so that it vectorises
+        if L == 2:
+            _bwd_run(out, o0, nb, vals, v0, blk, b0, 2, 0)
+        elif L == 3:
+            _bwd_run(out, o0, nb, vals, v0, blk, b0, 3, 0)
+        elif L == 4:
+            _bwd_run(out, o0, nb, vals, v0, blk, b0, 4, 0)
+        else:
+            _bwd_run(out, o0, nb, vals, v0, blk, b0, L, 0)
+    elif L == 2:
+        _bwd_run(out, o0, nb, vals, v0, blk, b0, 2, bds[k])
+    elif L == 3:
+        _bwd_run(out, o0, nb, vals, v0, blk, b0, 3, bds[k])
+    elif L == 4:
+        _bwd_run(out, o0, nb, vals, v0, blk, b0, 4, bds[k])
+    else:
+        _bwd_run(out, o0, nb, vals, v0, blk, b0, L, bds[k])
 
 
 @njit(cache=True, nogil=True)
@@ -148,21 +216,23 @@ def _bwd_mul_into(out, u, o0, n, vals, k, B):  # pragma: no cover - compiled
     """``out[o0 + i] = u[o0 + i] * vals[target(i)]`` through block map ``k`` (``out`` may be ``u``);
     returns their sum."""
     kind, bL, bds, lo, blk = B
-    L, ds, b0 = bL[k], bds[k], lo[k]
-    tot = 0.0
+    L, b0 = bL[k], lo[k]
+    nb = n // L
     if kind[k] == 0:
-        for b in range(n // L):
-            o, v = o0 + b * L, vals[blk[b0 + b]]
-            for j in range(L):
-                out[o + j] = u[o + j] * v
-            tot += _sum(out, o, L)
-    else:
-        for b in range(n // L):
-            o, d = o0 + b * L, blk[b0 + b]
-            for j in range(L):
-                out[o + j] = u[o + j] * vals[d + j * ds]
-            tot += _sum(out, o, L)
-    return tot
+        if L == 2:
+            return _mul_run(out, u, o0, nb, vals, blk, b0, 2, 0)
+        if L == 3:
+            return _mul_run(out, u, o0, nb, vals, blk, b0, 3, 0)
+        if L == 4:
+            return _mul_run(out, u, o0, nb, vals, blk, b0, 4, 0)
+        return _mul_run(out, u, o0, nb, vals, blk, b0, L, 0)
+    if L == 2:
+        return _mul_run(out, u, o0, nb, vals, blk, b0, 2, bds[k])
+    if L == 3:
+        return _mul_run(out, u, o0, nb, vals, blk, b0, 3, bds[k])
+    if L == 4:
+        return _mul_run(out, u, o0, nb, vals, blk, b0, 4, bds[k])
+    return _mul_run(out, u, o0, nb, vals, blk, b0, L, bds[k])
 
 
 @njit(cache=True, nogil=True)
@@ -185,13 +255,13 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
         c0, c1 = child_ptr[c], child_ptr[c + 1]
         top = -math.inf  # the node's largest log-belief
         if c0 < c1:  # the children's messages: a leaf's log-beliefs are its potentials (src = logb)
-            for i in range(lo, hi):
-                t[i] = logb[i]
+            t[lo:hi] = logb[lo:hi]
             for j in range(c0, c1):
                 _bwd(t, lo, hi - lo, lmsg, 0, pp_map[child_list[j]], B)
         src = t if c0 < c1 else logb
-        for i in range(lo, hi):
-            top = max(top, src[i])
+        sv = src[lo:hi]
+        for i in range(hi - lo):
+            top = max(top, sv[i])
         if not (top > -math.inf and top < math.inf):
             return False
         _exp_below(src, lo, hi, top, u, kb)
@@ -254,14 +324,13 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
                     u[i] = math.exp(src[i] + scr[s])
                 tot += u[i]
         else:
-            tot = 0.0
-            for i in range(lo, hi):
-                tot += u[i]
+            tot = _sum(u, lo, hi - lo)
         if not (tot > 0 and tot < math.inf):
             return False
         f = total / tot
-        for i in range(lo, hi):
-            out[i] = u[i] * f
+        ov, uv = out[lo:hi], u[lo:hi]
+        for i in range(hi - lo):
+            ov[i] = uv[i] * f
     return True
 
 
