@@ -157,6 +157,8 @@ class Plan:
     roots), where each potential and each measurement lives, and every index array a mirror-descent
     iteration needs.  Measurement cliques are optional (a plan for inference only).
 
+    A node's axes are laid out as its separator with its parent (in the parent's order) and then its
+    own, so ``order`` holds the given nodes with their axes permuted (a root keeps its order).
     Nodes are numbered in layout order (parents before children); node ``i`` holds the cells
     ``[node_lo[i], node_lo[i+1])`` of every flat node vector and, when it has a parent, the
     separator cells ``[sep_lo[i], sep_lo[i+1])`` of every flat separator vector.  ``sep_of[x]`` is the
@@ -202,6 +204,22 @@ class Plan:
                     if v not in depth:
                         self.parent[v], depth[v] = u, depth[u] + 1
                         queue.append(v)
+        # Each child's axes: its separator's, in its parent's order, then its own. Its map onto the separator
+        # (collect's message, distribute's product) is then a sum over trailing cells, and the parent's onto
+        # it keeps the parent's order, so both stream in long blocks (block_map) instead of blocks of a
+        # kept last axis of 2-4 values.
+        name = {}
+        for lvl in by_level:
+            for n in lvl:
+                p = self.parent[n]
+                if p is None:
+                    name[n] = n
+                else:
+                    sep = [a for a in name[p] if a in n]
+                    name[n] = tuple(sep + [a for a in n if a not in sep])
+        by_level = [[name[n] for n in lvl] for lvl in by_level]
+        self.parent = {name[n]: None if p is None else name[p] for n, p in self.parent.items()}
+        self.adj = adj = {name[n]: [name[v] for v in vs] for n, vs in adj.items()}
         self.order = [n for lvl in by_level for n in lvl]  # parents before children
         index = {n: i for i, n in enumerate(self.order)}
         self.size = {n: domain.size(n) for n in self.order}

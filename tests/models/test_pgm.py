@@ -348,6 +348,10 @@ def test_pgm_numpy_path_matches_the_compiled_kernel():
     ("abcd", ""),      # everything summed (a separator of two components)
     ("abcd", "abcd"),  # the identity
     ("abcd", "dcba"),  # a transposition
+    # blocks of 2-4 cells, which the kernels run with the length a constant (a loop of its own per length)
+    ("abc", "ab"), ("bca", "bc"), ("acb", "ac"),  # SUM, L 2, 3, 4
+    ("bac", "bc"), ("cab", "cb"),                 # COPY onto consecutive targets, L 2, 4
+    ("abc", "ca"), ("bca", "ab"), ("acb", "ba"),  # COPY onto spaced targets, L 2, 3, 4
 ])
 def test_block_maps_sum_and_gather_as_the_per_cell_index(host, sub):
     """The compiled kernels read a map between tables as blocks of consecutive cells
@@ -404,6 +408,44 @@ def test_the_compiled_exponential_is_exact_to_rounding():
         assert np.max(np.abs(u[big] - ref[big]) / ref[big]) < 4.5e-16
         assert np.all(u[~big & ~np.isnan(t)] < 1e-300)
         assert np.isnan(u[-1]) and u[-2] == 0.0 and u[-3] == 0.0
+
+
+def test_a_child_reaches_its_separator_in_long_blocks():
+    """Each child node's axes are laid out as its separator's (in its parent's order) and then its own, so
+    its map onto the separator is one sum over trailing cells (AIM's large models had a kept last axis
+    of 2 values there, blocks of 2 cells); the marginals are the brute-force joint's on either path."""
+    from synthzoo.models import pgm_engine
+
+    dom = Domain(tuple("abcde"), (3, 4, 2, 5, 2))
+    cliques = [("a", "b", "e"), ("a", "d", "e"), ("b", "c")]
+    nodes, edges = cliques, [(cliques[0], cliques[1]), (cliques[0], cliques[2])]
+    plan = pgm_engine.Plan(dom, nodes, edges, cliques)
+    assert sorted(map(sorted, plan.order)) == sorted(map(sorted, nodes))
+    assert plan.order[0] == ("a", "b", "e")  # a root keeps its order
+    for i, c in enumerate(plan.order):
+        p = plan.parent[c]
+        if p is None:
+            continue
+        sep = tuple(a for a in p if a in c)
+        assert c[:len(sep)] == sep
+        kind, L = plan.bm_kind[plan.sep_map[i]], plan.bm_L[plan.sep_map[i]]
+        assert kind == pgm_engine.SUM and L == dom.size(c[len(sep):])
+    rng = np.random.default_rng(3)
+    theta = {c: rng.normal(size=dom.project(c).shape) for c in cliques}
+    idx = {a: k for k, a in enumerate(dom.attrs)}
+
+    def full(c, t):  # a table over c as an array over every axis, in the domain's order
+        return t.transpose(np.argsort([idx[a] for a in c])).reshape([dom[a] if a in c else 1 for a in dom.attrs])
+
+    logp = sum(full(c, t) for c, t in theta.items())
+    joint = np.exp(logp - logp.max())
+    joint *= 50.0 / joint.sum()
+    lb = plan.beliefs(plan.flatten(theta))
+    for marg in (plan.calibrate(lb, 50.0), plan._calibrate_numpy(lb, 50.0)):
+        for c, table in plan.node_tables(marg).items():
+            want = joint.sum(axis=tuple(k for k in range(5) if dom.attrs[k] not in c))
+            want = want.transpose(np.argsort(np.argsort([idx[a] for a in c])))
+            np.testing.assert_allclose(table, want, rtol=1e-10)
 
 
 def test_node_marginals_reach_many_hosted_potentials_through_intermediates():
