@@ -390,10 +390,13 @@ class _JunctionTree:
         idx = {a: i for i, a in enumerate(self.domain.attrs)}
         out = np.zeros((n, len(self.domain)), dtype=np.int64)
         for root in self.roots:
-            r_shape = self.marg[root].shape
-            flat = _round_counts(self.marg[root].ravel(), n, rng)
+            # every table in the domain's order, not the node's (the plan lays nodes out for its kernels):
+            # the draws, and so a saved model's rows for a seed, do not depend on the layout
+            r_attrs = tuple(a for a in self.domain.attrs if a in root)
+            r_table = _aligned(root, self.marg[root], r_attrs)
+            flat = _round_counts(r_table.ravel(), n, rng)
             cells = rng.permutation(np.repeat(np.arange(flat.size), flat))
-            for a, col in zip(root, np.unravel_index(cells, r_shape)):
+            for a, col in zip(r_attrs, np.unravel_index(cells, r_table.shape)):
                 out[:, idx[a]] = col
             queue = deque((root, u) for u in self.adj[root])
             seen = {root}
@@ -403,8 +406,8 @@ class _JunctionTree:
                     continue
                 seen.add(c)
                 queue.extend((c, u) for u in self.adj[c] if u not in seen)
-                sep = tuple(a for a in c if a in parent)
-                new = tuple(a for a in c if a not in parent)
+                sep = tuple(a for a in self.domain.attrs if a in c and a in parent)
+                new = tuple(a for a in self.domain.attrs if a in c and a not in parent)
                 if not new:
                     continue
                 table = _aligned(c, self.marg[c], sep + new)
