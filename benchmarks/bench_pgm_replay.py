@@ -5,7 +5,8 @@ end-to-end AIM runs cannot show that: the rounds' choices follow the estimates, 
     python benchmarks/bench_pgm_replay.py record --rows 300000 --out aim300k.json
     python benchmarks/bench_pgm_replay.py replay aim300k.json --baseline ../base   # git worktree add ../base main
 
-``record``: the ``aim`` preset at epsilon 1, delta 1e-5, fitted on adult drawn with replacement to
+``record``: the ``aim`` preset (``--preset privmrf`` for PrivMRF's refits) at epsilon 1, delta 1e-5, fitted on
+adult drawn with replacement to
 ``--rows`` rows (random_state 0), its noise replayed from ``--noise-seed`` (the test-only opt-in, so
 that the file is the same for every version of the code); every PGM estimate is logged (how many
 measurements, tolerance, iteration limit, iterations taken, CPU s) and the JSON file holds the noisy
@@ -57,19 +58,19 @@ def record(a) -> None:
                       "cpu_s": round(time.process_time() - t, 3)})
 
     PGM._estimate = logged
-    synth = sz.make("aim", epsilon=1.0, delta=1e-5, schema=schema, seed=0, noise_seed=a.noise_seed)
+    synth = sz.make(a.preset, epsilon=1.0, delta=1e-5, schema=schema, seed=0, noise_seed=a.noise_seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.process_time()
         synth.fit(df)
         cpu = time.process_time() - t
     model = synth.model
-    out = {"rows": a.rows, "noise_seed": a.noise_seed, "fit_cpu_s": round(cpu, 2), "threads": thread_settings(),
+    out = {"preset": a.preset, "rows": a.rows, "noise_seed": a.noise_seed, "fit_cpu_s": round(cpu, 2), "threads": thread_settings(),
            "params": model.get_params(), "domain": {"attrs": list(model.domain_.attrs),
                                                     "shape": [int(x) for x in model.domain_.shape]},
            "measurements": [m.to_state() for m in model.measurements_], "calls": calls}
     Path(a.out).write_text(json.dumps(out))
-    print(json.dumps({k: out[k] for k in ("rows", "noise_seed", "fit_cpu_s", "threads")}
+    print(json.dumps({k: out[k] for k in ("preset", "rows", "noise_seed", "fit_cpu_s", "threads")}
                      | {"calls": len(calls), "iterations": sum(c["taken"] for c in calls),
                         "estimate_cpu_s": round(sum(c["cpu_s"] for c in calls), 2)}))
 
@@ -127,6 +128,7 @@ def main() -> None:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("record")
     r.add_argument("--rows", type=int, default=300_000)
+    r.add_argument("--preset", choices=("aim", "privmrf"), default="aim")
     r.add_argument("--noise-seed", type=int, default=0)
     r.add_argument("--out", required=True)
     q = sub.add_parser("replay")

@@ -131,9 +131,11 @@ def test_bench_precision_counts_a_cell_missing_in_both_samples_as_identical():
     assert bench_precision.identical_share(a, b) == 5 / 8
 
 
-def test_bench_pgm_replay_records_an_aim_run_and_replays_it(adult, tmp_path):
+@pytest.mark.parametrize("preset", ["aim", "privmrf"])
+def test_bench_pgm_replay_records_a_run_and_replays_it(adult, tmp_path, preset):
     """``bench_pgm_replay.py`` wraps ``PGM._estimate``: it must pass on every keyword the model adds
-    (it broke once on ``compile_ok``), and a replay in the same checkout gives the same estimate."""
+    (it broke once on ``compile_ok``), and a replay in the same checkout gives the same estimate, for
+    AIM's refits and PrivMRF's."""
     import json
     import os
     import subprocess
@@ -142,11 +144,12 @@ def test_bench_pgm_replay_records_an_aim_run_and_replays_it(adult, tmp_path):
     root = script.parents[1]
     env = dict(os.environ, PYTHONPATH=str(root), SYNTHZOO_DATASETS=str(DATASETS))
     out = tmp_path / "run.json"
-    rec = subprocess.run([sys.executable, str(script), "record", "--rows", "2000", "--out", str(out)],
+    rec = subprocess.run([sys.executable, str(script), "record", "--rows", "2000", "--preset", preset,
+                          "--out", str(out)],
                          env=env, cwd=root, capture_output=True, text=True)
     assert rec.returncode == 0, rec.stderr[-2000:]
     head = json.loads(rec.stdout.strip().splitlines()[-1])
-    assert head["rows"] == 2000 and head["calls"] > 0 and head["iterations"] > 0
+    assert head["preset"] == preset and head["rows"] == 2000 and head["calls"] > 0 and head["iterations"] > 0
     rep = subprocess.run([sys.executable, str(script), "replay", str(out), "--baseline", str(root)],
                          env=env, cwd=root, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr[-2000:]
