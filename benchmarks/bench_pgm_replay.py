@@ -65,8 +65,8 @@ def record(a) -> None:
         synth.fit(df)
         cpu = time.process_time() - t
     model = synth.model
-    out = {"preset": a.preset, "rows": a.rows, "noise_seed": a.noise_seed, "fit_cpu_s": round(cpu, 2), "threads": thread_settings(),
-           "params": model.get_params(), "domain": {"attrs": list(model.domain_.attrs),
+    out = {"preset": a.preset, "rows": a.rows, "noise_seed": a.noise_seed, "fit_cpu_s": round(cpu, 2),
+           "threads": thread_settings(), "params": model.get_params(), "domain": {"attrs": list(model.domain_.attrs),
                                                     "shape": [int(x) for x in model.domain_.shape]},
            "measurements": [m.to_state() for m in model.measurements_], "calls": calls}
     Path(a.out).write_text(json.dumps(out))

@@ -219,7 +219,7 @@ class Plan:
                     name[n] = tuple(sep + [a for a in n if a not in sep])
         by_level = [[name[n] for n in lvl] for lvl in by_level]
         self.parent = {name[n]: None if p is None else name[p] for n, p in self.parent.items()}
-        self.adj = adj = {name[n]: [name[v] for v in vs] for n, vs in adj.items()}
+        self.adj = {name[n]: [name[v] for v in vs] for n, vs in adj.items()}
         self.order = [n for lvl in by_level for n in lvl]  # parents before children
         index = {n: i for i, n in enumerate(self.order)}
         self.size = {n: domain.size(n) for n in self.order}
