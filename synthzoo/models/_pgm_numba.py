@@ -36,7 +36,7 @@ _CHUNK = 512
 def _exp_below(t, lo, hi, top, u, kb):  # pragma: no cover - compiled
     """``u[i] = exp(t[i] - top)`` for ``i`` in ``[lo, hi)``, every ``t[i] <= top``; exact to about 1.5 ulp, 0 below
     ``e^-708`` (subnormal, where calibration recomputes from logs anyway), NaN for NaN. ``math.exp`` is a scalar
-    libm call here (numba has no vector math library on this build), 5.4 ns a cell against 1.4 for this
+    libm call here (numba has no vector math library on this build), 5.3-5.8 ns a cell against 1.9-2.3 for this
     vectorised form (Cody-Waite reduction ``x = k ln2 + r``, ``|r| <= ln2 / 2``, Taylor polynomial to ``r^12``,
     ``2^k`` built in the exponent bits), and calibration takes one exponential per cell. ``kb``: scratch of
     :data:`_CHUNK` cells, so the exponent bits stay in the cache."""
@@ -73,8 +73,8 @@ def _exp_below(t, lo, hi, top, u, kb):  # pragma: no cover - compiled
             uc[i] = uc[i] * kb[i] if x > -708.0 else (0.0 if x <= -708.0 else x)
 
 
-#: Blocks shorter than this are summed inline: a call per block costs more than it saves there (AIM's
-#: large models at 300,000 rows map most of their cells in blocks of 2-4).
+#: Blocks shorter than this are summed inline: a call per block costs more than it saves there (the maps of
+#: a node's kept or summed last axis of a few values; the layout of Plan leaves few of them).
 _LONG = 16
 
 
@@ -148,7 +148,7 @@ def _mul_run(out, u, o0, nb, vals, blk, b0, L, ds):  # pragma: no cover - compil
     return tot
 
 
-# Blocks of 2-4 cells (a summed or kept last axis of 2-4 values; most of the cells of AIM's large models)
+# Blocks of 2-4 cells (a summed or kept last axis of 2-4 values: reductions onto potentials, some parents' maps)
 # go through the runs above with ``L`` a constant, so that the block's loop unrolls: 1.3-2x faster
 # per cell than a loop whose length is only known at run time.
 
