@@ -526,7 +526,11 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
             done[0] += 1
             remaining.subtract(unit)
             if progress is not None:
-                progress(list(unit), name, dt, [m for m in unit if remaining[m] == 0], done[0], len(work))
+                try:
+                    progress(list(unit), name, dt, [m for m in unit if remaining[m] == 0], done[0], len(work))
+                except BaseException as e:  # at once, as a metric's: no unit starts after it
+                    errors.append(e)
+                    raise
         return name, got, dt
 
     saved = list(warnings.filters)
