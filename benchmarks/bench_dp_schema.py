@@ -10,7 +10,11 @@ at ``--epsilon``.  Each draw replays the noise from ``noise_seed`` = first-seed 
 test-only opt-in, so that two versions of the code can be compared on the same draws.  Printed: the
 draws in which each column lost more than 2 % of its values (clipped or merged,
 ``clipped_shares``), the worst and mean share per column, the draws in which any column did, and
-the mean log2 of each bounded column's range over the data's own range (the price of not clipping).
+the mean log2 of each bounded column's range over the data's own range (the price of not clipping);
+then the other side of declaring ``missing`` on evidence (``--missing-z`` standard deviations): the
+draws in which a column's missing values, hidden by the noise, were more than 2 % of its rows
+(``filled_shares``: ``conform`` fills them), and the draws that declared missing values for a column
+that has none (the release may then invent some).
 """
 
 from __future__ import annotations
@@ -38,22 +42,28 @@ def main(argv=None) -> dict:
     ap.add_argument("--rows", type=int, default=7214)
     ap.add_argument("--no-categories", action="store_true", help="publish no category lists")
     ap.add_argument("--limit", type=float, default=0.02, help="share of a column counted as damage")
+    ap.add_argument("--missing-z", type=float, default=2.0,
+                    help="dp_schema's missing_z: standard deviations of evidence that declare missing values")
     a = ap.parse_args(argv)
 
     from synthzoo._threads import thread_settings
-    from synthzoo.core.dpschema import clipped_shares, dp_schema, public_kinds
+    from synthzoo.core.dpschema import clipped_shares, dp_schema, filled_shares, public_kinds
     from synthzoo.core.schema import numeric_values
     from synthzoo.datasets import make_compas_like
 
     df, public = make_compas_like(a.rows)
     kinds = public_kinds(public, categories=not a.no_categories)
-    lost, width = [], {}
+    lost, filled, declared, width = [], [], [], {}
+    has_missing = {c for c in df.columns if df[c].isna().any()}
     cpu = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # every draw warns that its noise is replayable
         for i in range(a.draws):
-            schema, _ = dp_schema(df, kinds, epsilon=a.epsilon, delta=a.delta, noise_seed=a.first_seed + i)
+            schema, _ = dp_schema(df, kinds, epsilon=a.epsilon, delta=a.delta, noise_seed=a.first_seed + i,
+                                  missing_z=a.missing_z)
             lost.append(clipped_shares(df, schema))
+            filled.append(filled_shares(df, schema))
+            declared.append({c.name: c.missing for c in schema if c.name not in has_missing})
             for col in schema:
                 if col.kind != "categorical":
                     v = numeric_values(df[col.name], col)
@@ -62,13 +72,23 @@ def main(argv=None) -> dict:
     cpu = time.process_time() - cpu
     r = pd.DataFrame(lost) * 100
     over = (r > 100 * a.limit)
+    f = pd.DataFrame(filled) * 100
+    f_over = f > 100 * a.limit
+    false_na = pd.DataFrame(declared)
     out = {"rows": a.rows, "draws": a.draws, "noise_seeds": [a.first_seed, a.first_seed + a.draws - 1],
-           "epsilon": a.epsilon, "delta": a.delta, "category_lists": not a.no_categories,
+           "epsilon": a.epsilon, "delta": a.delta, "category_lists": not a.no_categories, "missing_z": a.missing_z,
            "cpu_s_per_draw": round(cpu / max(a.draws, 1), 4), "threads": thread_settings(),
            "draws_over_limit_per_column": {k: int(v) for k, v in over.sum().items() if v},
            "draws_with_any_column_over_limit": int(over.any(axis=1).sum()),
            "worst_pct": {k: round(float(v), 2) for k, v in r.max().items() if v > 0},
            "mean_pct": {k: round(float(v), 3) for k, v in r.mean().items() if v > 0},
+           # the other damage: missing values the noise hid, which conform fills (share of all rows), and
+           # columns without missing values declared with them (the release may invent some)
+           "draws_filling_over_limit_per_column": {k: int(v) for k, v in f_over.sum().items() if v},
+           "draws_filling_or_clipping_over_limit": int((over | f_over).any(axis=1).sum()),
+           "columns_with_missing_values": sorted(has_missing),
+           "draws_declaring_missing_without_any": int(false_na.any(axis=1).sum()) if len(false_na.columns) else 0,
+           "false_missing_declarations_per_column": {k: int(v) for k, v in false_na.sum().items() if v},
            "mean_log2_range_over_data_range": {k: round(float(np.mean(v)), 2) for k, v in width.items()}}
     print(json.dumps(out, indent=1))
     return out

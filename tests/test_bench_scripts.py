@@ -80,6 +80,12 @@ def test_bench_dp_schema_counts_what_each_draw_clips(capsys):
     for col, k in out["draws_over_limit_per_column"].items():
         assert 1 <= k <= 3 and out["worst_pct"][col] > 0.1
     assert out["draws_with_any_column_over_limit"] <= 3
+    # the other side of declaring missing values on evidence: fills of hidden ones, and false declarations
+    assert out["missing_z"] == 2.0 and out["columns_with_missing_values"] == ["days_b_screening_arrest"]
+    assert set(out["draws_filling_over_limit_per_column"]) <= {"days_b_screening_arrest"}
+    assert out["draws_with_any_column_over_limit"] <= out["draws_filling_or_clipping_over_limit"] <= 3
+    assert "days_b_screening_arrest" not in out["false_missing_declarations_per_column"]
+    assert out["draws_declaring_missing_without_any"] <= sum(out["false_missing_declarations_per_column"].values())
     assert set(out["mean_log2_range_over_data_range"]) == {"dob", "age", "juv_fel_count", "juv_misd_count",
                                                            "priors_count", "screening_date",
                                                            "days_b_screening_arrest", "decile_score"}

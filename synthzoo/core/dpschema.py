@@ -1125,6 +1125,15 @@ def clipped_shares(df: pd.DataFrame, schema: Schema) -> dict[str, float]:
     return out
 
 
+def filled_shares(df: pd.DataFrame, schema: Schema) -> dict[str, float]:
+    """Per column, the exact share of ``df``'s rows whose missing value :func:`conform` fills because
+    ``schema`` declares the column without missing values (the noise hid them: ``missing`` is declared only
+    on DP evidence).  Like :func:`clipped_shares`, computed from the private rows for the data owner's eyes."""
+    n = len(df)
+    return {col.name: float(_left_out(df[col.name], col)[1].sum() / n) if (n and not col.missing) else 0.0
+            for col in schema}
+
+
 def _left_out(s: pd.Series, col) -> tuple[np.ndarray, np.ndarray, object]:
     """``(left_out, missing, values)`` of one column against ``col``: which present values lie
     outside it (a category it does not list, a value beyond its bounds), which are missing, and the

@@ -16,6 +16,7 @@ from synthzoo.core.dpschema import (
     dp_categories,
     dp_schema,
     dp_schema_report,
+    filled_shares,
     kind_from_dtype,
     kinds_from_dtypes,
     selection_threshold,
@@ -340,6 +341,14 @@ def test_missing_values_in_a_column_declared_without_them_are_filled_by_conform(
     schema.validate(fixed)
     assert fixed["color"].iloc[:3].eq(OTHER).all()
     assert fixed["income"].iloc[:4].between(schema["income"].lower, schema["income"].upper).all()
+    # what conform fills, as a share of the rows, for the data owner's damage count; nothing where the
+    # schema declares the missing values it finds
+    shares = filled_shares(df, schema)
+    assert shares["income"] == 4 / 2000 and shares["color"] == 3 / 2000
+    assert set(shares) == set(schema.names) and sum(shares.values()) == 7 / 2000
+    declared = Schema([Column.from_spec(c.name, {**c.to_dict(), "missing": True}) if c.name == "income" else c
+                       for c in schema], schema.meta)
+    assert filled_shares(df, declared)["income"] == 0.0
 
 
 def test_integers_declared_by_the_caller():
