@@ -752,6 +752,12 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
                               "numbers first")
+        if specs[c]["type"] == "categorical" and "categories" in specs[c]:
+            _check_listed(df[c], Column.from_spec(c, {**specs[c], "missing": True}),
+                          "kinds (or the --schema file of `fit --dp-schema`)")
+    for c in (known.names if known is not None else []):  # a public schema's lists too: conform has no catch-all
+        if known[c].kind == "categorical" and c not in known.meta.get("other_category", {}):
+            _check_listed(df[c], known[c], "the known schema")
     todo = [c for c in cols if _needs(specs[c])]
     for c in todo:
         if specs[c]["type"] == "datetime" and "resolution" not in specs[c] and "format" not in specs[c]:
@@ -885,6 +891,19 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     return Schema(columns, meta), ledger
 
 
+def _check_listed(s: pd.Series, col: Column, where: str) -> None:
+    """A public category list must hold every value of its column: nothing can take the others in (there is
+    no catch-all category for a list the caller gives), and finding them only in :func:`conform`, after the
+    charge, would lose the budget.  An error, not a decision (values are read to say what to declare)."""
+    left, _, keys = _left_out(s, col)
+    if left.any():
+        bad = pd.Series(keys[left]).value_counts()
+        shown = ", ".join(repr(k) for k in bad.index[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise SchemaError(f"column {col.name!r}: {int(left.sum()):,} value(s) not in the categories listed in "
+                          f"{where}: {shown}; add them to the list, or leave the list out so that dp_schema "
+                          "measures the categories (rare ones are then merged into a catch-all category)")
+
+
 def _weight(spec: dict) -> float:
     if spec["type"] == "categorical":
         return 1.0 if "categories" not in spec else 0.25
@@ -1008,7 +1027,8 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
     Categorical values outside a column's released categories become its catch-all label
     (``schema.meta["other_category"][column]``, set by :func:`dp_schema`); numeric and datetime
     values outside the bounds are clipped; missing values in a column the schema declares without
-    them become the catch-all label (categorical) or a value uniform within the bounds, drawn from
+    them become the catch-all label (categorical; one of the categories, uniformly, where the column has
+    no catch-all) or a value uniform within the bounds, drawn from
     the record's own values, the column and ``seed`` (:func:`_record_uniforms`: one record's fill
     never depends on another's, so a neighbouring table changes only its own record).  One warning
     says, per column, how many values each step changed -- exact counts from the private frame, for
@@ -1028,6 +1048,17 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
         if col.kind == "categorical":
             unseen, keys = left, vals
             fill = na & (not col.missing)
+            if fill.any() and col.name not in other_of and col.categories:
+                # no catch-all (a public list, or other=None): the record's own draw among the categories, as a
+                # number's fill is uniform within its bounds
+                new = keys.astype(object)
+                pick = np.floor(_record_uniforms(df.loc[fill], col.name, seed) * len(col.categories)).astype(int)
+                new[fill] = np.asarray(col.categories, dtype=object)[pick]
+                new[na & ~fill] = np.nan
+                out[col.name] = new
+                changes.append(f"{col.name}: {int(fill.sum()):,} missing value(s) set to categories drawn uniformly "
+                               "(the DP schema declares no missing values)")
+                continue
             if (unseen.any() or fill.any()) and col.name in other_of:
                 new = keys.astype(object)
                 new[unseen | fill] = other_of[col.name]

@@ -351,6 +351,39 @@ def test_missing_values_in_a_column_declared_without_them_are_filled_by_conform(
     assert filled_shares(df, declared)["income"] == 0.0
 
 
+def test_hidden_missing_values_of_a_listed_column_without_a_catch_all_are_filled_with_its_categories():
+    # a public category list (or other=None) gives conform no catch-all: it raised SchemaError after the charge
+    # ("4 missing value(s) (NaN) but the schema declares no missing values") where the noise hid a few missing values
+    df = _frame(2000)
+    df.loc[:3, "color"] = np.nan
+    for kinds, other in (({**kinds_from_dtypes(df), "color": {"type": "categorical", "categories": ["red", "green",
+                                                                                                      "blue"]}}, OTHER),
+                         (kinds_from_dtypes(df), None)):
+        schema, _ = dp_schema(df, kinds, epsilon=1.0, delta=1e-6, noise_seed=0, other=other)
+        assert not schema["color"].missing and OTHER not in schema["color"].categories
+        with pytest.warns(UserWarning, match=r"color: 4 missing value\(s\) set to categories drawn uniformly"):
+            fixed = conform(df, schema)
+        schema.validate(fixed)
+        assert fixed["color"].iloc[:4].isin(schema["color"].categories).all()
+        assert fixed["color"].iloc[4:].eq(df["color"].iloc[4:]).all()
+        assert conform(df, schema)["color"].equals(fixed["color"])  # the record's own draw: the same again
+
+
+def test_values_outside_a_public_category_list_are_an_error_before_any_charge():
+    # nothing can take them in (no catch-all for a list the caller gives): conform raised after the charge
+    df = _frame(2000)
+    df.loc[:2, "color"] = "mauve"
+    kinds = {**kinds_from_dtypes(df), "color": {"type": "categorical", "categories": ["red", "green", "blue"]}}
+    ledger = PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
+    with pytest.raises(SchemaError, match=r"column 'color': 3 value\(s\) not in the categories listed in kinds.*"
+                                          r"'mauve'; add them to the list, or leave the list out"):
+        dp_schema(df, kinds, ledger=ledger, share=1.0)
+    assert ledger.spent().epsilon == 0
+    known = Schema([Column.from_spec("color", {"type": "categorical", "categories": ["red", "green", "blue"]})])
+    with pytest.raises(SchemaError, match=r"column 'color': 3 value\(s\) not in the categories listed in the known"):
+        dp_schema(df, kinds_from_dtypes(df.drop(columns="color")), epsilon=1.0, delta=1e-6, known=known)
+
+
 def test_integers_declared_by_the_caller():
     df = _frame(3000)
     df["score"] = np.where(np.arange(3000) % 7 == 0, np.nan, np.arange(3000) % 5 + 1.0)  # float, NaN
