@@ -226,9 +226,11 @@ def _vae(torch, tok: Tokens, d: int, n_layers: int, n_heads: int, factor: int):
             self.categories = nn.Embedding(n_codes, d)
             for e in (self.num_weight, self.num_bias, self.categories):
                 _init(e.weight, d)
-            # without numbers the scalar biases are unused and get no gradient: not trained
-            # (Opacus' clipping needs a per-record gradient of every trained parameter)
+            # without numbers the scalar biases, without categorical tokens the category embedding, are
+            # unused and get no gradient: not trained (Opacus' clipping needs a per-record gradient of
+            # every trained parameter)
             self.num_bias.requires_grad_(n_num > 0)
+            self.categories.requires_grad_(n_cat > 0)
             self.mu, self.logvar = transformer(), transformer()
             self._idx = {}
 
@@ -257,6 +259,7 @@ def _vae(torch, tok: Tokens, d: int, n_layers: int, n_heads: int, factor: int):
             self.num_out.requires_grad_(n_num > 0)              # unused without numbers
             self.cat_out = nn.Linear(d, n_codes)              # each token reads its own block of it
             nn.init.xavier_uniform_(self.cat_out.weight, gain=1 / math.sqrt(2))
+            self.cat_out.requires_grad_(n_cat > 0)              # unused without categorical tokens
             idx = np.zeros((max(n_cat, 1), tok.width), dtype=np.int64)
             mask = np.zeros((max(n_cat, 1), tok.width), dtype=bool)
             for t, (o, s) in enumerate(zip(tok.offsets, tok.sizes)):

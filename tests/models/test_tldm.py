@@ -95,6 +95,32 @@ def test_private_fit_charges_both_stages_within_the_request(demo):
         assert len(s.sample(50, seed=0)) == 50
 
 
+def test_private_fit_on_a_table_without_categorical_tokens():
+    """Numbers scaled on their bounds with no missing values give no categorical token: the encoder's
+    category embedding and the decoder's category read-out are then unused, and (as the scalar layers
+    on a table without numbers) must not be trained -- Opacus needs a per-record gradient of every
+    trained parameter, and failed inside the VAE's first step, after the count and both stages' budgets
+    were charged."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.uniform(0, 10, 400), "b": rng.uniform(0, 5, 400)})
+    schema = sz.Schema.from_dict({"columns": {
+        "a": {"type": "numerical", "lower": 0, "upper": 10, "missing": False},
+        "b": {"type": "numerical", "lower": 0, "upper": 5, "missing": False}}})
+    for epsilon in (1.0, None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = sz.Synthesizer(preprocess=["features"], model={"name": "tldm", **QUICK}, epsilon=epsilon,
+                               schema=schema, seed=0).fit(df)
+        assert Tokens(s.encoder_).n_cat == 0
+        if epsilon is not None:
+            assert 0.9 < s.privacy_spent().epsilon <= epsilon * (1 + 1e-9)
+            assert [c.mechanism for c in s.ledger_.charges].count("dp_sgd") == 2
+        fake = s.sample(50, seed=1)
+        assert len(fake) == 50 and fake["a"].between(0, 10).all() and fake["b"].between(0, 5).all()
+
+
 def test_non_private_fit_records_every_read_and_the_public_scale_reads_nothing(demo):
     df, schema = demo
     s = _fit(df, schema, None)
