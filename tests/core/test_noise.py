@@ -86,3 +86,14 @@ def test_noise_source_cannot_be_pickled_and_the_ledger_flags_replay():
     assert not PrivacyLedger(1.0, 1e-5).replayable
     with pytest.raises(Exception, match="noise_seed"):
         PrivacyLedger(1.0, 1e-5, noise_seed=-1)
+
+
+def test_uniform_stays_inside_the_open_interval_at_the_extreme_words(monkeypatch):
+    # the largest 53-bit word plus a half rounded up to 2^53: uniform() returned exactly 1.0 (once in 2^53 draws),
+    # and a Gaussian drawn from it was infinite
+    src = NoiseSource()
+    words = np.array([0, 2 ** 11, 2 ** 64 - 1, 2 ** 64 - 2 ** 11, 2 ** 63], dtype=np.uint64)
+    monkeypatch.setattr(src, "words", lambda n: words[:n])
+    u = src.uniform(5)
+    assert ((u > 0) & (u < 1)).all() and u[2] == u[3] == np.nextafter(1.0, 0.0) and u[4] == 0.5 + 2.0 ** -54
+    assert u[0] == 2.0 ** -54 and u[1] == 2.0 ** -54 * 3

@@ -44,6 +44,8 @@ import numpy as np
 from scipy.special import ndtri
 
 _TWO53 = 2.0 ** -53
+#: The largest float64 below 1.
+_BELOW_ONE = float(np.nextafter(1.0, 0.0))
 
 
 class NoiseSource:
@@ -100,7 +102,9 @@ class NoiseSource:
         """Uniform on the open interval (0, 1), 53-bit resolution (never exactly 0 or 1)."""
         n = _count(size)
         u = ((self.words(n) >> np.uint64(11)).astype(np.float64) + 0.5) * _TWO53
-        return _shape(u, size)
+        # the largest word's (2^53 - 1) + 0.5 rounds up to 2^53, i.e. 1.0 (once in 2^53 draws; a Gaussian
+        # drawn from it is then infinite): the float just below 1 instead, every other draw unchanged
+        return _shape(np.minimum(u, _BELOW_ONE), size)
 
     def integers(self, high: int, size=None) -> np.ndarray:
         """Uniform integers in ``[0, high)`` (rejection sampling, no modulo bias)."""
