@@ -923,3 +923,34 @@ def test_a_header_without_rows_and_a_written_index_are_named(demo_files, tmp_pat
     err = capsys.readouterr().err
     assert "column 1 has no name in its header (such as the row index pandas' to_csv writes without " \
         "index=False); name it in the header line, or drop it" in err
+
+
+def test_columns_other_than_the_schema_s_are_named_with_the_file_before_the_fit(demo_files, tmp_path, capsys):
+    # a CSV whose header differs from the schema (Age for age) said "the table lacks schema column(s) ['age'] ..."
+    # after "fitting ... on", without the file or what the difference was
+    d, df, _ = demo_files
+    renamed = tmp_path / "renamed.csv"
+    df.head(100).rename(columns={"age": "Age", "income": "salary"}).to_csv(renamed, index=False)
+    assert main(["fit", str(renamed), "--schema", str(d / "schema.json"), "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"synthzoo: error: data: {str(renamed)!r} lacks schema column(s) ['age', 'income'] and has "
+                   "column(s) ['Age', 'salary'] that the schema does not describe ('Age' is 'age' in other letter "
+                   "case)\n")
+    assert main(["eval", str(d / "data.csv"), str(renamed), "--schema", str(d / "schema.json"),
+                 "--metrics", "tvd_2way", "--out", str(tmp_path / "r.html")]) == 2
+    assert f"synthzoo: error: synthetic: {str(renamed)!r} lacks schema column(s)" in capsys.readouterr().err
+
+
+def test_a_utf8_file_with_a_byte_order_mark_read_in_another_encoding_is_named(demo_files, tmp_path, capsys):
+    # Excel's "CSV UTF-8" starts with a byte-order mark; read with --encoding latin-1 its first column was 'ï»¿age',
+    # refused as a column the schema does not describe
+    d, df, _ = demo_files
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + df.head(200).to_csv(index=False).encode())
+    args = ["fit", str(bom), "--schema", str(d / "schema.json"), "--out", str(tmp_path / "m.szm")]
+    assert main(args + ["--encoding", "latin-1"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"synthzoo: error: data: {str(bom)!r} starts with a UTF-8 byte-order mark, so it is UTF-8 text, "
+                   "not latin-1: drop --encoding latin-1 (or pass --encoding utf-8)\n")
+    assert main(args) == 0 and main(args + ["--encoding", "utf8"]) == 0  # the mark is dropped from 'age'
+

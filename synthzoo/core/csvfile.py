@@ -32,7 +32,12 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
         raise ConfigError(f"{role}: {str(p)!r} is empty (0 bytes); a CSV file needs a header line naming the "
                           "columns, then one line per row")
     with open(p, "rb") as fh:  # a model or schema file where a CSV belongs: the reader's error named its JSON keys
-        start = fh.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        head = fh.read(4096)
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"\xef\xbb\xbf") and not _is_utf8(encoding):
+        # read as latin-1 the mark became 'ï»¿' in the first column's name, refused as a column the schema lacks
+        raise ConfigError(f"{role}: {str(p)!r} starts with a UTF-8 byte-order mark, so it is UTF-8 text, not "
+                          f"{encoding}: drop --encoding {encoding} (or pass --encoding utf-8)")
     if start.startswith(b"{"):
         what = ("a synthzoo model file" if re.match(rb'\{\s*"format"\s*:\s*"synthzoo-model"', start)
                 else "a JSON document")
@@ -76,6 +81,8 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
             raise ConfigError(f"{role}: {str(p)!r} reads as a single column named {head[:60]!r}: {hint}")
     if len(df) == 0:  # the library's message named a pandas DataFrame
         raise ConfigError(f"{role}: {str(p)!r} has a header line but no rows")
+    if schema is not None:  # said here with the file's name, before any work (the fit said "the table" after it began)
+        schema.check_columns(df, f"{role}: {str(p)!r}")
     return _keep_leading_zeros(df, lambda cols: pd.read_csv(p, sep=sep, encoding=encoding, usecols=cols, dtype=str,
                                                              **na), schema, numerical, categories)
 
@@ -141,6 +148,17 @@ def _undecodable(p: Path, encoding, err: UnicodeDecodeError) -> str:
             except UnicodeDecodeError as e:
                 return f"line {number}, column {e.start + 1}: byte {raw[e.start:e.start + 1]!r}, {e.reason}"
     return err.reason
+
+
+def _is_utf8(encoding) -> bool:
+    import codecs
+
+    if encoding is None:
+        return True
+    try:
+        return codecs.lookup(encoding).name in ("utf-8", "utf-8-sig")
+    except LookupError:  # an unknown name: pandas' reader says so
+        return True
 
 
 def _header_line(p: Path, encoding) -> str:

@@ -703,6 +703,9 @@ class Schema:
             also = f" and has column(s) {extra} that the schema does not describe" if extra else ""
             spaced = [f"{c!r} is {c.strip()!r} with spaces around it" for c in extra
                       if isinstance(c, str) and c != c.strip() and c.strip() in missing_cols]
+            spaced += [f"{c!r} is {m!r} in other letter case" for c in extra if isinstance(c, str)
+                       and c.strip() not in missing_cols for m in missing_cols
+                       if isinstance(m, str) and c.strip().casefold() == m.casefold()]
             raise SchemaError(f"{what} lacks schema column(s) {missing_cols}{also}"
                               + (f" ({'; '.join(spaced)})" if spaced else ""))
         if extra:
