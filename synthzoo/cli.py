@@ -136,6 +136,8 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("privacy='public' needs public=<public or proxy frame> (or a (train, val) pair)",
                "--privacy public needs --public FILE (a public or proxy table)"),
               ("(or None for a non-private run)", "(or 'none' for a non-private run)"),
+              ("delta must be a number in (0, ", "--delta must be a number in (0, "),
+              ("delta must be > 0 (and below", "--delta must be > 0 (and below"), ("(delta=0)", "(--delta 0)"),
               ("Set SYNTHZOO_DATASETS or pass root= to point", "Set SYNTHZOO_DATASETS or pass --root to point"),
               ("; use select=None", "; pass --select none"),
               ("give a selector, e.g. select='indif'", "give a selector, e.g. --select indif"),

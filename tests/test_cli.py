@@ -954,3 +954,14 @@ def test_a_utf8_file_with_a_byte_order_mark_read_in_another_encoding_is_named(de
                    "not latin-1: drop --encoding latin-1 (or pass --encoding utf-8)\n")
     assert main(args) == 0 and main(args + ["--encoding", "utf8"]) == 0  # the mark is dropped from 'age'
 
+
+@pytest.mark.parametrize("delta, said", [("2", "--delta must be a number in (0, 0.1), got 2.0"),
+                                         ("0", "--delta must be > 0 (and below 0.1), got 0")])
+def test_a_delta_out_of_range_names_the_option(demo_files, tmp_path, capsys, delta, said):
+    # it said "delta must be ...", the ledger's argument, not fit's option
+    d, _, _ = demo_files
+    assert main(["fit", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--delta", delta,
+                 "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"synthzoo: error: {said}") and "delta=" not in err
+
