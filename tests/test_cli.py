@@ -965,3 +965,12 @@ def test_a_delta_out_of_range_names_the_option(demo_files, tmp_path, capsys, del
     err = capsys.readouterr().err
     assert err.startswith(f"synthzoo: error: {said}") and "delta=" not in err
 
+
+def test_eval_unknown_metric_suggests_the_close_name_and_lists_only_what_eval_takes(demo_files, tmp_path, capsys):
+    # 'tvd2way' listed every name, mds too, which `synthzoo eval` refuses (it needs a synthesizer factory)
+    d, _, _ = demo_files
+    assert main(["eval", str(d / "data.csv"), str(d / "data.csv"), "--metrics", "tvd2way",
+                 "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "--metrics: unknown metric or set 'tvd2way' (did you mean 'tvd_2way'?); choose from" in err
+    assert "attr_disclosure" in err and "mds" not in err

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 import time
@@ -122,10 +123,12 @@ _ZERO_FOR_IDENTICAL = {"wasserstein", "tvd_1way", "tvd_2way", "association_diff"
                        "corr_diff"}
 
 
-def metric_names() -> str:
-    """The metric names and sets ``metrics=`` accepts, for help texts."""
+def metric_names(field: str = "metrics") -> str:
+    """The metric names and sets ``metrics=`` accepts, for help texts; for the command line's ``--metrics``
+    (``field``) without ``mds``, which needs a synthesizer factory that `synthzoo eval` cannot take."""
+    names = [m for m in METRICS if not (m == "mds" and field.startswith("--"))]
     return (f"sets: {', '.join(PRESETS)}; groups: {', '.join(g for g in GROUPS if g not in PRESETS)} "
-            f"('privacy' names the set, a superset of the privacy group); metrics: {', '.join(METRICS)}")
+            f"('privacy' names the set, a superset of the privacy group); metrics: {', '.join(names)}")
 
 
 def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | None,
@@ -155,19 +158,20 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
     else:
         if isinstance(metrics, str):
             if not metrics.strip():  # "" is no name, not an unknown one: say so as for []
-                raise ConfigError(f"{field}: an empty string names no metric; choose from {metric_names()}")
+                raise ConfigError(f"{field}: an empty string names no metric; choose from {metric_names(field)}")
             metrics = [metrics]
         try:  # a number or a nested list is no name: said as such, not as Python's TypeError
             metrics = list(metrics)
         except TypeError:
             raise ConfigError(f"{field}: expected a metric name or a list of names, got {metrics!r}; choose from "
-                              f"{metric_names()}") from None
+                              f"{metric_names(field)}") from None
         if not len(metrics):
-            raise ConfigError(f"{field}: an empty list names no metric; choose from {metric_names()}")
+            raise ConfigError(f"{field}: an empty list names no metric; choose from {metric_names(field)}")
         names = []
         for m in metrics:
             if not isinstance(m, str):
-                raise ConfigError(f"{field}: unknown metric or set {m!r} (not a name); choose from {metric_names()}")
+                raise ConfigError(f"{field}: unknown metric or set {m!r} (not a name); choose from "
+                                  f"{metric_names(field)}")
             if m in PRESETS:
                 names += PRESETS[m]
             elif m in GROUPS:
@@ -175,7 +179,10 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
             elif m in METRICS:
                 names.append(m)
             else:
-                raise ConfigError(f"{field}: unknown metric or set {m!r}; choose from {metric_names()}")
+                close = difflib.get_close_matches(m, [*PRESETS, *GROUPS, *METRICS], n=1)
+                raise ConfigError(f"{field}: unknown metric or set {m!r}"
+                                  + (f" (did you mean {close[0]!r}?)" if close else "")
+                                  + f"; choose from {metric_names(field)}")
     explicit = metrics is not None and not any(m in PRESETS for m in metrics)
     reg = task is not None and "regress" in task
     drop = {"ml_f1", "ml_auc"} | _NEEDS_CLASSIFICATION if reg else {"ml_rmse", "ml_r2"}
