@@ -940,3 +940,13 @@ def test_pgm_state_arrays_must_match_their_shapes_and_cliques_not_repeat(docs, e
     edit(d["model_state"])
     with pytest.raises(ConfigError, match=r"model file: model_state\." + match):
         _load(d)
+
+
+def test_a_noise_multiplier_near_zero_is_named_not_divided_by(docs):
+    # DP-SGD's Gaussian at 1e-300: the accountant divided by its square (0.0), a ZeroDivisionError
+    d = copy.deepcopy(docs["tvae"])
+    c = next(c for c in d["privacy"]["charges"] if c["event"]["type"] == "self_composed")
+    c["event"]["event"]["event"]["noise_multiplier"] = 1e-300
+    with pytest.raises(ConfigError, match=r"charges\[\d+\].event.event.event.noise_multiplier: must be a finite "
+                                          r"number in \[0.0001"):
+        _load(d)

@@ -501,6 +501,11 @@ def event_to_json(event) -> dict:
     raise TypeError(f"cannot save a privacy event of type {type(e).__name__}")
 
 
+#: Smallest noise multiplier a saved Gaussian or Laplace event may state: a zCDP event's rho is at most 1e6 (a
+#: Gaussian's multiplier at least 7e-4), and DP-SGD's calibration looks no lower than 5e-4.
+MIN_NOISE_MULTIPLIER = 1e-4
+
+
 def event_from_json(d, where: str = "event", depth: int = 0):
     """The inverse of :func:`event_to_json` for untrusted input: every field type- and range-checked;
     raises :class:`ConfigError` naming the field."""
@@ -529,10 +534,12 @@ def event_from_json(d, where: str = "event", depth: int = 0):
         return dpa.NonPrivateDpEvent()
     if kind == "zcdp":
         return dpa.ZCDpEvent(num("rho", 0, 1e6, lo_open=True), num("xi", 0, 1e6))
+    # a noise multiplier is at least MIN_NOISE_MULTIPLIER: one near 0 (1e-300) made the accountant divide by its
+    # square, 0.0, a ZeroDivisionError, not an error naming the field
     if kind == "gaussian":
-        return dpa.GaussianDpEvent(num("noise_multiplier", 0, 1e12, lo_open=True))
+        return dpa.GaussianDpEvent(num("noise_multiplier", MIN_NOISE_MULTIPLIER, 1e12))
     if kind == "laplace":
-        return dpa.LaplaceDpEvent(num("noise_multiplier", 0, 1e12, lo_open=True))
+        return dpa.LaplaceDpEvent(num("noise_multiplier", MIN_NOISE_MULTIPLIER, 1e12))
     if kind == "poisson_sampled":
         return dpa.PoissonSampledDpEvent(num("sampling_probability", 0, 1),
                                          event_from_json(d["event"], f"{where}.event", depth + 1))
