@@ -950,3 +950,20 @@ def test_a_noise_multiplier_near_zero_is_named_not_divided_by(docs):
     with pytest.raises(ConfigError, match=r"charges\[\d+\].event.event.event.noise_multiplier: must be a finite "
                                           r"number in \[0.0001"):
         _load(d)
+
+
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda w: w.update(shape=[-w["shape"][0]] + w["shape"][1:]), r"model_state.weights\[0\].shape: \[-"),
+    (lambda w: w.update(shape=[10 ** 30] + w["shape"][1:]), r"model_state.weights\[0\].shape: \[1000000000000"),
+    (lambda w: w.update(shape=w["shape"][::-1]), r"model_state.weights\[0\].shape: .* is not the \["),
+    (lambda w: w["values"].pop(), r"model_state.weights\[0\]: shape \[\d+, \d+\] does not hold the"),
+])
+def test_a_generator_weights_shape_is_named_before_anything_is_reshaped(docs, edit, field):
+    # gn's and dpmerf's weights were reshaped to the file's own shape first: a negative or 64-bit-overflowing
+    # size, or values one short, was torch's bare ValueError/TypeError wrapped as "malformed state", naming no field
+    d = copy.deepcopy(docs["gn"])
+    edit(d["model_state"]["weights"][0])
+    with pytest.raises(ConfigError, match=field):
+        _load(d)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.params import Integral, Interval, Options, Sequence
+from ..core.statecheck import shaped
 from .torch_features import draw_categories, mlp_weights, resolve_device
 
 #: Constraints of the parameters every torch MLP model has.
@@ -126,12 +127,19 @@ class TorchMLP:
     def _weights_from(self, saved) -> list:
         """Saved weights as float32 tensors, checked against the layer sizes the parameters imply."""
         torch = torch_module(self.name)
-        try:
-            ws = [torch.tensor(w["values"], dtype=torch.float32).reshape(w["shape"]) for w in saved]
-        except RuntimeError as e:
-            raise ValueError(str(e)) from None
-        if [tuple(w.shape) for w in ws] != self._shapes():
-            raise ConfigError(f"{self._label()}.set_state: the saved weights do not match the network's layer sizes")
+        want = self._shapes()
+        if len(saved) != len(want):
+            raise ConfigError(f"{self._label()}.set_state: the saved weights do not match the network's layer sizes "
+                              f"(model file: model_state.weights holds {len(saved)} tensors, the layers {len(want)})")
+        ws = []
+        for i, (w, shape) in enumerate(zip(saved, want)):
+            # checked against the layers the parameters give before anything is reshaped: a file's own shape
+            # ([-42], [10**30], one of the wrong size) was a reshape's bare ValueError or TypeError naming no field
+            where = f"model file: model_state.weights[{i}]"
+            if w["shape"] != list(shape):
+                raise ConfigError(f"{where}.shape: {w['shape']!r:.60} is not the {list(shape)} the network's layer sizes "
+                                  "give")
+            ws.append(torch.as_tensor(shaped(w["values"], list(shape), where), dtype=torch.float32))
         if not all(bool(torch.isfinite(w).all()) for w in ws):
             raise ConfigError(f"{self._label()}.set_state: the saved weights hold non-finite values")
         return ws
