@@ -967,3 +967,26 @@ def test_a_generator_weights_shape_is_named_before_anything_is_reshaped(docs, ed
     edit(d["model_state"]["weights"][0])
     with pytest.raises(ConfigError, match=field):
         _load(d)
+
+
+@pytest.fixture(scope="module")
+def other_models():
+    """Files of the models FAMILIES leaves out (a saved synthetic table, saved logits, DP-MERF)."""
+    out = {k: _fit("gn", model=m).to_json() for k, m in (
+        ("gsd", {"name": "gsd", "n_rows": 40, "generations": 5}),
+        ("rp", {"name": "rp", "n_rows": 40, "iters": 5}))}
+    out["dpmerf"] = _fit("gn", select=None, budget_split={"preprocess": 0.1, "model": 0.9}, model={
+        "name": "dpmerf", "n_features": 20, "hidden": (8,), "iters": 2, "batch": 50}).to_json()
+    return out
+
+
+@pytest.mark.parametrize("kind, key, edit", [
+    ("gsd", "rows", lambda rows: rows[3].pop()),  # rows of unequal lengths: numpy's bare ValueError
+    ("gsd", "rows", lambda rows: [r.extend(r) for r in rows]),  # twice as wide: reshape(-1, d) made 80 other rows
+    ("rp", "logits", lambda rows: rows[3].append(0.5)),
+])
+def test_a_saved_synthetic_tables_rows_are_each_one_record_of_the_domain(other_models, kind, key, edit):
+    d = copy.deepcopy(other_models[kind])
+    edit(d["model_state"][key])
+    with pytest.raises(ConfigError, match=rf"model_state.{key}: (shape|the values are not a regular)"):
+        _load(d)

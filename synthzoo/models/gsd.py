@@ -31,7 +31,7 @@ from ..core.measurements import normalised_targets
 from ..core.errors import ConfigError
 from ..core.params import Boolean, Integral, Interval, Options
 from ..core.sampling import allocate, cycle_rows
-from ..core.statecheck import INTEGER, NUMBER
+from ..core.statecheck import INTEGER, NUMBER, shaped
 
 _PAPER = "Liu, Vietri, Wu, Generating Private Synthetic Data with Genetic Algorithms (ICML 2023)"
 
@@ -245,7 +245,9 @@ class GSD(MeasurementModel):
 
     def _set_state(self, state: dict, domain: Domain) -> None:
         total = float(state["total"])
-        raw = np.asarray(state["rows"], dtype=float)
+        # one code per attribute in every row: rows of unequal lengths, or of another width that reshape(-1, d)
+        # silently regrouped into other records, are named
+        raw = shaped(state["rows"], [len(state["rows"]), len(domain)], "model file: model_state.rows")
         if not np.all(np.mod(raw, 1) == 0):
             raise ConfigError("GSD.set_state: saved rows must hold integer codes")
         rows = raw.astype(np.int64).reshape(-1, len(domain))

@@ -35,7 +35,7 @@ from ..core.measurements import estimate_total
 from ..core.errors import ConfigError
 from ..core.params import Boolean, Integral, Interval, Real
 from ..core.sampling import cycle_rows, inverse_cdf, softmax_blocks
-from ..core.statecheck import NUMBER
+from ..core.statecheck import NUMBER, shaped
 
 _PAPER = ("Aydore et al., Differentially Private Query Release Through Adaptive Projection (ICML 2021); "
           "Vietri et al., Private Synthetic Data for Multitask Learning and Marginal Queries (NeurIPS 2022)")
@@ -244,7 +244,10 @@ class RP(MeasurementModel):
 
     def _set_state(self, state: dict, domain: Domain) -> None:
         total = float(state["total"])
-        logits = np.asarray(state["logits"], dtype=np.float32)
+        # one row of logits per synthetic record, one logit per code of each attribute (rows of unequal lengths:
+        # named, not numpy's bare ValueError)
+        logits = shaped(state["logits"], [len(state["logits"]), sum(domain.shape)],
+                        "model file: model_state.logits").astype(np.float32)
         if logits.ndim != 2 or logits.shape[0] == 0 or logits.shape[1] != sum(domain.shape) or not np.all(np.isfinite(logits)):
             raise ConfigError(f"RP.set_state: logits of shape {logits.shape} do not fit the domain")
         self._set_fitted(domain, logits, total)
