@@ -990,3 +990,12 @@ def test_a_saved_synthetic_tables_rows_are_each_one_record_of_the_domain(other_m
     edit(d["model_state"][key])
     with pytest.raises(ConfigError, match=rf"model_state.{key}: (shape|the values are not a regular)"):
         _load(d)
+
+
+def test_a_network_width_past_64_bits_is_named(docs):
+    # within the parameters' declared ranges (an integer >= 1) but past what torch can unpack: its TypeError
+    d = copy.deepcopy(docs["tvae"])
+    for where in (d["config"]["model"], d["model_state"]["params"]):
+        where["compress_dims"] = [10 ** 30]
+    with pytest.raises(ConfigError, match=r"model_state.params.compress_dims: \[10+\] holds a whole number past 64"):
+        _load(d)

@@ -347,6 +347,11 @@ class Model(Module):
                                   "of the model)")
             if k not in known:
                 raise ConfigError(f"{who}: unknown parameter {k!r}")
+            # no count, width or seed is past 64 bits: one that is (a width of 10**30) reached torch, whose overflow
+            # was a TypeError naming no parameter
+            if any(type(x) is int and not -2 ** 63 <= x < 2 ** 63 for x in (v if isinstance(v, list) else [v])):
+                raise ConfigError(f"model file: model_state.params.{k}: {v!r:.60} holds a whole number past 64 bits "
+                                  "(no count or width is)")
             setattr(self, k, _from_json(v))
         self.check_params()
         self._check_load_limits(who)
