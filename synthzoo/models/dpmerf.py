@@ -165,6 +165,13 @@ class DPMERF(TorchMLP, Model):
             self._bad("n_features", "must be even (D/2 frequencies, a cosine and a sine each)")
 
     # -------------------------------------------------------------------- layout
+    def _check_label(self, domain: Domain) -> None:
+        """ConfigError unless ``label`` (when given) is a column of ``domain``: at fit, and for a model file's
+        parameters (a label the file's domain lacks was a bare KeyError)."""
+        if self.label is not None and self.label not in domain:
+            raise ConfigError(f"DPMERF parameter label={self.label!r}: not a column of the domain "
+                              f"{list(domain.attrs)}")
+
     def _feature_attrs(self, domain: Domain) -> tuple:
         return tuple(a for a in domain.attrs if a != self.label)
 
@@ -196,9 +203,7 @@ class DPMERF(TorchMLP, Model):
         if not isinstance(data, EncodedData):
             raise ConfigError(f"DPMERF.fit_records needs EncodedData, got {type(data).__name__}")
         domain = data.domain
-        if self.label is not None and self.label not in domain:
-            raise ConfigError(f"DPMERF parameter label={self.label!r}: not a column of the domain "
-                              f"{list(domain.attrs)}")
+        self._check_label(domain)
         attrs = self._feature_attrs(domain)
         if not attrs:
             raise ConfigError("DPMERF: the domain has no attribute to embed besides the label")
@@ -331,6 +336,7 @@ class DPMERF(TorchMLP, Model):
         attrs = tuple(state["attrs"])
         class_weights = np.asarray(state["class_weights"], dtype=float)
         total = float(state["total"])
+        self._check_label(domain)
         if attrs != self._feature_attrs(domain):
             raise ConfigError("DPMERF.set_state: the saved attributes do not match the domain and label")
         n_cls = domain[self.label] if self.label is not None else 1
