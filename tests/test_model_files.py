@@ -1011,3 +1011,13 @@ def test_a_label_the_files_domain_lacks_is_named(other_models):
         _load(d)
     _load(other_models["dpmerf"]).sample(20, seed=0)  # the file itself loads and samples
 
+
+
+def test_widths_whose_network_torch_cannot_size_are_named(docs):
+    # each width within 64 bits, their product not: the meta build's RuntimeError ('Storage size calculation
+    # overflowed') was 'malformed state' (a fuzz found it with tldm's width=1e9)
+    d = copy.deepcopy(docs["tvae"])
+    for where in (d["config"]["model"], d["model_state"]["params"]):
+        where["compress_dims"] = [4 * 10 ** 9, 4 * 10 ** 9]
+    with pytest.raises(ConfigError, match=r"tvae.set_state: the parameters describe a network too large to build"):
+        _load(d)

@@ -246,8 +246,12 @@ def build_for_saved(build, saved, who: str):
     nothing, so that parameters a file sets to absurd widths are refused (their shapes must be those
     of the saved weights, whose values the file holds) before any memory is taken; then for real."""
     torch = torch_module()
-    with torch.device("meta"):
-        want = build().state_dict()
+    try:
+        with torch.device("meta"):
+            want = build().state_dict()
+    except RuntimeError as e:  # widths whose product torch cannot size (d_token=1e9 x factor): not a network at all
+        raise ConfigError(f"{who}.set_state: the parameters describe a network too large to build ({e}); the saved "
+                          "weights' shapes are the network's") from None
     if not isinstance(saved, dict) or set(saved) != set(want):
         raise ConfigError(f"{who}.set_state: the saved weights do not match the network the parameters describe")
     for k, ref in want.items():
