@@ -574,15 +574,29 @@ def test_decimal_commas_read_as_text_are_named_when_inferred():
         Schema.infer(pd.DataFrame({"e": [np.nan, None] * 3, "x": np.arange(6.0)}).astype({"e": object}))
 
 
-@pytest.mark.parametrize("epsilon", [100.0, 1e300])
+@pytest.mark.parametrize("epsilon", [100.0, 1e6])
 def test_a_huge_epsilon_is_warned_about(epsilon):
-    # epsilon=1e300 fitted without a word (rho 9e299 in the report)
+    # epsilon=1e300 fitted without a word (rho 9e299 in the report); now past EPSILON_MAX, below
     shown = re.escape(f"{epsilon:g}")
     with pytest.warns(PrivacySettingsWarning, match=rf"epsilon={shown} is very large.*epsilon=None"):
         sz.make("mst", epsilon=epsilon)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacySettingsWarning)
         sz.make("mst", epsilon=20.0)  # large but deployed
+
+
+def test_an_epsilon_past_what_a_model_file_can_state_is_refused_and_the_largest_allowed_loads(tmp_path):
+    # epsilon=1e300 was warned about, fitted and saved, but the file's charge (rho 2.3e297) was past the
+    # check of untrusted files (1e6), so load refused what save wrote
+    with pytest.raises(ConfigError, match=r"epsilon=1e\+300 is past 1e\+06.*epsilon=None"):
+        sz.make("mst", epsilon=1e300)
+    df, schema = sz.datasets.make_demo(300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.make("mst", epsilon=1e6, schema=schema, seed=0).fit(df)
+        synth.save(tmp_path / "m.szm")
+        again = sz.Synthesizer.load(tmp_path / "m.szm")
+    pd.testing.assert_frame_equal(again.sample(50, seed=1), synth.sample(50, seed=1))
 
 
 def test_amounts_come_back_at_their_decimal_places():

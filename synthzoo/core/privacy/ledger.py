@@ -130,6 +130,9 @@ DELTA_DUBIOUS = 1e-3
 #: epsilon above this is warned about: e^30 bounds nothing a person would call protection (the US 2020
 #: census release, among the largest deployed, spent about 20 in all).
 EPSILON_DUBIOUS = 30.0
+#: epsilon above this is refused: its zCDP rho (under epsilon) is past what a model file may state (1e6, the
+#: check of untrusted files), so such a fit could be saved but never loaded; and the noise is nil long before.
+EPSILON_MAX = 1e6
 
 
 def _number(x) -> bool:
@@ -140,7 +143,7 @@ def check_privacy_params(epsilon, delta) -> tuple[float | None, float]:
     """Validate (epsilon, delta); epsilon None or inf means a non-private run.
 
     Errors (:class:`ConfigError`) where the request is meaningless: epsilon or delta not a number
-    (``True`` is not an epsilon), epsilon <= 0 or NaN, delta outside (0, 1), and delta >=
+    (``True`` is not an epsilon), epsilon <= 0 or NaN or above :data:`EPSILON_MAX`, delta outside (0, 1), and delta >=
     :data:`DELTA_MEANINGLESS` (a mechanism that publishes each record outright with probability delta
     would satisfy it).  Dubious requests are left to :func:`privacy_warnings`.
     """
@@ -152,6 +155,11 @@ def check_privacy_params(epsilon, delta) -> tuple[float | None, float]:
             raise ConfigError(f"epsilon must be > 0 (or None for a non-private run), got {epsilon}")
         if math.isinf(epsilon):
             epsilon = None
+        elif epsilon > EPSILON_MAX:
+            raise ConfigError(f"epsilon={epsilon:g} is past {EPSILON_MAX:g}, the largest epsilon synthzoo accounts "
+                              f"for (a model file may state at most that cost), and the noise is nil long before it "
+                              f"(epsilon above {EPSILON_DUBIOUS:g} is warned about). For a run without privacy say so: "
+                              "epsilon=None")
     if not _number(delta):
         raise ConfigError(f"delta must be a number in (0, {DELTA_MEANINGLESS:g}), got {delta!r}")
     delta = float(delta)
