@@ -122,10 +122,16 @@ def _epsilon(s: str):
     if s.lower() in ("none", "inf", "nonprivate", "non-private"):
         return None
     try:
-        return float(s)
+        eps = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"epsilon must be a positive number (or 'none' for a non-private run), "
                                          f"got {s!r}") from None
+    from .core.privacy.ledger import EPSILON_MAX
+    if eps > EPSILON_MAX and eps != float("inf"):  # said here, before a demo table is built or a file read
+        raise argparse.ArgumentTypeError(f"{s} is past {EPSILON_MAX:g}, the largest epsilon synthzoo accounts for "
+                                         "(a model file may state at most that cost); for a run without privacy "
+                                         "say --epsilon none")
+    return eps
 
 
 #: Python-API wording in library errors, said the command line's way.

@@ -38,6 +38,11 @@ def test_unknown_preset_and_bad_epsilon(tmp_path, capsys):
     assert "unknown preset 'nope'" in capsys.readouterr().err
     assert main(["fit", str(tmp_path / "d.csv"), "--epsilon", "-1", "--out", str(tmp_path / "m")]) == 2
     assert "epsilon must be > 0" in capsys.readouterr().err
+    # past EPSILON_MAX: said as the command line's option, before the file is read
+    with pytest.raises(SystemExit) as e:
+        main(["fit", str(tmp_path / "nowhere.csv"), "--epsilon", "1e300", "--out", str(tmp_path / "m")])
+    assert e.value.code == 2
+    assert "--epsilon: 1e300 is past 1e+06" in capsys.readouterr().err
 
 
 def test_demo_runs_without_files(capsys, tmp_path):
