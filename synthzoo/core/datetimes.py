@@ -14,8 +14,10 @@ is public schema knowledge, never read from the rows:
 * ``tz`` -- an IANA zone (``"Europe/Paris"``): values are read and returned in that zone.
   Values with different UTC offsets are converted (to the zone, else to UTC with a warning), so
   pandas' own ``to_csv`` output of a tz-aware column (one offset per DST period) reads back.
-* ``dtype`` -- ``"datetime"`` (default; ``datetime64[ns]``, tz-aware in ``tz``) or ``"string"``
-  (text at the resolution, or in ``format``).
+* ``dtype`` -- ``"datetime"`` (default; ``datetime64[ns]``, tz-aware in ``tz``), a unit of pandas'
+  datetimes, ``"datetime64[s]"``, ``"[ms]"``, ``"[us]"`` (pandas 3's default) or ``"[ns]"`` (the units
+  other than ns hold the years 1 to 9999, not only 1677 to 2262), or ``"string"`` (text at the
+  resolution, or in ``format``).
 
 Messages show datetimes as ISO text at the column's resolution, never as epoch seconds, and never
 suggest pandas arguments a synthzoo user cannot pass.
@@ -36,10 +38,14 @@ from .errors import SchemaError, TimeZoneWarning, quiet_parsing_advice
 #: Length of one step of each resolution, in nanoseconds.
 RESOLUTIONS = {"day": 86_400 * 10 ** 9, "hour": 3_600 * 10 ** 9, "minute": 60 * 10 ** 9, "second": 10 ** 9,
                "millisecond": 10 ** 6, "microsecond": 10 ** 3, "nanosecond": 1}
+#: Units of pandas' datetimes, as steps per second.
+UNITS = {"s": 1, "ms": 10 ** 3, "us": 10 ** 6, "ns": 10 ** 9}
 #: Output types a datetime column may declare with its ``"dtype"`` key.
-DATETIME_DTYPES = ("datetime", "string")
+DATETIME_DTYPES = ("datetime", "string") + tuple(f"datetime64[{u}]" for u in UNITS)
 # datetime64[ns] spans 1677-09-21 .. 2262-04-11; bounds must lie inside (with a day to spare)
 _NS_MIN, _NS_MAX = -9_223_285_636.854775, 9_223_285_636.854775
+# the other units span far more; ISO text, strftime and Python's datetime hold the years 1 to 9999
+_SPAN_MIN, _SPAN_MAX = -62_135_596_800.0, 253_402_300_799.0
 
 _TEXT_FORMS = [  # (regex on ISO text, resolution it states)
     (re.compile(r"\d{4}-\d{2}-\d{2}"), "day"),
@@ -162,10 +168,28 @@ def bound_seconds(value, name: str, which: str, tz: str | None, fmt: str | None)
         x = float(v[0])
     if not math.isfinite(x):
         raise SchemaError(f"column {name!r}: '{which}' must be a date/time, got {value!r}")
-    if not _NS_MIN <= x <= _NS_MAX:
-        raise SchemaError(f"column {name!r}: '{which}' bound {value!r} lies outside the datetimes pandas can "
-                          "hold (1677-09-22 to 2262-04-10)")
+    if not _SPAN_MIN <= x <= _SPAN_MAX:
+        shown = show(x, "second") if isinstance(value, (int, float, np.integer, np.floating)) else repr(value)
+        raise SchemaError(f"column {name!r}: '{which}' bound {shown} lies outside the years 1 to 9999")
     return x
+
+
+def unit_of(dtype: str | None, resolution: str | None) -> str:
+    """The unit of a datetime column's values: its ``dtype``'s (``"datetime64[us]"`` -> ``"us"``), ``"ns"``
+    for the default ``"datetime"``; text (``"string"``) is made through microseconds (any year from 1 to
+    9999) unless its resolution is the nanosecond."""
+    if dtype is not None and dtype.startswith("datetime64["):
+        return dtype[len("datetime64["):-1]
+    if dtype == "string":
+        return "ns" if resolution == "nanosecond" else "us"
+    return "ns"
+
+
+def unit_span(unit: str) -> tuple[float, float, str]:
+    """The wall-clock seconds a unit's datetimes hold here, and those limits as text."""
+    if unit == "ns":
+        return _NS_MIN, _NS_MAX, "1677-09-22 to 2262-04-10"
+    return _SPAN_MIN, _SPAN_MAX, "the years 1 to 9999"
 
 
 def _wall_seconds(ts: pd.Series, tz: str | None) -> np.ndarray:
@@ -267,24 +291,26 @@ def off_resolution(v: np.ndarray, resolution: str) -> np.ndarray:
         return np.abs(q - np.round(q)) > max(1e-6 / step, 1e-9)
 
 
-def from_seconds(v, resolution: str, tz: str | None, lower: float, upper: float, snap: bool = True) -> pd.Series:
-    """Wall-clock seconds as a datetime64[ns] Series (tz-aware in ``tz``); with ``snap`` each value is
-    floored to its resolution and kept within the admissible range of [lower, upper] (without, the
-    values are kept as they are)."""
+def from_seconds(v, resolution: str, tz: str | None, lower: float, upper: float, snap: bool = True,
+                 unit: str = "ns") -> pd.Series:
+    """Wall-clock seconds as a datetime64 Series of ``unit`` (tz-aware in ``tz``); with ``snap`` each
+    value is floored to its resolution (no finer than ``unit``) and kept within the admissible range of
+    [lower, upper] (without, the values are kept as they are, to the unit)."""
     v = np.asarray(v, dtype=float)
     na = np.isnan(v)
-    ns = np.zeros(v.shape, dtype=np.int64)
+    ticks_of = np.zeros(v.shape, dtype=np.int64)
     x = v[~na]
+    per = UNITS[unit]
     if snap:
         step = RESOLUTIONS[resolution]
         lo, hi = aligned_bounds(lower, upper, resolution)
         ticks = np.clip(np.floor(np.clip(x, lower, upper) / (step / 1e9) + 1e-9), lo, hi)
-        ns[~na] = ticks.astype(np.int64) * step
+        ticks_of[~na] = ticks.astype(np.int64) * (step // (10 ** 9 // per))
     else:
-        ns[~na] = np.round(x * 1e9).astype(np.int64)
-    out = pd.Series(ns.view("datetime64[ns]"))
+        ticks_of[~na] = np.round(x * per).astype(np.int64)
+    out = pd.Series(ticks_of.view(f"datetime64[{unit}]"))
     out[na] = pd.NaT
-    out = out.astype("datetime64[ns]")
+    out = out.astype(f"datetime64[{unit}]")
     if tz is not None:
         # wall times a DST change skips move forward; repeated ones take the standard-time reading
         out = out.dt.tz_localize(tz, ambiguous=np.zeros(len(out), dtype=bool), nonexistent="shift_forward")
@@ -325,9 +351,16 @@ def show(seconds: float, resolution: str, tz: str | None = None) -> str:
     if abs(float(seconds)) > 9e18:  # beyond numpy's datetime64 too
         return f"{float(seconds):g} epoch seconds"
     if not _NS_MIN <= float(seconds) <= _NS_MAX:
-        # beyond what pandas holds (a 9999-12-31 sentinel): numpy's seconds cover any year people write
-        unit = "D" if resolution == "day" else "m" if resolution in ("hour", "minute") else "s"
-        text = np.datetime_as_string(np.datetime64(int(math.floor(float(seconds))), "s"), unit=unit).replace("T", " ")
+        # beyond datetime64[ns] (the year 1500, a 9999-12-31 sentinel): numpy's seconds cover any year people
+        # write, its microseconds (for a finer resolution) any year from 1 to 9999
+        if resolution in ("millisecond", "microsecond", "nanosecond") and abs(float(seconds)) < 9e12:
+            us = int(round(float(seconds) * 1e6))
+            step = max(RESOLUTIONS[resolution] // 1000, 1)
+            value, unit = np.datetime64(us - us % step, "us"), "ms" if resolution == "millisecond" else "us"
+        else:
+            value = np.datetime64(int(math.floor(float(seconds))), "s")
+            unit = "D" if resolution == "day" else "m" if resolution in ("hour", "minute") else "s"
+        text = np.datetime_as_string(value, unit=unit).replace("T", " ")
         return f"{text} ({tz})" if tz else text
     ns = int(round(float(seconds) * 1e9))
     step = RESOLUTIONS[resolution]

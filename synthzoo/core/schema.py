@@ -124,8 +124,8 @@ class Column:
     dtype : str, optional
         How synthetic values are typed (see :attr:`output_dtype`): for a categorical column one of
         ``"str", "int", "bool", "category"``, ``"category[int]"`` (a pandas category column whose
-        categories are integers); for a datetime column ``"datetime"`` (default) or
-        ``"string"``; for a numerical column one of :data:`NUMERICAL_DTYPES` (default ``int64``
+        categories are integers); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
+        a unit ``"datetime64[s]"``, ``"[ms]"``, ``"[us]"`` or ``"[ns]"``, or ``"string"``; for a numerical column one of :data:`NUMERICAL_DTYPES` (default ``int64``
         for integers, ``Int64`` when missing values may occur, else ``float64``): an integer dtype
         implies ``integer``, numpy's cannot hold missing values, and the bounds must lie in its range.
     resolution : str, optional
@@ -308,6 +308,35 @@ class Column:
                               f"one of {tuple(dtm.RESOLUTIONS)}")
         self.lower = dtm.bound_seconds(self.lower, self.name, "lower", self.tz, self.format)
         self.upper = dtm.bound_seconds(self.upper, self.name, "upper", self.tz, self.format)
+        self._check_unit()
+
+    @property
+    def unit(self) -> str | None:
+        """A datetime column's unit of pandas datetimes (``"ns"`` by default, the ``dtype``'s
+        ``"datetime64[us]"`` -> ``"us"``); None for other columns."""
+        return dtm.unit_of(self.dtype, self.resolution) if self.kind == "datetime" else None
+
+    def _check_unit(self) -> None:
+        """The unit holds the resolution and the bounds: datetime64[ns] spans 1677-09-22 to 2262-04-10
+        only, the other units the years 1 to 9999 (pandas 3 reads 1500-01-01 as microseconds)."""
+        unit, shown = self.unit, self.dtype if self.dtype not in (None, "datetime") else "datetime"
+        finest = {"s": "second", "ms": "millisecond", "us": "microsecond", "ns": "nanosecond"}[unit]
+        if dtm.finer(self.resolution, finest) != finest:
+            raise SchemaError(f"column {self.name!r}: the resolution {self.resolution!r} is finer than dtype "
+                              f"{shown!r} holds (whole {finest}s); declare a coarser \"resolution\" or a finer "
+                              f"\"dtype\" such as \"datetime64[{'ns' if finest == 'microsecond' else 'us'}]\"")
+        lo, hi, span = dtm.unit_span(unit)
+        for which, x in (("lower", self.lower), ("upper", self.upper)):
+            if not lo <= x <= hi:
+                if self.dtype == "string":  # text at the nanosecond
+                    fix = "declare a coarser \"resolution\" (a microsecond's holds the years 1 to 9999)"
+                else:
+                    fix = ("declare \"dtype\": \"datetime64[us]\" (pandas' microsecond datetimes, the years 1 to "
+                           "9999) or \"string\" (text)")
+                what = ("text at the nanosecond" if self.dtype == "string"
+                        else f"dtype {shown!r}" + (f" (datetime64[{unit}])" if shown == "datetime" else ""))
+                raise SchemaError(f"column {self.name!r}: '{which}' bound {self.show(x)} lies outside what {what} "
+                                  f"holds, {span}; {fix}")
 
     @property
     def is_numeric(self) -> bool:
@@ -340,8 +369,8 @@ class Column:
 
         * numerical: the column's ``dtype`` key, else ``int64`` (``Int64`` when missing values are
           allowed) if ``integer``, else ``float64``;
-        * datetime: ``datetime64[ns]`` (tz-aware in the column's ``tz``), or pandas' string dtype
-          for ``dtype="string"``;
+        * datetime: ``datetime64[ns]`` (tz-aware in the column's ``tz``), the unit its ``dtype``
+          declares (``"datetime64[us]"``), or pandas' string dtype for ``dtype="string"``;
         * categorical: the column's ``dtype`` key, else ``int`` when every category is a plain integer
           spelling (``"007"`` and ``"02139"`` are not: they stay text), ``bool`` for True/False, ``str``
           otherwise; ``int``/``bool`` become the nullable
@@ -353,7 +382,7 @@ class Column:
         if self.kind == "datetime":
             if self.dtype == "string":
                 return _STR
-            return pd.DatetimeTZDtype("ns", self.tz) if self.tz else np.dtype("datetime64[ns]")
+            return pd.DatetimeTZDtype(self.unit, self.tz) if self.tz else np.dtype(f"datetime64[{self.unit}]")
         if self.kind == "numerical":
             if self.dtype is not None:
                 return pd.api.types.pandas_dtype(self.dtype)
@@ -448,7 +477,7 @@ class Column:
     def datetimes(self, seconds, snap: bool = True) -> pd.Series:
         """Wall-clock seconds as datetimes of this column (tz-aware in ``tz``); ``snap`` floors them to
         the resolution within the bounds."""
-        return dtm.from_seconds(seconds, self.resolution, self.tz, self.lower, self.upper, snap=snap)
+        return dtm.from_seconds(seconds, self.resolution, self.tz, self.lower, self.upper, snap=snap, unit=self.unit)
 
     def to_dict(self) -> dict:
         d: dict[str, Any] = {"type": self.kind}
@@ -829,8 +858,11 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     if ok.size == 0:
         raise SchemaError(f"column {name!r}: every value is missing; cannot infer its bounds")
     res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r).any()), "nanosecond")
-    # text stays text; datetime64 and Python date/datetime objects come back as datetime64
-    dtype = "string" if text else None
+    # text stays text; datetime64 and Python date/datetime objects come back as datetime64, in the frame's unit
+    # where it is not the default nanosecond (pandas 3 makes microseconds)
+    unit = np.datetime_data(s.dtype.base if tz is not None else s.dtype)[0] \
+        if pd.api.types.is_datetime64_any_dtype(s.dtype) else "ns"
+    dtype = "string" if text else None if unit == "ns" else f"datetime64[{unit}]"
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
                   resolution=res, tz=tz, dtype=dtype, format=fmt)
 

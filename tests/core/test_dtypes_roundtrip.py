@@ -1,0 +1,85 @@
+"""Column dtypes through fit -> sample -> save -> load -> sample and the command line's CSV files, under
+pandas 3 (datetimes in units s/ms/us/ns, microseconds by default; dates beyond datetime64[ns]'s
+1677-2262). Issue 15 item 1: the output keeps the input's dtype, as the schema records it."""
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthzoo as sz
+from synthzoo.cli import main as cli
+from synthzoo.core.errors import SchemaError
+from synthzoo.core.schema import Column, Schema
+
+N = 300
+
+
+def _fit(schema, df, epsilon=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kw = {"delta": 1e-5} if epsilon is not None else {}
+        return sz.Synthesizer(select="mst", model="pgm", epsilon=epsilon, schema=schema, seed=0, **kw).fit(df)
+
+
+def _days(start, n=N, days=20_000, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.Series(pd.Timestamp(start) + pd.to_timedelta(rng.integers(0, days, n), unit="D"))
+
+
+def _save_load_same(synth, tmp_path):
+    synth.save(tmp_path / "m.szm")
+    again = sz.Synthesizer.load(tmp_path / "m.szm")
+    a, b = synth.sample(200, seed=3), again.sample(200, seed=3)
+    pd.testing.assert_frame_equal(a, b)
+    return b
+
+
+def test_datetime_units_s_ms_us_ns_come_back_in_their_unit(tmp_path):
+    t = _days("1990-01-01") + pd.to_timedelta(np.random.default_rng(1).integers(0, 86_400, N), unit="s")
+    df = pd.DataFrame({f"t_{u}": t.dt.as_unit(u) for u in ("s", "ms", "us", "ns")})
+    df["berlin"] = t.dt.as_unit("us").dt.tz_localize("Europe/Berlin", ambiguous="NaT", nonexistent="NaT")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["t_us"].to_dict()["dtype"] == "datetime64[us]" and "dtype" not in schema["t_ns"].to_dict()
+    fake = _fit(schema, df).sample(200, seed=1)
+    assert dict(fake.dtypes) == dict(df.dtypes)  # pandas 3 makes microseconds: they came back as nanoseconds
+    back = _save_load_same(_fit(Schema.from_dict(schema.to_dict()), df), tmp_path)
+    assert dict(back.dtypes) == dict(df.dtypes)
+
+
+@pytest.mark.parametrize("start", ["1500-01-01", "2400-01-01"])
+def test_dates_beyond_datetime64_ns_fit_privately_with_a_microsecond_dtype(start, tmp_path):
+    df = pd.DataFrame({"d": _days(start)})  # pandas 3 holds them as datetime64[us]
+    upper = f"{int(start[:4]) + 60}-01-01"
+    schema = Schema.from_dict({"columns": {"d": {"type": "datetime", "lower": start, "upper": upper,
+                                                 "dtype": "datetime64[us]"}}})
+    synth = _fit(schema, df, epsilon=1.0)
+    fake = _save_load_same(synth, tmp_path)
+    assert fake["d"].dtype == np.dtype("datetime64[us]") and (fake["d"] == fake["d"].dt.normalize()).all()
+    assert pd.Timestamp(start) <= fake["d"].min() and fake["d"].max() <= pd.Timestamp(upper)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert Schema.infer(df)["d"].dtype == "datetime64[us]"  # inferred: no epoch seconds in an error
+
+
+def test_a_bound_beyond_datetime64_ns_names_the_dtype_to_declare_in_iso_dates():
+    with pytest.raises(SchemaError, match=r"column 'd': 'lower' bound 1500-01-01 lies outside what dtype 'datetime' "
+                                          r"\(datetime64\[ns\]\) holds, 1677-09-22 to 2262-04-10; declare \"dtype\": "
+                                          r"\"datetime64\[us\]\""):
+        Column("d", "datetime", lower="1500-01-01", upper="1600-01-01")
+    with pytest.raises(SchemaError, match=r"column 'd': 'lower' bound -631805-03-25 12:26:40 lies outside the years "
+                                          r"1 to 9999$"):
+        Column("d", "datetime", lower=-2e13, upper=0)  # epoch seconds shown as a date, not as -2e+13
+    col = Column("d", "datetime", lower="1500-01-01", upper="1600-01-01", dtype="string")
+    assert col.to_dict()["lower"] == "1500-01-01" and col.output_dtype == Column("e", "categorical", categories=[
+        "a"]).output_dtype
+
+
+def test_a_resolution_finer_than_the_declared_unit_is_refused_before_the_fit():
+    with pytest.raises(SchemaError, match=r"column 't': the resolution 'millisecond' is finer than dtype "
+                                          r"'datetime64\[s\]' holds \(whole seconds\)"):
+        Column("t", "datetime", lower="2000-01-01 00:00:00.000", upper="2001-01-01", dtype="datetime64[s]")
