@@ -83,8 +83,29 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
         raise ConfigError(f"{role}: {str(p)!r} has a header line but no rows")
     if schema is not None:  # said here with the file's name, before any work (the fit said "the table" after it began)
         schema.check_columns(df, f"{role}: {str(p)!r}")
-    return _keep_leading_zeros(df, lambda cols: pd.read_csv(p, sep=sep, encoding=encoding, usecols=cols, dtype=str,
-                                                             **na), schema, numerical, categories)
+    def text(cols):
+        return pd.read_csv(p, sep=sep, encoding=encoding, usecols=cols, dtype=str, **na)
+
+    return _dates_as_text(_keep_leading_zeros(df, text, schema, numerical, categories), text, schema, numerical)
+
+
+def _dates_as_text(df, text, schema, numerical=None):
+    """A column the schema (or ``numerical``, name -> kind of a partial description) types as datetime that
+    pandas read as numbers is kept as the file's text: dates written ``20200131`` (a ``"format"`` of
+    ``"%Y%m%d"``) or ``2020`` (``"%Y"``) are text in the file, and read as numbers the fit refused them as
+    numbers, not dates.  ``text(cols)``: those columns as text."""
+    import pandas as pd
+
+    dates = {c.name for c in schema.columns if c.kind == "datetime"} if schema is not None else set()
+    if isinstance(numerical, dict):
+        dates |= {c for c, kind in numerical.items() if kind == "datetime"}
+    cols = [c for c in df.columns if c in dates and pd.api.types.is_numeric_dtype(df[c].dtype)
+            and not pd.api.types.is_bool_dtype(df[c].dtype) and df[c].notna().any()]
+    if cols:
+        raw = text(cols)
+        for c in cols:
+            df[c] = raw[c]
+    return df
 
 
 _LEADING_ZERO = re.compile(r"[+-]?0\d+")

@@ -83,3 +83,23 @@ def test_a_resolution_finer_than_the_declared_unit_is_refused_before_the_fit():
     with pytest.raises(SchemaError, match=r"column 't': the resolution 'millisecond' is finer than dtype "
                                           r"'datetime64\[s\]' holds \(whole seconds\)"):
         Column("t", "datetime", lower="2000-01-01 00:00:00.000", upper="2001-01-01", dtype="datetime64[s]")
+
+
+@pytest.mark.parametrize("fmt, shape", [("%Y%m%d", r"\d{8}"), ("%Y", r"\d{4}")])
+def test_cli_reads_dates_written_as_digits_in_their_format_as_dates(fmt, shape, tmp_path):
+    # read_csv types 20200131 (or 2020) as a number; the fit refused the file: "holds numbers, not dates"
+    df = pd.DataFrame({"d": _days("2000-01-01", days=7000).dt.strftime(fmt),
+                       "x": np.random.default_rng(2).choice(["a", "b"], N)})
+    lo, hi = pd.Timestamp("2000-01-01").strftime(fmt), pd.Timestamp("2020-01-01").strftime(fmt)
+    schema = Schema.from_dict({"columns": {"d": {"type": "datetime", "lower": lo, "upper": hi, "format": fmt,
+                                                 "dtype": "string"},
+                                           "x": {"type": "categorical", "categories": ["a", "b"]}}})
+    df.to_csv(tmp_path / "in.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli(["fit", str(tmp_path / "in.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
+                    "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 0
+        assert cli(["sample", str(tmp_path / "m.szm"), "-n", "50", "--out", str(tmp_path / "fake.csv")]) == 0
+    text = pd.read_csv(tmp_path / "fake.csv", dtype=str)
+    assert text["d"].str.fullmatch(shape).all()
