@@ -281,14 +281,24 @@ def aligned_bounds(lower: float, upper: float, resolution: str) -> tuple[int, in
     return lo, hi
 
 
-def off_resolution(v: np.ndarray, resolution: str) -> np.ndarray:
-    """Which (non-missing) values are not whole multiples of ``resolution`` (wall clock)."""
+def off_resolution(v: np.ndarray, resolution: str, tz: str | None = None) -> np.ndarray:
+    """Which (non-missing) values are not whole multiples of ``resolution`` (wall clock).  In a zone ``tz``
+    a multiple that a DST change skips is where the release puts it, moved forward (Sao Paulo's midnight of
+    2018-11-04 is 01:00), and counts as on the resolution."""
     if resolution == "nanosecond":
         return np.zeros(v.shape, dtype=bool)
     step = RESOLUTIONS[resolution] / 1e9
     q = v / step
     with np.errstate(invalid="ignore"):  # a microsecond of slack for float seconds
-        return np.abs(q - np.round(q)) > max(1e-6 / step, 1e-9)
+        off = np.abs(q - np.round(q)) > max(1e-6 / step, 1e-9)
+    if tz is not None and off.any():
+        x = v[off]
+        floored = np.floor(x / step + 1e-9) * step
+        wall = pd.Series(np.round(floored * 1e6).astype(np.int64).view("datetime64[us]"))
+        moved = _wall_seconds(wall.dt.tz_localize(tz, ambiguous=np.zeros(len(wall), dtype=bool),
+                                                  nonexistent="shift_forward"), tz)
+        off[np.flatnonzero(off)[np.abs(moved - x) < 1e-6]] = False
+    return off
 
 
 def from_seconds(v, resolution: str, tz: str | None, lower: float, upper: float, snap: bool = True,

@@ -803,7 +803,7 @@ class Schema:
                 raise SchemaError(f"column {col.name!r}: declared integer but holds non-integer values "
                                   f"(e.g. {vv[np.mod(vv, 1) != 0][0]})")
             if col.kind == "datetime":
-                off = dtm.off_resolution(vv, col.resolution)
+                off = dtm.off_resolution(vv, col.resolution, col.tz)
                 if off.any():
                     zone = (" (the values carry UTC offsets: declare the column's \"tz\" so that days are "
                             "days of that zone)" if col.tz is None and col.resolution == "day"
@@ -857,7 +857,7 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     ok = v[~np.isnan(v)]
     if ok.size == 0:
         raise SchemaError(f"column {name!r}: every value is missing; cannot infer its bounds")
-    res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r).any()), "nanosecond")
+    res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r, tz).any()), "nanosecond")
     # text stays text; datetime64 and Python date/datetime objects come back as datetime64, in the frame's unit
     # where it is not the default nanosecond (pandas 3 makes microseconds)
     unit = np.datetime_data(s.dtype.base if tz is not None else s.dtype)[0] \

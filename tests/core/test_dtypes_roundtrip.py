@@ -103,3 +103,22 @@ def test_cli_reads_dates_written_as_digits_in_their_format_as_dates(fmt, shape, 
         assert cli(["sample", str(tmp_path / "m.szm"), "-n", "50", "--out", str(tmp_path / "fake.csv")]) == 0
     text = pd.read_csv(tmp_path / "fake.csv", dtype=str)
     assert text["d"].str.fullmatch(shape).all()
+
+
+def test_days_in_a_zone_whose_dst_change_skips_midnight_validate_and_infer_as_days():
+    # Sao Paulo's clocks went from 2018-11-04 00:00 to 01:00: that day starts at 01:00, in the release too;
+    # the fit refused such a table (and the release) as finer than a day
+    days = pd.Series(pd.date_range("2018-10-01", "2018-12-31", freq="D")).dt.tz_localize(
+        "America/Sao_Paulo", nonexistent="shift_forward")
+    df = pd.DataFrame({"t": pd.concat([days] * 4, ignore_index=True)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert Schema.infer(df)["t"].resolution == "day"  # was "hour", from the one day starting at 01:00
+    schema = Schema.from_dict({"columns": {"t": {"type": "datetime", "lower": "2018-10-01", "upper": "2018-12-31",
+                                                 "tz": "America/Sao_Paulo"}}})
+    fake = _fit(schema, df).sample(1000, seed=1)
+    assert (fake["t"] == pd.Timestamp("2018-11-04 01:00", tz="America/Sao_Paulo")).any()
+    schema.validate(fake)  # the release refused its own day: "finer than the resolution"
+    with pytest.raises(SchemaError, match=r"resolution is 'day' but 1 value\(s\) are finer \(e.g. 2018-11-05 "
+                                          r"01:00:00 \(America/Sao_Paulo\)\)"):
+        schema.validate(pd.DataFrame({"t": pd.to_datetime(["2018-11-05 01:00"]).tz_localize("America/Sao_Paulo")}))
