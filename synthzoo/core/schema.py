@@ -304,8 +304,13 @@ class Column:
             self.resolution = dtm.finer(dtm.resolution_of_bound(self.lower, self.format),
                                         dtm.resolution_of_bound(self.upper, self.format))
         elif not isinstance(self.resolution, str) or self.resolution not in dtm.RESOLUTIONS:
+            coarse = {"week": None, "month": "%Y-%m", "year": "%Y"}.get(str(self.resolution).strip().lower(), 0)
+            hint = "" if coarse == 0 else (
+                "; the coarsest resolution is a day" + (f": declare the column's \"format\" {coarse!r} with \"dtype\": "
+                                                        "\"string\" to read and write such text (synthesized as days)"
+                                                        if coarse else ""))
             raise SchemaError(f"column {self.name!r}: unknown resolution {str(self.resolution)[:40]!r}; expected "
-                              f"one of {tuple(dtm.RESOLUTIONS)}")
+                              f"one of {tuple(dtm.RESOLUTIONS)}{hint}")
         self.lower = dtm.bound_seconds(self.lower, self.name, "lower", self.tz, self.format)
         self.upper = dtm.bound_seconds(self.upper, self.name, "upper", self.tz, self.format)
         self._check_unit()

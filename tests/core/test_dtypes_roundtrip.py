@@ -122,3 +122,16 @@ def test_days_in_a_zone_whose_dst_change_skips_midnight_validate_and_infer_as_da
     with pytest.raises(SchemaError, match=r"resolution is 'day' but 1 value\(s\) are finer \(e.g. 2018-11-05 "
                                           r"01:00:00 \(America/Sao_Paulo\)\)"):
         schema.validate(pd.DataFrame({"t": pd.to_datetime(["2018-11-05 01:00"]).tz_localize("America/Sao_Paulo")}))
+
+
+@pytest.mark.parametrize("resolution, fmt", [("month", "%Y-%m"), ("year", "%Y")])
+def test_a_month_or_year_resolution_is_refused_with_the_format_that_does_it(resolution, fmt):
+    with pytest.raises(SchemaError, match=rf"column 'm': unknown resolution '{resolution}'.*the coarsest resolution "
+                                          rf"is a day: declare the column's \"format\" '{fmt}' with \"dtype\": "
+                                          r"\"string\""):
+        Column("m", "datetime", lower="1980-01-01", upper="2000-12-31", resolution=resolution)
+    col = Column("m", "datetime", lower=pd.Timestamp("1980-01-01").strftime(fmt),
+                 upper=pd.Timestamp("2000-12-31").strftime(fmt), format=fmt, dtype="string")
+    values = pd.Series(pd.date_range("1980-01-01", "2000-12-31", freq="MS")).dt.strftime(fmt)
+    fake = _fit(Schema([col]), pd.DataFrame({"m": values}), epsilon=1.0).sample(100, seed=1)
+    assert fake["m"].str.fullmatch(r"\d{4}-\d{2}" if fmt == "%Y-%m" else r"\d{4}").all()
