@@ -164,6 +164,13 @@ class DPMERF(TorchMLP, Model):
         if self.n_features % 2:
             self._bad("n_features", "must be even (D/2 frequencies, a cosine and a sine each)")
 
+    def check_schema(self, schema, private: bool) -> None:
+        # at construction (or before anything is charged): at fit it came after the preprocessors' charges
+        if self.label is not None and self.label not in schema:
+            self._bad("label", f"is not a column of the schema {schema.names}")
+        if self.label is not None and len(schema) == 1:
+            self._bad("label", "leaves no column to embed besides the label")
+
     # -------------------------------------------------------------------- layout
     def _check_label(self, domain: Domain) -> None:
         """ConfigError unless ``label`` (when given) is a column of ``domain``: at fit, and for a model file's

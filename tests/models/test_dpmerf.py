@@ -188,9 +188,8 @@ def test_bad_params_rejected_at_construction(param, value, demo):
 
 def test_bad_label_and_combinations(demo):
     df, schema = demo
-    s = synth(schema, label="no_such_column", **QUICK)
-    with pytest.raises(ConfigError, match="no_such_column"):
-        s.fit(df)
+    with pytest.raises(ConfigError, match="no_such_column"):  # at construction, before any charge
+        synth(schema, label="no_such_column", **QUICK)
     with pytest.raises(ConfigError, match="selector"):
         sz.Synthesizer(preprocess=["uniform"], select="indif", model="dpmerf", epsilon=1.0, schema=schema)
     with pytest.raises(ConfigError):

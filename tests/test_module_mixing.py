@@ -1,0 +1,43 @@
+"""Module mixing as an ablation study uses it: a combination or parameter that cannot work is refused
+before anything is charged, and what can work fits, samples and reloads reproducibly."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import synthzoo as sz
+from synthzoo.core.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def small_hmeq(hmeq):
+    df, schema = hmeq
+    return df.sample(n=300, random_state=0).reset_index(drop=True), schema
+
+
+def _charged(synth) -> float:
+    """rho charged by the synthesizer's last fit (0 when it never got a ledger)."""
+    ledger = getattr(synth, "ledger_", None)
+    return 0.0 if ledger is None else ledger.rho_spent
+
+
+def _fit_refused(synth, df, match):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ConfigError, match=match):
+            synth.fit(df)
+    assert _charged(synth) == 0.0
+
+
+def test_dpmerf_label_outside_the_schema_is_refused_before_any_charge(small_hmeq):
+    df, schema = small_hmeq
+    # with a schema: at construction (it was a ConfigError at fit, after PrivTree's charges)
+    with pytest.raises(ConfigError, match="label='nope'.*not a column of the schema"):
+        sz.Synthesizer(preprocess=["privtree"], model={"name": "dpmerf", "label": "nope"}, schema=schema)
+    # without one: at fit, before the ledger holds anything
+    synth = sz.Synthesizer(preprocess=["privtree"], model={"name": "dpmerf", "label": "nope"})
+    _fit_refused(synth, df, "label='nope'")
+    one = sz.Schema([schema["BAD"]])
+    with pytest.raises(ConfigError, match="no column to embed besides the label"):
+        sz.Synthesizer(model={"name": "dpmerf", "label": "BAD"}, schema=one)
