@@ -4,7 +4,9 @@ Aydore et al., "Differentially Private Query Release Through Adaptive Projection
 2021), and Vietri et al., "Private Synthetic Data for Multitask Learning and Marginal Queries"
 (RAP++, NeurIPS 2022).
 
-* **Workload.**  Every ``degree``-way marginal.
+* **Workload.**  Every ``degree``-way marginal small enough to count (at most
+  :data:`~synthzoo.core.domain.MAX_CELLS` cells; the rest are left out with a warning, and a degree
+  whose marginals are all past it is a ConfigError before the selector charges anything).
 * **Initialisation.**  Every one-way marginal is measured with the Gaussian mechanism, with
   ``oneway_share`` of the selector's budget split evenly among them (as AIM and the other
   selectors here do: it gives the model a starting point for the first selection).  This is an
@@ -34,11 +36,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 
 from ..core.base import Model, Selector, register
-from ..core.domain import EncodedData, Measurement
+from ..core.domain import MAX_CELLS, EncodedData, Measurement
 from ..core.errors import ConfigError
 from ..core.params import Integral, Interval, Real, Text
 from ..core.privacy import mechanisms
@@ -122,7 +125,7 @@ class RAPpp(Selector):
         d = len(domain)
         private = budget.private
         rho = budget.remaining
-        workload = list(itertools.combinations(domain.attrs, min(int(self.degree), d)))
+        workload = self._countable(domain, list(itertools.combinations(domain.attrs, min(int(self.degree), d))))
         T = _rounds_for(self.rounds, d)
 
         rho_one = self.oneway_share * rho / d if private else math.inf
@@ -157,3 +160,17 @@ class RAPpp(Selector):
         self.history_ = history
         self.selected_ = [c for h in history for c in h["cliques"]]
         return measurements
+
+    def _countable(self, domain, workload: list[tuple]) -> list[tuple]:
+        """The workload's marginals small enough to count (:data:`~synthzoo.core.domain.MAX_CELLS`), checked
+        before the first charge: one past it was a ValueError in the first round, after the one-way marginals
+        (and the preprocessors) were charged.  The domain is public (the preprocessors' DP release)."""
+        keep = [c for c in workload if domain.size(c) <= MAX_CELLS]
+        if not keep:
+            raise ConfigError(f"RAP++ parameter degree={self.degree}: every {len(workload[0])}-way marginal of this "
+                              f"domain has more than {MAX_CELLS:,} cells, too many to count; lower degree")
+        if len(keep) < len(workload):
+            warnings.warn(f"RAP++: {len(workload) - len(keep)} of the {len(workload)} {len(workload[0])}-way "
+                          f"marginals have more than {MAX_CELLS:,} cells, too many to count: left out of the workload "
+                          "(lower degree, or bin more coarsely)", UserWarning, stacklevel=3)
+        return keep
