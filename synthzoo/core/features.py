@@ -79,7 +79,10 @@ class ScaledNumber:
 
     def inverse(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         lo, hi = self.column.lower, self.column.upper
-        v = lo + (np.clip(x[:, 0], -1.0, 1.0) + 1.0) / 2.0 * (hi - lo)
+        # in float64: with a model's float32 output the arithmetic stayed float32 (numpy's rules for Python
+        # floats), so clipping to float32(upper) could land above the public bound (hmeq's DEBTINC), and a
+        # datetime's seconds since 1970 moved by a second or two
+        v = lo + (np.clip(np.asarray(x[:, 0], dtype=float), -1.0, 1.0) + 1.0) / 2.0 * (hi - lo)
         v = _finish(v, self.column)
         if self.column.missing:
             v[x[:, 1] > 0.5] = np.nan
@@ -379,7 +382,7 @@ class QuantileNumber:
 
 
 def _finish(v: np.ndarray, column: Column) -> np.ndarray:
-    v = np.clip(v, column.lower, column.upper).astype(float)
+    v = np.clip(np.asarray(v, dtype=float), column.lower, column.upper)  # float64 first: see ScaledNumber.inverse
     if column.integer:
         v = np.clip(np.round(v), math.ceil(column.lower), math.floor(column.upper))
     return v
