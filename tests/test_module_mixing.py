@@ -94,3 +94,16 @@ def test_record_models_on_scaled_features_sample_inside_the_schema(small_hmeq, m
         warnings.simplefilter("ignore")
         synth.fit(df)
     schema.validate(synth.sample(250, seed=3))  # raised: DEBTINC past its upper bound
+
+
+def test_dpmerf_after_a_spending_preprocessor_reports_at_most_the_request(small_hmeq):
+    df, schema = small_hmeq
+    from synthzoo.models.dpmerf import DPMERF
+
+    synth = sz.Synthesizer(preprocess=["privtree", "rare_merge"], model={"name": "dpmerf", **DPMERF._test_params},
+                           epsilon=1.0, delta=1e-5, schema=schema, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth.fit(df)
+    eps, delta = synth.privacy_spent()
+    assert eps <= 1.0 and delta <= 1e-5, eps  # was 1.0000000000000002: the embedding spent exactly what was left

@@ -171,7 +171,7 @@ def noisy_mean_embedding(data: EncodedData, features: RandomFourierFeatures, bud
         n_classes = data.domain[label]
         counts = np.bincount(labels, minlength=n_classes).astype(float)
 
-    rho = budget.remaining
+    rho = budget.remaining * (1 - 1e-9)  # all of it in exact arithmetic reported epsilon 1 + 2e-16 for a request of 1
     rho_count = count_share * rho if budget.private else math.inf
     rho_sum = rho - rho_count if budget.private else math.inf
     what = "class counts" if label is not None else "record count"
