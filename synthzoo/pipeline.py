@@ -202,7 +202,12 @@ class Synthesizer:
         if out_of_bounds not in ("raise", "clip"):
             raise ConfigError("out_of_bounds must be 'raise' or 'clip'")
         self.schema, self.seed, self.out_of_bounds = schema, int(seed), out_of_bounds
+        if name is not None and not isinstance(name, str):  # a model file holds a string: save wrote what load refused
+            raise ConfigError(f"name must be a string or None, got {name!r}")
         self.name = name
+        if preprocess is not None and not isinstance(preprocess, (str, dict, base.Module, list, tuple)):
+            raise ConfigError(f"preprocess must be a module (name, dict or instance) or a list of them, got "
+                              f"{preprocess!r}")
         pre = [] if preprocess is None else ([preprocess] if isinstance(preprocess, (str, dict, base.Module))
                                              else list(preprocess))
         self.preprocess = [create("preprocess", p) for p in pre]
@@ -269,6 +274,9 @@ class Synthesizer:
         unknown = set(split) - allowed
         if unknown:
             raise ConfigError(f"budget_split: unknown stage(s) {sorted(unknown)}; stages are {sorted(allowed)}")
+        for k, v in split.items():  # float() took "0.9" and True, and raised a TypeError on None
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise ConfigError(f"budget_split[{k!r}] must be a number (a share of the budget), got {v!r}")
         out = {"preprocess": float(split.get("preprocess", 0.0)), main: float(split.get(main, 0.0))}
         if any(v < 0 or math.isnan(v) for v in out.values()) or sum(out.values()) > 1 + 1e-9:
             raise ConfigError(f"budget_split shares must be >= 0 and sum to at most 1, got {out}")

@@ -107,3 +107,20 @@ def test_dpmerf_after_a_spending_preprocessor_reports_at_most_the_request(small_
         synth.fit(df)
     eps, delta = synth.privacy_spent()
     assert eps <= 1.0 and delta <= 1e-5, eps  # was 1.0000000000000002: the embedding spent exactly what was left
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"budget_split": {"preprocess": 0.1, "select": "0.9"}}, r"budget_split\['select'\] must be a number"),
+    ({"budget_split": {"preprocess": 0.1, "select": None}}, r"budget_split\['select'\] must be a number"),
+    ({"budget_split": {"preprocess": 0.1, "select": [0.9]}}, r"budget_split\['select'\] must be a number"),
+    ({"budget_split": {"preprocess": 0.1, "select": True}}, r"budget_split\['select'\] must be a number"),
+    ({"name": 3}, "name must be a string or None"),
+    ({"preprocess": 3}, "preprocess must be a module"),
+])
+def test_synthesizer_arguments_of_the_wrong_type_are_config_errors(small_hmeq, kw, match):
+    # float() took "0.9" and True as shares and raised a TypeError on None; name=3 fitted and saved a file that
+    # load refused; preprocess=3 was "'int' object is not iterable"
+    _, schema = small_hmeq
+    args = {"preprocess": ["privtree"], "select": "indif", "model": "gum", "epsilon": 1.0, "schema": schema, **kw}
+    with pytest.raises(ConfigError, match=match):
+        sz.Synthesizer(**args)
