@@ -228,10 +228,21 @@ def _task_of(schema: Schema) -> str | None:
     return "classification" if schema[schema.meta["target"]].kind == "categorical" else "regression"
 
 
-def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=None, tokens=None, part=None) -> dict:
+class _Stopped(Exception):
+    """A unit of work given up because another one failed (or the caller was interrupted)."""
+
+
+def _check_stop(stop) -> None:
+    if stop is not None and stop.is_set():
+        raise _Stopped
+
+
+def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=None, tokens=None, part=None,
+                 stop=None) -> dict:
     """All selected metrics of one (real, synthetic) pair -> {name: (value, ci_low, ci_high)}; with
     ``part=(i, n)`` and one metric of ``_PARTS``, that part of its work only, under ``"_part"`` as
-    ``(metric, part, partial result)`` (:func:`_combine` puts the parts together).
+    ``(metric, part, partial result)`` (:func:`_combine` puts the parts together).  ``stop``: a
+    ``threading.Event``; once it is set, :class:`_Stopped` is raised before the next metric starts.
 
     The nearest-neighbour searches are shared: one :class:`~synthzoo.metrics.privacy._Tables` holds
     the encodings and searches every distance-based metric of this pair uses, and with ``shared``
@@ -259,6 +270,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
     same = synth is real  # the SELF baseline: a table against itself
     times = {}  # wall seconds per metric, for the timing report
     for m in names:
+        _check_stop(stop)  # an error elsewhere ends the evaluation: no metric starts after it
         t0 = time.perf_counter()
         if same and m in _ZERO_FOR_IDENTICAL:  # distances between a table and itself, 0 by definition
             out[m] = (0.0,)
@@ -348,6 +360,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             times[m] = time.perf_counter() - t0
     ml_names = [m for m in names if m in _ML or m == "ml_affinity"]
     if ml_names:
+        _check_stop(stop)
         t0 = time.perf_counter()
         df = ml_scores(ml_train if ml_train is not None else real, synth, test, schema,
                        evaluators=opts["evaluators"], seed=opts["seed"])
@@ -361,6 +374,7 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         t0 = time.perf_counter()
         for m in priv:  # one by one (the searches stay shared in t()): one that needs more holdout rows
             # (domias_auc: 10) is NaN with its reason, and the others are still scored
+            _check_stop(stop)
             df = _or_nan(lambda: privacy_scores(t(), None, None, schema, metrics=[_PRIV_KEY[m]],
                                                 n_attacks=opts["n_attacks"], seed=opts["seed"]), why, m)
             out[m] = (np.nan,) if isinstance(df, dict) else (df["risk"].iloc[0], df["ci_low"].iloc[0],
@@ -490,9 +504,12 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
     units share one memo of encodings and neighbour searches (``tokens`` name each job's frames, see
     ``_Tables``) and the fitted models (the ML cache); a unit that waits for a result another one is
     computing lets a further unit run meanwhile (:class:`~synthzoo.metrics._common.WorkSlots`).  A
-    unit's values do not depend on what else runs or in which order.  ``seconds`` is the sum of a job's unit times.  ``progress`` (see
-    :func:`evaluate`) is called after each unit.  Warning filters are process-wide, so they are
-    restored as they were once every unit is done."""
+    unit's values do not depend on what else runs or in which order.  ``seconds`` is the sum of a
+    job's unit times (units of one job run side by side, so it can exceed the wall time).
+    ``progress`` (see :func:`evaluate`) is called after each unit.  The first error of a unit or of
+    ``progress``, or an interrupt (Ctrl-C) while the caller waits, ends the run: no unit starts
+    after it, and the units running then stop before their next metric.  Warning filters are
+    process-wide, so they are restored as they were once every unit is done."""
     import warnings
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
@@ -514,19 +531,25 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
 
     slots = WorkSlots(n_jobs)
     errors = []  # the first error ends the evaluation: no unit starts after it
+    # set with the first error (or an interrupt of the waiting caller): the units running then stop
+    # before their next metric, not only those not yet started
+    stop = threading.Event()
 
     def one(w):
         name, real, rel, ml_train, unit, part, tokens = w[3:]
         with slots.run():
-            if errors:  # taken by a thread before the error, waiting for a slot since
+            if stop.is_set():  # taken by a thread before the error, waiting for a slot since
                 return None
             t = time.perf_counter()
             try:
                 got = _score_table(real, rel, test, schema, unit, opts, ml_train=ml_train, shared=shared,
-                                   tokens=tokens, part=part)
+                                   tokens=tokens, part=part, stop=stop)
+            except _Stopped:
+                return None
             except BaseException as e:
                 with lock:  # said while the slot is held: the thread that takes it sees the error
                     errors.append(e)
+                    stop.set()
                 raise
             dt = time.perf_counter() - t
         with lock:
@@ -537,6 +560,7 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
                     progress(list(unit), name, dt, [m for m in unit if remaining[m] == 0], done[0], len(work))
                 except BaseException as e:  # at once, as a metric's: no unit starts after it
                     errors.append(e)
+                    stop.set()
                     raise
         return name, got, dt
 
@@ -548,13 +572,20 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
             with ThreadPoolExecutor(max_workers=min(n_jobs + 2, len(work))) as pool:
                 futures = [pool.submit(one, w) for w in work]
                 # the first error as it happens, not once the units queued before it are done (as
-                # pool.map gave it); the units running then finish, those not started are dropped
-                wait(futures, return_when=FIRST_EXCEPTION)
+                # pool.map gave it); the units running then stop before their next metric, those not
+                # started are dropped
+                try:
+                    wait(futures, return_when=FIRST_EXCEPTION)
+                except BaseException:  # Ctrl-C while waiting: leaving the pool waited for every queued unit
+                    stop.set()
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
                 # a metric's error, else one outside the metrics (the progress callback's)
                 error = errors[0] if errors else next(
                     (f.exception() for f in futures if f.done() and f.exception() is not None), None)
                 if error is not None:
                     errors.append(error)
+                    stop.set()
                     pool.shutdown(wait=True, cancel_futures=True)
                     raise error
                 finished = [f.result() for f in futures]

@@ -341,6 +341,44 @@ def test_an_error_in_one_metric_stops_the_units_not_yet_started(tables, monkeypa
     assert len(started) <= 2  # the long unit (and, should a slow unit win the race for a slot, that one)
 
 
+def test_an_interrupt_while_waiting_stops_the_units_not_yet_started(tables, monkeypatch):
+    # before: Ctrl-C (KeyboardInterrupt) in the thread waiting for the pool left the pool's `with`
+    # block, which waited for every queued unit to run (here all 8, for an interrupt at 0.2 s): the
+    # command line ignored Ctrl-C for the rest of the evaluation; now no unit starts after it
+    import concurrent.futures
+    import importlib
+    import threading
+    import time
+
+    from synthzoo.metrics import statistical
+    ev = importlib.import_module("synthzoo.metrics.evaluate")
+    train, fake, test, schema = tables
+    started, lock = [], threading.Lock()
+
+    def slow(*args, **kw):
+        with lock:
+            started.append(1)
+        time.sleep(0.3)
+        return 0.0
+    real_wait = concurrent.futures.wait
+
+    def interrupted(futures, return_when=None):  # Ctrl-C 0.2 s into the wait
+        real_wait(futures, timeout=0.2)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(concurrent.futures, "wait", interrupted)
+    for name in ("tvd_1way", "tvd_2way", "query_error_3way", "association_difference"):
+        monkeypatch.setattr(ev, name, slow)
+    for name in ("dimensionwise_means", "correlation_difference", "mutual_information_difference"):
+        monkeypatch.setattr(statistical, name, slow)
+    monkeypatch.setattr(statistical, "hellinger_distance", lambda *a, **k: {"avg": slow()})
+    metrics = ["association_diff", "corr_diff", "mi_diff", "tvd_1way", "tvd_2way", "hellinger", "dwm",
+               "query_error_3way"]
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(train, fake, schema=schema, metrics=metrics, baselines=False, n_jobs=2)
+    assert len(started) <= 3 and time.perf_counter() - t0 < 1.0, len(started)
+
+
 def test_an_error_in_the_progress_callback_ends_the_evaluation(tables):
     # the callback runs on the pool's threads: its error too stops the units not yet started
     train, fake, test, schema = tables
