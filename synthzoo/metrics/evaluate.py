@@ -184,7 +184,9 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
                                   + (f" (did you mean {close[0]!r}?)" if close else "")
                                   + f"; choose from {metric_names(field)}")
     explicit = metrics is not None and not any(m in PRESETS for m in metrics)
-    reg = task is not None and "regress" in task
+    # by the task's kind, as the ML metrics read it: "Regression" (any letter case is the same task) held
+    # no "regress" and was scored as classification, ml_f1 / ml_auc NaN for a wrong reason
+    reg = task is not None and task_kind(task) == "regression"
     drop = {"ml_f1", "ml_auc"} | _NEEDS_CLASSIFICATION if reg else {"ml_rmse", "ml_r2"}
     if task is None and (metrics is None or not explicit):  # no target in the schema: nothing to predict
         drop |= {m for m in METRICS if m.startswith("ml_")} | _NEEDS_CLASSIFICATION

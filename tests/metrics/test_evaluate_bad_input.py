@@ -288,6 +288,18 @@ def test_unknown_task_fails_before_any_metric_runs(tables):
     assert np.isfinite(ml_scores(train, fake, test, Schema.from_dict(d), evaluators=("linear",))["synthetic"]).all()
 
 
+def test_task_in_any_letter_case_picks_the_metrics_of_its_kind(tables):
+    # before: "Regression" (accepted: any letter case and spacing) held no "regress", so the utility set
+    # kept ml_f1 / ml_auc (NaN, "a single target class") for a numeric target and left out ml_rmse / ml_r2
+    train, fake, test, schema = tables
+    d = schema.to_dict()
+    d.update(target="z", task="Regression")
+    t = evaluate(train, fake, test=test, schema=Schema.from_dict(d), metrics="utility", baselines=False,
+                 evaluators=("linear",))
+    assert list(t["metric"]) == ["query_error_3way", "ml_rmse", "ml_r2", "ml_affinity"]
+    assert np.isfinite(t["value"]).all()
+
+
 def test_counts_in_messages_are_pluralised(tables):
     # before: "auroc_difference: the held-out rows hold 1 target classes; needs 2" and "evaluate: only 1
     # holdout (test) rows (fewer than 40)"
