@@ -411,26 +411,43 @@ _NAN_REASONS = {
 
 #: fewer holdout rows than this and the attacks' rates rest on a handful of rows
 MIN_HOLDOUT_ROWS = 40
+#: fewer training rows than this and the metrics rest on a handful of real rows: each is over 2.5 % of
+#: the membership rates and AUCs (the training rows are the members), the fidelity and utility metrics
+#: compare the release with the marginals of those few rows, and HALF's halves hold under 20 each
+MIN_TRAIN_ROWS = 40
 
 
-def _check_holdout(train: pd.DataFrame, test: pd.DataFrame) -> None:
-    """Warn (:class:`HoldoutWarning`) when the holdout cannot support the privacy comparison:
-    it is the training rows (all privacy risks then compare the release with its own training
-    rows and read ~0 for a verbatim copy), it shares far more rows with them than a coarse table's
-    chance duplicates explain, or it is too small for the attacks' rates."""
-    overlap, chance = holdout_overlap(train, test)
-    if overlap >= 0.999 and len(test) == len(train):
-        warnings.warn("evaluate: the holdout (test) holds the same rows as the training table: every privacy "
-                      "risk compares the release with its own training rows and is meaningless; pass real rows "
-                      "the synthesizer never saw as test", HoldoutWarning, stacklevel=3)
-    elif overlap > max(0.5, chance + 0.25):
-        warnings.warn(f"evaluate: {overlap:.0%} of the holdout (test) rows are training rows (chance duplicates "
-                      f"explain about {chance:.0%}): the privacy risks understate leakage; the holdout must be "
-                      "real rows the synthesizer never saw", HoldoutWarning, stacklevel=3)
-    if len(test) < MIN_HOLDOUT_ROWS:
-        warnings.warn(f"evaluate: only {count(len(test), 'holdout (test) row')} (fewer than {MIN_HOLDOUT_ROWS}): the "
-                      "privacy risks and membership AUCs rest on a handful of rows and their intervals are too wide to "
-                      "read", HoldoutWarning, stacklevel=3)
+def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[str]) -> list[tuple[str, type]]:
+    """``(message, warning class)`` for each way the tables cannot support the metrics ``names``:
+    the holdout (privacy metrics only, :class:`HoldoutWarning`) is the training rows (all privacy
+    risks then compare the release with its own training rows and read ~0 for a verbatim copy),
+    shares far more rows with them than a coarse table's chance duplicates explain, or is too small
+    for the attacks' rates; the training table is too small for any metric to mean much (one training
+    row scored every membership AUC 0.5 or 1, with no word about it)."""
+    out = []
+    privacy = any(METRICS[m][0] == "privacy" for m in names)
+    if test is not None and privacy:
+        overlap, chance = holdout_overlap(train, test)
+        if overlap >= 0.999 and len(test) == len(train):
+            out.append(("evaluate: the holdout (test) holds the same rows as the training table: every privacy risk "
+                        "compares the release with its own training rows and is meaningless; pass real rows the "
+                        "synthesizer never saw as test", HoldoutWarning))
+        elif overlap > max(0.5, chance + 0.25):
+            out.append((f"evaluate: {overlap:.0%} of the holdout (test) rows are training rows (chance duplicates "
+                        f"explain about {chance:.0%}): the privacy risks understate leakage; the holdout must be real "
+                        "rows the synthesizer never saw", HoldoutWarning))
+        if len(test) < MIN_HOLDOUT_ROWS:
+            out.append((f"evaluate: only {count(len(test), 'holdout (test) row')} (fewer than {MIN_HOLDOUT_ROWS}): "
+                        "the privacy risks and membership AUCs rest on a handful of rows and their intervals are too "
+                        "wide to read", HoldoutWarning))
+    if len(train) < MIN_TRAIN_ROWS and names:
+        n = len(train)
+        why = [f"each is {100 / n:.3g} % of every membership rate and AUC"] if privacy else []
+        if any(METRICS[m][0] != "privacy" for m in names):
+            why.append(f"the fidelity and utility metrics compare the release with the marginals of {count(n, 'row')}")
+        out.append((f"evaluate: only {count(n, 'training row')} (fewer than {MIN_TRAIN_ROWS}): {' and '.join(why)}; "
+                    "the values are mostly noise, with no meaning to read into them", UserWarning))
+    return out
 
 
 #: metrics computed together (one call serves them all)
@@ -676,7 +693,10 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     gives each table's seconds per metric; ``benchmarks/bench_eval.py`` prints them for adult.
     A metric these tables cannot support (a holdout or table too small for it, one target class) is
     NaN, with a warning saying why; ``details["nan_reasons"]`` maps each NaN metric to that reason
-    (the HTML report prints it).
+    (the HTML report prints it).  Tables that support a metric only in name -- fewer than
+    ``MIN_TRAIN_ROWS`` (40) training rows, a holdout of fewer than ``MIN_HOLDOUT_ROWS`` (40) rows or
+    one that holds training rows -- are warned about, and ``details["caveats"]`` lists those
+    warnings (the HTML report prints them above the tables).
     """
     schema = resolve_schema(schema, train)
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
@@ -696,8 +716,9 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
         attr_rows = check_positive_int(attr_rows, "attr_rows")
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
-    if test is not None and any(METRICS[m][0] == "privacy" for m in names):
-        _check_holdout(train, test)
+    caveats = _table_caveats(train, test, names)
+    for msg, category in caveats:
+        warnings.warn(msg, category, stacklevel=2)
     if any(m.startswith("ml_") for m in names) and task is None:
         raise ConfigError("ML metrics need the schema's 'target' (and 'task'); add them to the schema or "
                           "leave ml_* out of metrics")
@@ -746,7 +767,8 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
             base_vals[b] = cache[b]
     reasons = main.pop("_nan_reasons", {})
     details = {"ml": main.pop("_ml_detail", None), "ml_cv": main.pop("_cv_detail", None),
-               "mia": main.pop("_mia_detail", None), "timings": timings, "metric_timings": metric_timings}
+               "mia": main.pop("_mia_detail", None), "timings": timings, "metric_timings": metric_timings,
+               "caveats": [msg for msg, _ in caveats]}
     if "mds" in names:
         t1 = time.perf_counter()
         res = membership_disclosure(train, schema, synthesizer_factory, mds_shadow_models, mds_samples, seed=seed)

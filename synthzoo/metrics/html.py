@@ -394,6 +394,9 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
              "(sampling noise at half the size: a reference, not a floor; a full-size release can score below it), "
              "INDEPENDENT = each column resampled alone (no correlations), SELF = the training rows "
              "released as they are (perfect fidelity, maximal risk).</p>",
+             # tables too small (or a holdout too close to the training rows) for the values to mean much
+             *(f"<p class='note'><b>Read with care.</b> {html.escape(c)}</p>"
+               for c in (details or {}).get("caveats", [])),
              "<p class='muted'>Sections: " + " &middot; ".join(
                  f"<a href='#{k}'>{v}</a>" for k, v in _sections(table, details, risk)) + "</p>"]
     for group in ("fidelity", "utility", "privacy"):

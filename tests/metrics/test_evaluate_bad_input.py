@@ -406,6 +406,25 @@ def test_an_error_in_the_progress_callback_ends_the_evaluation(tables):
     assert len(calls) <= 4
 
 
+def test_a_small_training_table_is_flagged_with_the_threshold_and_why(tables, tmp_path):
+    # before: 20 training rows were scored without a word (domias_auc needs 10, so it gave a number whose
+    # every member moves it by 5 points), while a holdout under 40 rows was warned about
+    from synthzoo.metrics import write_html_report
+    train, fake, test, schema = tables
+    small = train.iloc[:20]
+    with pytest.warns(UserWarning, match=r"evaluate: only 20 training rows \(fewer than 40\): each is 5 % of every "
+                                         r"membership rate and AUC and the fidelity and utility metrics compare"):
+        t, details = evaluate(small, fake, test=test, schema=schema, metrics=["domias_auc", "tvd_2way"],
+                              baselines=False, n_attacks=50, return_details=True)
+    assert len(details["caveats"]) == 1 and details["caveats"][0].startswith("evaluate: only 20 training rows")
+    page = write_html_report(tmp_path / "r.html", t, small, fake, schema, details=details).read_text()
+    assert "Read with care.</b> evaluate: only 20 training rows (fewer than 40)" in page
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 120 training rows: no caveat
+        assert evaluate(train, fake, schema=schema, metrics=["tvd_2way"], baselines=False,
+                        return_details=True)[1]["caveats"] == []
+
+
 def test_tiny_training_table_gives_nan_with_reason(tables):
     # before: a one-row training table copied into the release scored domias_auc 1.0 (an AUC over one
     # member is 0, 0.5 or 1), and mia_max_auc and mia_classifier_f1 likewise, with no word about it
