@@ -510,6 +510,7 @@ def cmd_keygen(a) -> int:
 
 def cmd_split(a) -> int:
     from synthzoo.datasets import train_test_split
+    from synthzoo.metrics._common import count
 
     from .core.errors import ConfigError
 
@@ -518,7 +519,7 @@ def cmd_split(a) -> int:
     if not test_size > 0 or (test_size >= 1 and not float(test_size).is_integer()):
         raise ConfigError(f"--test-size is a fraction in (0, 1) or a whole number of rows, got {test_size:g}")
     if len(df) < 2:  # said here in the command line's words: train_test_split's name a Python argument
-        raise ConfigError(f"{a.data!r} has {len(df):,} row(s); a split needs at least 2")
+        raise ConfigError(f"{a.data!r} has {count(len(df), 'row')}; a split needs at least 2")
     if test_size >= 1:
         test_size = int(test_size)
         if test_size > len(df) - 1:
@@ -549,8 +550,9 @@ def cmd_split(a) -> int:
     kw = {"sep": a.sep, "index": False, "encoding": a.encoding, "decimal": a.decimal}
     train.to_csv(out_train, **kw)
     test.to_csv(out_test, **kw)
-    print(f"wrote {out_train} ({len(train):,} rows: fit on these) and {out_test} ({len(test):,} rows: hold them "
-          f"out, for `synthzoo eval ... --test {out_test}`); seed {a.seed}", file=sys.stderr)
+    print(f"wrote {out_train} ({count(len(train), 'row')}: fit on these) and {out_test} "
+          f"({count(len(test), 'row')}: hold them out, for `synthzoo eval ... --test {out_test}`); seed {a.seed}",
+          file=sys.stderr)
     return 0
 
 

@@ -446,6 +446,8 @@ def test_split_then_eval_with_test_shows_each_step(demo_files, tmp_path, capsys)
     assert (len(train), len(test)) == (1200, 300)
     assert "data.test.csv" in capsys.readouterr().err
     assert main(["split", str(data)]) == 2 and "--force" in capsys.readouterr().err
+    assert main(["split", str(data), "--test-size", "1", "--force"]) == 0
+    assert "(1 row: hold them out" in capsys.readouterr().err  # was "(1 rows: ..."
     assert main(["split", str(data), "--test-size", "100", "--force"]) == 0
     assert len(pd.read_csv(tmp_path / "data.test.csv")) == 100
     fake = sz.Synthesizer.load(d / "model.szm").sample(len(train), seed=0)

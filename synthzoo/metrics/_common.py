@@ -81,7 +81,7 @@ def check_frame(df: pd.DataFrame, schema: Schema, role: str) -> pd.DataFrame:
         if not col.missing:
             n = int(df[col.name].isna().sum())
             if n:
-                raise SchemaError(f"{role} table, column {col.name!r}: {n} missing value(s) (NaN) but the schema "
+                raise SchemaError(f"{role} table, column {col.name!r}: {count(n, 'missing value')} (NaN) but the schema "
                                   "declares none")
     return df[want]
 
@@ -116,7 +116,7 @@ def category_codes(s: pd.Series, col: Column, role: str = "synthetic", warn: boo
         if n_bad and warn:
             bad = sorted({category_key(u) for u in uniq if lookup[u] == k + 1})
             # the schema's hint for near misses (" Mgr", "MGR"), as its validation error gives it
-            warnings.warn(f"{role} table, column {col.name!r}: {n_bad} value(s) outside the schema's categories "
+            warnings.warn(f"{role} table, column {col.name!r}: {count(n_bad, 'value')} outside the schema's categories "
                           f"(e.g. {bad[:3]}){_near_categories(bad[:3], col.categories)}; scored as mismatches",
                           OutOfSchemaWarning, stacklevel=3)
     return out
@@ -134,7 +134,7 @@ def numeric_array(s: pd.Series, col: Column, role: str = "synthetic", warn: bool
             raise SchemaError(f"{role} table, column {col.name!r}: infinite values")
         outside = ok & ((v < col.lower) | (v > col.upper))
         if outside.any():
-            warnings.warn(f"{role} table, column {col.name!r}: {int(outside.sum())} value(s) outside the public "
+            warnings.warn(f"{role} table, column {col.name!r}: {count(int(outside.sum()), 'value')} outside the public "
                           f"bounds [{col.show(col.lower)}, {col.show(col.upper)}] (e.g. {col.show(v[outside][0])}); "
                           "scored as they are", OutOfSchemaWarning, stacklevel=3)
     return v

@@ -316,6 +316,22 @@ def test_counts_in_messages_are_pluralised(tables):
         ["1 row", "2 rows", "0 target classes", "1,000 rows"]
 
 
+def test_counts_in_the_table_checks_are_pluralised(tables):
+    # before: "1 value(s) outside the schema's categories" and "1 missing value(s) (NaN)"
+    train, fake, test, schema = tables
+    odd = fake.copy()
+    odd.loc[0, "g"], odd.loc[1, "x"] = "zz", 9.0
+    with pytest.warns(UserWarning, match="column 'g': 1 value outside the schema's categories") as got:
+        evaluate(train, odd, schema=schema, metrics=["tvd_2way"], baselines=False)
+    assert any("column 'x': 1 value outside the public bounds" in str(w.message) for w in got)
+    odd.loc[:2, "z"] = np.nan
+    with pytest.raises(SchemaError, match=r"column 'z': 3 missing values \(NaN\)"):
+        evaluate(train, odd, schema=schema, metrics=["tvd_2way"], baselines=False)
+    odd.loc[1:2, "z"] = 1.0
+    with pytest.raises(SchemaError, match=r"column 'z': 1 missing value \(NaN\) but"):
+        evaluate(train, odd, schema=schema, metrics=["tvd_2way"], baselines=False)
+
+
 def test_an_error_in_one_metric_stops_the_units_not_yet_started(tables, monkeypatch):
     # before: the pool reported a unit's error only once every unit before it in its queue was done, and
     # meanwhile the other threads went on starting units (here: all 7 slow ones, for an error that
