@@ -111,6 +111,16 @@ def test_grid_bad_input(demo_csv):
         bench.grid(csv, schema=sch, selectors=[], models=["gum"], log=lambda s: None)
 
 
+@pytest.mark.parametrize("option", ["ml", "references", "isolate", "resume"])
+def test_grid_yes_no_options_take_only_a_bool(demo_csv, tmp_path, option):
+    # before: ml="no" is truthy and scored LightGBM, resume="false" resumed (evaluate's baselines="no" is refused)
+    csv, sch = demo_csv
+    with pytest.raises(ConfigError, match=f"{option} must be True or False, got 'no'"):
+        bench.grid(csv, schema=sch, selectors=["indif"], models=["gum"], epsilons=[1.0], out=str(tmp_path / "g.csv"),
+                   log=lambda s: None, **{option: "no"})
+    assert not (tmp_path / "g.csv").exists()  # refused before any work
+
+
 def test_cli_bench_grid(demo_csv, tmp_path, capsys):
     csv, sch = demo_csv
     out = tmp_path / "g.csv"

@@ -310,7 +310,11 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
     ConfigError names what differs if it was another grid) and runs only the cells it lacks.
     """
     from ..core.errors import ConfigError
+    from ..metrics._common import check_bool
 
+    # a text such as "no" is truthy: ml="no" scored LightGBM, resume="false" resumed
+    isolate, ml, references, resume = (check_bool(v, k) for v, k in (
+        (isolate, "isolate"), (ml, "ml"), (references, "references"), (resume, "resume")))
     selectors, models = list(selectors), list(models)
     names = [data] if isinstance(data, str) else list(data)
     epsilons, seeds = list(epsilons), list(seeds)

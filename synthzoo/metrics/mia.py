@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import check_frame, check_positive_int, resolve_schema, views
+from ._common import check_bool, check_frame, check_positive_int, resolve_schema, views
 from .ml import encode_features
 from .privacy import _Tables
 
@@ -181,6 +181,7 @@ def membership_attacks(train: pd.DataFrame, synthetic: pd.DataFrame, holdout: pd
     synthetic = check_frame(synthetic, schema, "synthetic")
     holdout = check_frame(holdout, schema, "holdout")
     n_targets = check_positive_int(n_targets, "n_targets")
+    return_scores = check_bool(return_scores, "return_scores")  # "no" is truthy: a tuple, not the frame
     rng = np.random.default_rng(seed)
     h = rng.permutation(len(holdout))
     half = len(h) // 2
@@ -279,6 +280,7 @@ def groundhog_attack(population: pd.DataFrame, schema: Schema, synthesizer_facto
     n_shadow = check_positive_int(n_shadow, "n_shadow", 4)
     n_targets = check_positive_int(n_targets, "n_targets")
     train_size = check_positive_int(train_size, "train_size", 10)
+    return_scores = check_bool(return_scores, "return_scores")
     if not callable(synthesizer_factory):
         raise ConfigError("synthesizer_factory must be a callable seed -> synthesizer with fit(df) and sample(n)")
     for f in features:

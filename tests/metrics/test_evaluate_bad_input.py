@@ -258,6 +258,14 @@ def test_yes_no_options_take_only_a_bool(tables, option, value):
         evaluate(train, fake, schema=schema, metrics=["tvd_2way"], **{"baselines": False, option: value})
 
 
+def test_the_attacks_return_scores_takes_only_a_bool(tables):
+    # before: membership_attacks(return_scores="no") returned a (table, scores) tuple, not the table
+    from synthzoo.metrics import membership_attacks
+    train, fake, test, schema = tables
+    with pytest.raises(ConfigError, match="return_scores must be True or False, got 'no'"):
+        membership_attacks(train, fake, test, schema, n_targets=20, return_scores="no")
+
+
 def test_numpy_bools_are_bools(tables):
     train, fake, test, schema = tables
     t, details = evaluate(train, fake, schema=schema, metrics=["tvd_2way"], baselines=np.False_,
