@@ -217,6 +217,24 @@ def test_heatmap_says_when_a_cell_averages_fewer_seeds_than_it_ran(tmp_path):
     assert (tmp_path / "g.png").stat().st_size > 1000
 
 
+def test_resume_reads_the_cells_names_as_written(tmp_path):
+    # before: the grid's table was read back with pandas' defaults: dataset "007" (from 007.csv) came back as
+    # 7 and "NA" as missing, so no kept row matched its cell and the resumed grid ran every cell again
+    import importlib
+    import json
+
+    grid_mod = importlib.import_module("synthzoo.bench.grid")
+    out = str(tmp_path / "g.csv")
+    rows = [{"dataset": d, "kind": "cell", "selector": "indif", "model": "gum", "epsilon": 1.0, "seed": 0,
+             "status": "ok", "tvd_2way": 0.1} for d in ("007", "NA")]
+    pd.DataFrame(rows).reindex(columns=grid_mod.GRID_COLUMNS).to_csv(out, index=False)
+    with open(out + ".spec.json", "w") as fh:
+        json.dump({"data": ["007.csv", "NA.csv"]}, fh)
+    kept = grid_mod._resumed_rows(out, {"data": ["007.csv", "NA.csv"]})
+    assert set(kept) == {("007", "indif", "gum", 1.0, 0), ("NA", "indif", "gum", 1.0, 0)}
+    assert kept[("NA", "indif", "gum", 1.0, 0)]["tvd_2way"] == 0.1
+
+
 def test_a_stopped_local_grid_resumes_without_rerunning_its_rows(demo_csv, tmp_path, monkeypatch, capsys):
     """The local grid lost everything on Ctrl-C or a crash: --resume keeps an earlier run's rows of the
     same grid and runs only the missing cells; another grid's CSV is refused, naming what differs."""

@@ -264,10 +264,20 @@ def _resumed_rows(out: str, spec: dict) -> dict:
         raise ConfigError(f"--resume: {out} holds another grid (it differs in {spec_differences(have, spec)}); "
                           "give another --out or "
                           "the same grid")
+    df = pd.read_csv(out)
+    # the cell's names as written, not as pandas' defaults type them: dataset "007" (from 007.csv) read as 7 and
+    # "NA" as missing, so no kept row matched its cell and every cell ran again.  Not core.csvfile's reader: that
+    # one is for data files (a schema, a table with rows), and this is the grid's own table, rows or none
+    names = pd.read_csv(out, usecols=lambda c: c in _NAME_COLUMNS, dtype=str, keep_default_na=False)
+    df[list(names.columns)] = names
     rows = {}
-    for r in pd.read_csv(out).to_dict("records"):
+    for r in df.to_dict("records"):
         rows.setdefault(_row_key(r), r)  # a row written twice by an older version: the first
     return rows
+
+
+#: the grid table's columns that hold names (of the dataset, the modules, the row's kind)
+_NAME_COLUMNS = ("dataset", "kind", "selector", "model")
 
 
 def _write_atomic(res: pd.DataFrame, out: str) -> None:
