@@ -462,6 +462,26 @@ def test_split_then_eval_with_test_shows_each_step(demo_files, tmp_path, capsys)
     assert (tmp_path / "r.html").stat().st_size > 1000
 
 
+def test_eval_progress_gives_a_steps_wall_time_not_its_units_summed(demo_files, tmp_path, capsys, monkeypatch):
+    # before: a step's line added up its units' seconds, which run side by side (the release, HALF and
+    # INDEPENDENT 0.5 s each, 2 at a time; SELF's is 0 by definition): "tvd_2way (1.5s)" for a step that took
+    # 1.0 s, and 256.9 s in a 224 s run
+    import importlib
+    import time
+
+    ev = importlib.import_module("synthzoo.metrics.evaluate")
+    d, df, _ = demo_files
+    monkeypatch.setattr(ev, "_BASELINE_CACHE", {})  # HALF and INDEPENDENT are scored here, not read from a cache
+    monkeypatch.setattr(ev, "tvd_2way", lambda *a, **k: time.sleep(0.5) or 0.0)
+    assert main(["eval", str(d / "data.csv"), str(d / "data.csv"), "--schema", str(d / "schema.json"),
+                 "--metrics", "tvd_2way", "--out", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    line = re.search(r"eval: tvd_2way \((\S+)s wall; (\S+)s summed over its 4 units, which ran side by side\)", err)
+    assert line, err
+    assert 0.95 < float(line[1]) < 1.4 and float(line[2]) >= 1.5
+    assert "time (synthetic, summed over its units)" in (tmp_path / "r.html").read_text()
+
+
 def test_eval_unknown_metric_is_a_clear_error(demo_files, tmp_path, capsys):
     d, df, _ = demo_files
     assert main(["eval", str(d / "data.csv"), str(d / "data.csv"), "--metrics", "tvd_9way",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import time
 import warnings
 from pathlib import Path
 
@@ -439,6 +440,16 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
     return path
 
 
+def timing_notes(timings: dict, wall: float | None = None) -> dict:
+    """The report's notes on time: ``timings`` (``details["timings"]`` of :func:`evaluate`) gives each
+    table its units' seconds summed -- they run side by side, so a table's sum can exceed the wall time
+    and is labelled as such -- and ``mds`` its wall time; ``wall``: the evaluation's own wall time."""
+    notes = {} if wall is None else {"time (wall, the whole evaluation)": f"{wall:.1f} s"}
+    for k, v in timings.items():
+        notes[f"time ({k})" if k == "mds" else f"time ({k}, summed over its units)"] = f"{v:.1f} s"
+    return notes
+
+
 def evaluate_files(real, synthetic, test=None, schema=None, out="report.html", metrics=None, seed: int = 0,
                    baselines: bool = True, risk=None, **kw) -> pd.DataFrame:
     """What ``synthzoo eval real.csv fake.csv --test test.csv --schema schema.json --out report.html``
@@ -465,9 +476,10 @@ def evaluate_files(real, synthetic, test=None, schema=None, out="report.html", m
         if not p.exists():
             raise ConfigError(f"risk: file {str(p)!r} not found")
         risk = read_risk_csv(p)
+    t0 = time.perf_counter()
     table, details = evaluate(real_df, fake_df, test=test_df, schema=schema, metrics=metrics, seed=seed,
                               baselines=baselines, return_details=True, **kw)
-    notes = {f"time ({k})": f"{v:.1f} s" for k, v in details["timings"].items()}
+    notes = timing_notes(details["timings"], wall=time.perf_counter() - t0)
     if test_df is None:
         notes["privacy / ML"] = "no --test rows given: ML and privacy metrics need real held-out rows and were skipped"
     write_html_report(out, table, real_df, fake_df, schema, notes=notes, details=details, risk=risk)
