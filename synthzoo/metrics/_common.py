@@ -81,8 +81,8 @@ def check_frame(df: pd.DataFrame, schema: Schema, role: str) -> pd.DataFrame:
         if not col.missing:
             n = int(df[col.name].isna().sum())
             if n:
-                raise SchemaError(f"{role} table, column {col.name!r}: {count(n, 'missing value')} (NaN) but the schema "
-                                  "declares none")
+                raise SchemaError(f"{role} table, column {col.name!r}: {count(n, 'missing value')} (NaN) but the "
+                                  "schema declares none")
     return df[want]
 
 
