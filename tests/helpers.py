@@ -119,3 +119,20 @@ def schema_features(df: pd.DataFrame, schema):
 
     table = FeatureTable(schema, {c.name: OneHot(c) if c.kind == "categorical" else ScaledNumber(c) for c in schema})
     return FeatureData(table.transform(df, np.random.default_rng(0)), table)
+
+
+def cli_fit_and_sample(df: pd.DataFrame, schema, tmp_path, n: int) -> pd.DataFrame:
+    """``synthzoo fit`` (mst, epsilon 1) on ``df`` written as a CSV with ``schema``'s file, then ``synthzoo
+    sample -n n``: the sampled CSV as text (no value parsed, "NA" kept), as a user's next program reads it."""
+    import warnings
+
+    from synthzoo.cli import main as cli
+
+    df.to_csv(tmp_path / "in.csv", index=False)
+    schema.to_json(tmp_path / "schema.json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert cli(["fit", str(tmp_path / "in.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
+                    "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 0
+        assert cli(["sample", str(tmp_path / "m.szm"), "-n", str(n), "--out", str(tmp_path / "fake.csv")]) == 0
+    return pd.read_csv(tmp_path / "fake.csv", dtype=str, keep_default_na=False)

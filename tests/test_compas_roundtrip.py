@@ -15,6 +15,7 @@ import synthzoo as sz
 from synthzoo.cli import main as cli
 from synthzoo.core.dpschema import OTHER, clipped_shares, dp_schema, dp_schema_report, public_kinds
 from synthzoo.datasets import make_compas_like
+from helpers import cli_fit_and_sample
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
@@ -71,14 +72,7 @@ def test_save_load_keeps_dtypes_resolution_and_samples(fitted, compas, tmp_path)
 
 def test_cli_round_trip_writes_dates_as_dates(compas, tmp_path, capsys):
     df, schema = compas
-    df.to_csv(tmp_path / "compas.csv", index=False)
-    schema.to_json(tmp_path / "schema.json")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert cli(["fit", str(tmp_path / "compas.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
-                    "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 0
-        assert cli(["sample", str(tmp_path / "m.szm"), "-n", "500", "--out", str(tmp_path / "fake.csv")]) == 0
-    text = pd.read_csv(tmp_path / "fake.csv", dtype=str, keep_default_na=False)
+    text = cli_fit_and_sample(df, schema, tmp_path, 500)
     assert text["dob"].map(lambda s: bool(DATE.fullmatch(s))).all()  # no " 00:00:00", no nanoseconds
     assert text["screening_date"].map(lambda s: bool(DATE.fullmatch(s))).all()
     back = pd.read_csv(tmp_path / "fake.csv")

@@ -13,6 +13,7 @@ import synthzoo as sz
 from synthzoo.cli import main as cli
 from synthzoo.core.errors import SchemaError
 from synthzoo.core.schema import Column, Schema
+from helpers import cli_fit_and_sample
 
 N = 300
 
@@ -94,14 +95,7 @@ def test_cli_reads_dates_written_as_digits_in_their_format_as_dates(fmt, shape, 
     schema = Schema.from_dict({"columns": {"d": {"type": "datetime", "lower": lo, "upper": hi, "format": fmt,
                                                  "dtype": "string"},
                                            "x": {"type": "categorical", "categories": ["a", "b"]}}})
-    df.to_csv(tmp_path / "in.csv", index=False)
-    schema.to_json(tmp_path / "schema.json")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        assert cli(["fit", str(tmp_path / "in.csv"), "--schema", str(tmp_path / "schema.json"), "--synth", "mst",
-                    "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 0
-        assert cli(["sample", str(tmp_path / "m.szm"), "-n", "50", "--out", str(tmp_path / "fake.csv")]) == 0
-    text = pd.read_csv(tmp_path / "fake.csv", dtype=str)
+    text = cli_fit_and_sample(df, schema, tmp_path, 50)
     assert text["d"].str.fullmatch(shape).all()
 
 
