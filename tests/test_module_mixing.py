@@ -124,3 +124,25 @@ def test_synthesizer_arguments_of_the_wrong_type_are_config_errors(small_hmeq, k
     args = {"preprocess": ["privtree"], "select": "indif", "model": "gum", "epsilon": 1.0, "schema": schema, **kw}
     with pytest.raises(ConfigError, match=match):
         sz.Synthesizer(**args)
+
+
+def test_a_mixed_pipelines_noise_is_secret_whatever_the_seed_and_replays_only_by_opt_in(small_hmeq):
+    from synthzoo.core.privacy.ledger import REPLAYABLE_WARNING
+
+    df, schema = small_hmeq
+
+    def fit(seed, **kw):
+        synth = sz.Synthesizer(preprocess=["privtree", "rare_merge"], select="mst", model={"name": "pgm", "iters": 50},
+                               epsilon=1.0, schema=schema, seed=seed, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return synth.fit(df)
+
+    def noisy(synth):
+        return [m.noisy for m in synth.model.measurements_]
+
+    a, b = fit(0), fit(0)
+    assert any(not np.array_equal(x, y) for x, y in zip(noisy(a), noisy(b)))  # the same seed, other noise
+    c, d = fit(0, noise_seed=7), fit(5, noise_seed=7)  # the opt-in replays, whatever the user's seed
+    assert all(np.array_equal(x, y) for x, y in zip(noisy(c), noisy(d)))
+    assert REPLAYABLE_WARNING in c.privacy_report() and REPLAYABLE_WARNING not in a.privacy_report()
