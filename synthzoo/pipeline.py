@@ -33,8 +33,8 @@ from .core.errors import (BudgetExceededError, ConfigError, NotFittedError, Priv
                           TimeZoneWarning)
 from .core.measurements import estimate_total, total_sigma
 from .core.params import check_seed
-from .core.privacy.ledger import (REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent, SavedAccount,
-                                  charge_owner, check_privacy_params, gaussian_sigma, privacy_warnings,
+from .core.privacy.ledger import (EPSILON_MAX, REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent,
+                                  SavedAccount, charge_owner, check_privacy_params, gaussian_sigma, privacy_warnings,
                                   release_warnings, rho_for, rho_of_event)
 from .core.privacy.dpsgd import schedule as dpsgd_schedule
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
@@ -408,10 +408,15 @@ class Synthesizer:
         except BudgetExceededError:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                alone = PrivacyLedger(1e9, self.delta, reserved_delta=prior.extra_delta)
-                alone.absorb(prior)
+                # a ledger with the largest budget there is (EPSILON_MAX), to say what the schema alone costs
+                alone = PrivacyLedger(EPSILON_MAX, self.delta, reserved_delta=prior.extra_delta)
+                try:
+                    alone.absorb(prior)
+                    shown = f"{alone.spent().epsilon:.4g}"
+                except BudgetExceededError:
+                    shown = f"more than {EPSILON_MAX:g}"
             raise BudgetExceededError(
-                f"the schema's DP measurement (schema_ledger) alone comes to epsilon={alone.spent().epsilon:.4g} at "
+                f"the schema's DP measurement (schema_ledger) alone comes to epsilon={shown} at "
                 f"this fit's delta={self.delta:g}, past its epsilon={self.epsilon:g}: a release on a schema dp_schema "
                 "measured reports their total, so ask for a larger epsilon, or measure the schema with a smaller "
                 "one") from None
