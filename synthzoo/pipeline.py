@@ -360,6 +360,7 @@ class Synthesizer:
         t0 = time.perf_counter()
         rng = np.random.default_rng(seeds[1])
         if self._main_stage == "select":
+            self.model.check_domain(self.encoder_.domain)  # a model that cannot hold the domain, before selection
             budget = self._stage(self.select.name, self.budget_split["select"])
             spent = (lambda: budget.spent / budget.rho) if budget.private and budget.rho > 0 else None
             with stage_progress(f"  [synthzoo] select ({self.select.name})", enabled=live, fraction=spent):

@@ -238,6 +238,10 @@ class Model(Module):
         """Fit noisy measurements (post-processing: spends no budget)."""
         raise ConfigError(f"model {self.name!r} fits records, not measurements")
 
+    def check_domain(self, domain: Domain) -> None:
+        """Checks of the parameters against the encoded domain (the preprocessors' release), made
+        before the selector charges anything; raise ConfigError.  None by default."""
+
     def fit_round(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> "Model":
         """The estimate an adaptive selector asks for between rounds.  Defaults to :meth:`fit`; a
         model may answer with a cheaper warm-started refit (PGM does), since the pipeline fits the

@@ -588,6 +588,22 @@ class PGM(MeasurementModel):
         """The cap in cells: the largest table a query may build."""
         return int(float(self.max_model_size) * 2 ** 20 / 8)
 
+    def check_schema(self, schema, private: bool) -> None:
+        # every column is at least one cell of the model, whatever the preprocessors make of it
+        self._check_cap(len(schema.columns) * 8 / 2 ** 20, f"the {len(schema.columns)} columns of the schema, "
+                        "at least one cell each")
+
+    def check_domain(self, domain: Domain) -> None:
+        # the one-way marginals of every column: the smallest model over the domain, so a cap below it
+        # would drop measurements the selector is about to pay for (or all of them)
+        self._check_cap(model_size_mb(domain, [(a,) for a in domain.attrs]),
+                        f"the one-way marginals of the encoded domain ({sum(domain.shape):,} cells)")
+
+    def _check_cap(self, need_mb: float, what: str) -> None:
+        if float(self.max_model_size) < need_mb:
+            self._bad("max_model_size", f"MB cannot hold {what}, {need_mb:.3g} MB: no model fits in it. "
+                      f"Raise it (the default is 100)")
+
     def _fit(self, domain: Domain, measurements: list[Measurement], rng: np.random.Generator) -> None:
         """Estimate the graphical model from noisy marginals (post-processing: spends no budget)."""
         self._estimate(domain, measurements, int(self.iters), self.engine, float(self.tol))

@@ -593,3 +593,22 @@ def test_calibration_of_a_subnormal_message_matches_the_joint(numpy_path):
     tables = plan.node_tables(marg)
     np.testing.assert_allclose(tables[ab], p.sum(axis=2), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(tables[bc], p.sum(axis=0), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("select", ["mst", "aim", "privmrf"])
+def test_a_model_size_cap_that_cannot_hold_the_domain_is_refused_before_any_charge(select):
+    """A cap below one cell a column is refused when the synthesizer is built; one below the encoded
+    domain's one-way marginals before the selector charges anything (both used to fail in the model's
+    fit, "no measurement fits", after the selector had spent its budget)."""
+    import synthzoo as sz
+    from synthzoo.datasets import make_demo
+
+    df, schema = make_demo(600)
+    with pytest.raises(ConfigError, match=r"max_model_size=1e-06 MB cannot hold the 11 columns"):
+        sz.Synthesizer(select=select, model={"name": "pgm", "max_model_size": 1e-6}, epsilon=1.0, delta=1e-5,
+                       schema=schema)
+    synth = sz.Synthesizer(select=select, model={"name": "pgm", "max_model_size": 1e-4}, epsilon=1.0, delta=1e-5,
+                           schema=schema)
+    with pytest.raises(ConfigError, match=r"cannot hold the one-way marginals of the encoded domain"):
+        synth.fit(df)
+    assert synth.ledger_.spent().epsilon == 0
