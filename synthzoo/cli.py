@@ -665,6 +665,8 @@ def _check_not_an_earlier_grid(out: str) -> None:
 
     from .core.errors import ConfigError
 
+    from .metrics._common import count as plural
+
     if not os.path.isfile(out):
         return
     try:
@@ -672,8 +674,8 @@ def _check_not_an_earlier_grid(out: str) -> None:
     except Exception:  # noqa: BLE001 - not a table (or empty): nothing of a grid's to keep
         n = 0
     if n:
-        raise ConfigError(f"--out {out!r} holds {n} row(s) of an earlier grid run; pass --resume to keep them and "
-                          "run only the missing cells (same grid), --force to replace them, or name another --out")
+        raise ConfigError(f"--out {out!r} holds {plural(n, 'row')} of an earlier grid run; pass --resume to keep "
+                          "them and run only the missing cells (same grid), --force to replace them, or name another --out")
 
 
 def _grid_summary(res) -> str:
@@ -685,9 +687,11 @@ def _grid_summary(res) -> str:
             "(error/timeout/crashed)")
     if count["pending"]:
         line += f", {count['pending']} without a result yet (bench-worker runs them)"
+    from .metrics._common import count as plural
+
     refs = res[(res["kind"] == "reference") & (res["status"] != "ok")]
     if len(refs):
-        line += f"; {len(refs)} reference row(s) without a score"
+        line += f"; {plural(len(refs), 'reference row')} without a score"
     return line
 
 

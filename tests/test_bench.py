@@ -423,7 +423,7 @@ def test_cli_grid_does_not_replace_an_earlier_grids_rows_without_force(demo_csv,
     before = out.read_text()
     capsys.readouterr()
     assert main([*args[:9], "--epsilon", "5", *args[11:]]) == 2
-    assert (f"--out {str(out)!r} holds 3 row(s) of an earlier grid run; pass --resume to keep them and run only "
+    assert (f"--out {str(out)!r} holds 3 rows of an earlier grid run; pass --resume to keep them and run only "
             "the missing cells (same grid), --force to replace them") in capsys.readouterr().err
     assert out.read_text() == before
     assert main(args + ["--resume"]) == 0 and out.read_text() == before  # nothing missing: kept as it was

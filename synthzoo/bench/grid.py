@@ -14,6 +14,7 @@ import pandas as pd
 from .._threads import thread_settings
 from ..datasets import load_shared, read_csv, train_test_split
 from ..isolation import cpu_seconds, run_isolated
+from ..metrics._common import count as plural
 from ..metrics import independent_sample, query_error_3way, tvd_2way
 from .plot import plot_grid
 
@@ -364,7 +365,7 @@ def grid(data="adult", selectors: Iterable[str] = ("indif", "mst", "aim"), model
         f"{len(epsilons)} epsilons x {len(seeds)} seeds = {total} cells; base={base} delta={delta:g} "
         f"isolate={isolate}; {thread_settings()}; python {platform.python_version()}")
     if kept:
-        log(f"# resuming {out}: {len(kept)} row(s) kept from the earlier run")
+        log(f"# resuming {out}: {plural(len(kept), 'row')} kept from the earlier run")
     rows, done = [], 0
     for name, train, test, sch in splits:
         if references:
