@@ -85,6 +85,11 @@ def test_breakdown_per_module():
     assert rows["privtree"]["rho"] == pytest.approx(0.05 * led.total_rho)
     assert rows["indif/measure"]["rho"] == pytest.approx(0.9 * led.total_rho)
     assert "privtree" in led.report() and "indif/measure" in led.report()
+    M.charge_pure_dp(pre, M.epsilon_for_rho(pre.rho / 4, bounded_range=False), "privtree")
+    lines = {ln.split()[0]: ln for ln in led.report().splitlines()[1:]}
+    # counted as words ("1 charge", "2 charges"), the share columns aligned
+    assert "   2 charges rho=" in lines["privtree"] and "   1 charge  rho=" in lines["indif/measure"]
+    assert lines["privtree"].index("rho=") == lines["indif/measure"].index("rho=")
 
 
 def test_non_private_run_is_reported_as_such():

@@ -400,7 +400,8 @@ class PrivacyLedger:
             lines.append(REPLAYABLE_WARNING)
         for r in self.breakdown():
             share = "" if not self.private else f" rho={r['rho']:.5g} ({100 * r['share']:.1f}%)"
-            lines.append(f"  {r['module']:<14} {r['charges']:>4} charge(s){share}  [{r['mechanisms']}]")
+            noun = "charge " if r["charges"] == 1 else "charges"  # padded: the columns stay aligned
+            lines.append(f"  {r['module']:<14} {r['charges']:>4} {noun}{share}  [{r['mechanisms']}]")
         return "\n".join(lines)
 
     def account(self) -> dict:
