@@ -43,19 +43,61 @@ def _png(fig) -> str:
 # per-column distributions
 # ---------------------------------------------------------------------------------------
 
+def _compact(x: float) -> str:
+    """A tick's number in at most about five characters: 350000 reads 350k, 1.5e6 1.5M (the axis of
+    a skewed column read "250000300000350000", its labels touching)."""
+    ax = abs(x)
+    for div, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if ax >= div:
+            return f"{x / div:.3g}{unit}"
+    return f"{x:.3g}" if ax >= 1e-3 or x == 0 else f"{x:.0e}"
+
+
+def _date_axis(ax, col, lo: float, hi: float) -> None:
+    """A datetime column's axis in dates, not its epoch seconds (signup_date read "1.50 ... 1.70 1e9")."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    span = hi - lo
+    fmt = "%Y" if span > 3 * 365 * 86400 else ("%Y-%m" if span > 90 * 86400 else "%Y-%m-%d")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _: pd.Timestamp(v, unit="s").strftime(fmt) if np.isfinite(v) else ""))
+
+
+#: a value held by at least this share of the real rows is a spike, drawn as a share, not a bar, when it
+#: sits at an end of the values (capital-gain's 0: zero inflation, censoring); inside the range
+#: (hours-per-week's 40, 47 % of the rows) it keeps its bar, cut off at the top (left out, it left a
+#: hole in the middle of the histogram)
+_SPIKE_SHARE = 0.3
+#: a bar this many times taller than every other is cut off at the top, its height written on it
+_CUT = 3.0
+#: a histogram of one bar per integer value, or of few values, keeps every bar (a 1-5 rating's mode, or
+#: education-num's 9 among 16 levels, left out read "share of the rows != 9" over a gap)
+_SPIKE_MIN_VALUES = 12
+
+
 def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     """Histogram of a number, real filled and synthetic as an outline (they never blend into one
-    colour).  A value held by at least 30 % of the real rows (capital-gain's 0) is shown as its
-    own share in the title, not as a bar that flattens the rest; the rest is binned over the 0.5-99.5
-    percentile range -- values beyond it are *left out and counted*, never piled into the end bins --
-    on a log axis when it spans more than two orders of magnitude.  Returns a note for the caption."""
+    colour).  A value held by at least 30 % of the real rows (capital-gain's 0) of a column with
+    many other values is shown as its own share in the caption, not as a bar that flattens the rest;
+    the rest is binned over the 0.5-99.5 percentile range -- values beyond it are *left out and
+    counted*, never piled into the end bins -- on a log axis when it spans more than two orders of
+    magnitude.  A column of few integer values gets one bar per value.  Tick labels are compact
+    (350k, not 350000) and a datetime column's are dates.  Returns a note for the caption."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
     note = []
+    is_date = col.kind == "datetime"
+    show = col.show if is_date else (lambda v: f"{v:g}")
     vals, counts = np.unique(r, return_counts=True) if r.size else (np.array([]), np.array([]))
     spike = None
-    if counts.size and counts.max() >= 0.3 * r.size and vals.size > 2:
-        spike = vals[counts.argmax()]
+    whole = (lambda v: v.size > 0 and not is_date and (col.integer or np.mean(v == np.round(v)) > 0.9))
+    allv = np.concatenate([r, s])
+    per_integer = whole(allv) and np.ptp(np.quantile(allv, [0.005, 0.995])) <= 80
+    top = counts.argmax() if counts.size else None
+    if (top is not None and vals.size > _SPIKE_MIN_VALUES and not per_integer
+            and counts[top] >= _SPIKE_SHARE * r.size and top in (0, vals.size - 1)):
+        spike = vals[top]
         share_r, share_s = float(np.mean(r == spike)), float(np.mean(s == spike)) if s.size else 0.0
-        note.append(f"= {spike:g}: real {share_r:.0%}, synthetic {share_s:.0%} (not drawn)")
+        note.append(f"= {show(spike)}: real {share_r:.0%}, synthetic {share_s:.0%} (not drawn)")
         r, s = r[r != spike], s[s != spike]
     both = np.concatenate([r, s])
     if both.size == 0:
@@ -64,32 +106,67 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     lo, hi = np.quantile(both, [0.005, 0.995])
     if hi <= lo:
         lo, hi = float(both.min()), float(both.max()) + (1 if both.max() == both.min() else 0)
-    log = lo > 0 and hi / lo > 100
+    log = not is_date and lo > 0 and hi / lo > 100
     if log:
         edges = np.geomspace(lo, hi, 41)
         ax.set_xscale("log")
-    elif (col.integer or np.mean(both == np.round(both)) > 0.9) and hi - lo <= 80:
+    elif whole(both) and hi - lo <= 80:
         # one bar per integer (also for integer-valued columns not declared so): no empty comb bins
         edges = np.arange(np.floor(lo) - 0.5, np.ceil(hi) + 1.0)
+    elif whole(both):
+        # whole numbers over a wider range: bins of a whole number of values each, so that no bin holds
+        # one value more than its neighbours (a comb of alternate heights that was not in the data)
+        w = np.ceil((hi - lo) / 40)
+        edges = np.arange(np.floor(lo) - 0.5, np.ceil(hi) + w, w)
     else:
         edges = np.linspace(lo, hi, 41)
     out = float(np.mean((both < edges[0]) | (both > edges[-1])))
     if out > 0:
-        note.append(f"{out:.1%} of values (the extreme tails) beyond the plotted range")
+        a, b = (edges[0] + 0.5, edges[-1] - 0.5) if whole(both) and not log else (edges[0], edges[-1])
+        shown = (lambda v: _compact(float(v))) if not is_date else show
+        note.append(f"{out:.1%} of values (the extreme tails) beyond the plotted range, {shown(a)} to {shown(b)}")
     wr = np.full(r.size, 1.0 / max(r.size, 1))
     ws = np.full(s.size, 1.0 / max(s.size, 1))
-    ax.hist(r, bins=edges, weights=wr, color=REAL, alpha=0.45, label="real")
-    ax.hist(s, bins=edges, weights=ws, histtype="step", color=SYNTH, linewidth=1.6, label="synthetic")
-    ax.set_ylabel("share of rows" if spike is None else f"share of the rows != {spike:g}", fontsize=7)
-    if log:
+    hr = ax.hist(r, bins=edges, weights=wr, color=REAL, alpha=0.45, label="real")[0]
+    hs = ax.hist(s, bins=edges, weights=ws, histtype="step", color=SYNTH, linewidth=1.6, label="synthetic")[0]
+    tall = np.maximum(hr, hs)
+    k = int(tall.argmax())
+    rest = float(np.delete(tall, k).max()) if tall.size > 1 else 0.0
+    if rest > 0 and tall[k] > _CUT * rest:
+        # one bar flattening the rest (hours-per-week's 40): cut it off at the top, its shares written on it
+        top_y = 1.35 * rest
+        ax.set_ylim(0, top_y)
+        where = (edges[k] * edges[k + 1]) ** 0.5 if log else (edges[k] + edges[k + 1]) / 2
+        ax.annotate(f"{hr[k]:.0%} / {hs[k]:.0%}", (where, top_y), xytext=(4, -3), textcoords="offset points",
+                    ha="left", va="top", fontsize=7, color="#333")
+        label = (lambda v: _compact(float(v))) if not is_date else show
+        a, b = edges[k], edges[k + 1]
+        if whole(both) and not log:
+            a, b = np.ceil(a), np.floor(b)
+        span = f"at {label(a)}" if a == b else f"{label(a)}-{label(b)}"
+        note.append(f"the bar {span} is cut off at the top: real {hr[k]:.0%}, synthetic {hs[k]:.0%}")
+    ax.set_ylabel("share of rows" if spike is None else f"share of the rows != {show(spike)}", fontsize=7)
+    if is_date:
+        _date_axis(ax, col, edges[0], edges[-1])
+    elif log:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
+        ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
         ax.set_xlabel("log scale", fontsize=7)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=edges[1] - edges[0] == 1))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
     return "; ".join(note)
 
 
-def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> list[tuple[str, str]]:
+def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> list[tuple[str, str, str]]:
+    """Each column's (name, PNG data URL, caption note)."""
+    return [(name, _png(fig), note) for name, fig, note in _column_figures(real, synth, schema)]
+
+
+def _column_figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
+    """Each column's (name, matplotlib figure, caption note), one at a time (the caller closes each)."""
     plt = _plt()
     from ._common import category_codes, numeric_array
-    out = []
     for col in schema.columns:
         fig, ax = plt.subplots(figsize=(4.4, 2.8))
         note = ""
@@ -124,11 +201,12 @@ def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> li
             if col.missing:
                 note = "; ".join(x for x in (note, f"missing: real {miss[0]:.0%}, synthetic {miss[1]:.0%}") if x)
         ax.tick_params(labelsize=7)
-        ax.set_title(col.name, fontsize=9)
+        ax.set_title(col.name, fontsize=9, loc="left")
         if ax.get_legend_handles_labels()[0]:  # a column with no value to draw has no legend (matplotlib warned)
-            ax.legend(fontsize=7, frameon=False)
-        out.append((col.name, _png(fig), note))
-    return out
+            # above the plot, beside the title: inside it, "best" still covered bars of a dense histogram
+            ax.legend(fontsize=7, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
+                      borderaxespad=0.1, handlelength=1.4, columnspacing=1.0)
+        yield col.name, fig, note
 
 
 # ---------------------------------------------------------------------------------------

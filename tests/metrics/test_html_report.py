@@ -1,0 +1,143 @@
+"""The HTML report as a person reads it: each test pins one defect seen in a headless browser's
+screenshot of a report (histograms, tick labels, legends, the privacy table's readings, the caveats
+box, the page at 800 px)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthzoo.core.schema import Column, Schema
+from synthzoo.metrics.html import _column_figures, _compact
+
+
+def _figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict:
+    import matplotlib.pyplot as plt
+    out = {}
+    for name, fig, note in _column_figures(real, synth, schema):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        out[name] = dict(note=note, ticks=[t.get_text() for t in ax.get_xticklabels() if t.get_text()],
+                         xlim=ax.get_xlim(), scale=ax.get_xscale(), bars=[p for p in ax.patches], ax=ax,
+                         legend_box=ax.get_legend().get_window_extent(renderer),
+                         axes_box=ax.get_window_extent(renderer))
+        plt.close(fig)
+    return out
+
+
+@pytest.fixture(scope="module")
+def columns():
+    """adult-like columns: capital-gain (91 % zeros, the rest spread over 100 to 100,000), a 1-5
+    rating whose mode holds half the rows, an income in the hundreds of thousands, a signup date."""
+    rng = np.random.default_rng(0)
+    n = 2000
+
+    def draw(seed):
+        g = np.random.default_rng(seed)
+        gain = np.where(g.random(n) < 0.91, 0.0, np.round(np.exp(g.uniform(np.log(114), np.log(99999), n))))
+        rating = g.choice([1, 2, 3, 4, 5], n, p=[.05, .1, .2, .5, .15])
+        income = np.round(g.lognormal(np.log(60000), 0.6, n))
+        day = pd.Timestamp("2017-01-01") + pd.to_timedelta(g.integers(0, 8 * 365, n), unit="D")
+        hours = np.where(g.random(n) < 0.47, 40, np.clip(np.round(g.normal(40, 14, n)), 1, 99))
+        edu = np.where(g.random(n) < 0.32, 9, g.integers(1, 17, n))
+        return pd.DataFrame({"capital_gain": gain, "rating": rating, "income": income, "signup": day,
+                             "hours": hours, "edu": edu})
+
+    schema = Schema([Column("capital_gain", "numerical", lower=0, upper=99999, integer=True),
+                     Column("rating", "numerical", lower=1, upper=5, integer=True),
+                     Column("income", "numerical", lower=0, upper=2_000_000),
+                     Column("signup", "datetime", lower="2017-01-01", upper="2024-12-31"),
+                     Column("hours", "numerical", lower=1, upper=99, integer=True),
+                     Column("edu", "numerical", lower=1, upper=16, integer=True)])
+    del rng
+    return draw(1), draw(2), schema
+
+
+def test_zero_inflated_column_drops_its_spike_and_spreads_the_rest_on_a_log_axis(columns):
+    real, synth, schema = columns
+    f = _figures(real, synth, schema)["capital_gain"]
+    # the 0 held by 91 % of the rows is a share in the caption, not a bar that flattens the rest
+    assert re.match(r"= 0: real 9\d%, synthetic 9\d% \(not drawn\)", f["note"]), f["note"]
+    assert f["xlim"][0] > 0 and f["scale"] == "log"
+    # compact tick labels (1k, 10k), never "10000" or matplotlib's 10^4 mathtext
+    assert f["ticks"] and all(len(t) <= 5 and "$" not in t for t in f["ticks"]), f["ticks"]
+
+
+def test_a_rating_keeps_its_mode_as_a_bar(columns):
+    # a 1-5 rating whose 4 held half the rows lost that bar to the spike rule ("share of the rows != 4")
+    real, synth, schema = columns
+    f = _figures(real, synth, schema)["rating"]
+    assert "not drawn" not in f["note"]
+    assert f["ax"].get_ylabel() == "share of rows"
+    filled = [p for p in f["bars"] if p.get_fill()]
+    assert len(filled) == 5 and max(p.get_height() for p in filled) == pytest.approx(np.mean(real["rating"] == 4))
+
+
+def test_a_mode_inside_the_range_keeps_its_bar(columns):
+    # hours-per-week's 40 (47 % of the rows) and education-num's 9 (32 %, among 16 levels) were left
+    # out as spikes: a hole in the middle of the histogram and "share of the rows != 40" on its axis
+    real, synth, schema = columns
+    figs = _figures(real, synth, schema)
+    for name, mode in (("hours", 40), ("edu", 9)):
+        f = figs[name]
+        assert "not drawn" not in f["note"] and f["ax"].get_ylabel() == "share of rows", name
+        filled = [p for p in f["bars"] if p.get_fill()]
+        at = [p for p in filled if p.get_x() <= mode <= p.get_x() + p.get_width()]
+        assert at and at[0].get_height() == max(p.get_height() for p in filled), name
+    # kept, the 40 flattened the rest of the histogram to a sixth of its height: it is cut off at the
+    # top, its shares written on it and in the caption
+    f = figs["hours"]
+    filled = [p for p in f["bars"] if p.get_fill()]
+    heights = sorted(p.get_height() for p in filled)
+    assert f["ax"].get_ylim()[1] < heights[-1] and f["ax"].get_ylim()[1] >= heights[-2]
+    cut = re.search(r"the bar (?:at (\d+)|(\d+)-(\d+)) is cut off at the top: real [45]\d%, synthetic [45]\d%",
+                    f["note"])
+    assert cut, f["note"]
+    lo, hi = (int(cut[1]), int(cut[1])) if cut[1] else (int(cut[2]), int(cut[3]))
+    assert lo <= 40 <= hi and hi - lo <= 3  # the bin that holds the 40, said as the values it holds
+    assert any(re.fullmatch(r"[45]\d% / [45]\d%", t.get_text()) for t in f["ax"].texts)
+    assert "cut off" not in figs["rating"]["note"]  # .5 beside .2: no bar flattens the rest
+
+
+def test_whole_numbers_over_a_wide_range_get_bins_of_whole_values(columns):
+    # 40 equal bins over 1-99 held 2 or 3 integers each: a comb of alternate heights not in the data
+    real, synth, schema = columns
+    filled = [p for p in _figures(real, synth, schema)["hours"]["bars"] if p.get_fill()]
+    widths = {round(p.get_width(), 9) for p in filled}
+    assert len(widths) == 1 and float(widths.pop()).is_integer()
+    assert all(float(p.get_x() - 0.5).is_integer() for p in filled)  # edges between integers
+
+
+def test_extreme_values_are_left_out_and_counted_not_piled_into_the_end_bins(columns):
+    real, synth, schema = columns
+    real = real.copy()
+    real.loc[:19, "income"] = 1_900_000  # 1 % of the rows far out in the tail
+    f = _figures(real, synth, schema)["income"]
+    filled = [p for p in f["bars"] if p.get_fill()]
+    # the last bin holds no pile of the clipped tail: it is no taller than the median bin
+    assert filled[-1].get_height() <= np.median([p.get_height() for p in filled]) + 1e-12
+    assert re.search(r"\d\.\d% of values \(the extreme tails\) beyond the plotted range, \S+ to \S+", f["note"])
+    assert sum(p.get_height() for p in filled) < 1.0  # the bars hold only what lies in range
+
+
+def test_large_numbers_read_compactly_and_dates_as_dates(columns):
+    real, synth, schema = columns
+    figs = _figures(real, synth, schema)
+    # income's axis read "0 50000 100000 ... 350000", the labels touching
+    assert figs["income"]["ticks"] and all(re.fullmatch(r"-?[\d.]+k?", t) for t in figs["income"]["ticks"]), \
+        figs["income"]["ticks"]
+    assert any(t.endswith("k") for t in figs["income"]["ticks"])
+    # a datetime column's axis read "1.50 1.55 ... 1.70" times 1e9 (its epoch seconds)
+    assert figs["signup"]["ticks"] and all(re.fullmatch(r"20\d\d", t) for t in figs["signup"]["ticks"]), \
+        figs["signup"]["ticks"]
+    assert _compact(350000) == "350k" and _compact(1.5e6) == "1.5M" and _compact(-124.3) == "-124"
+
+
+def test_legends_sit_above_the_plot_not_over_its_bars(columns):
+    real, synth, schema = columns
+    for name, f in _figures(real, synth, schema).items():
+        assert f["legend_box"].y0 >= f["axes_box"].y1 - 1, name  # over the axes' top edge, where no bar is drawn
