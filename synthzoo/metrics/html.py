@@ -214,6 +214,12 @@ def _column_figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
 # ---------------------------------------------------------------------------------------
 
 def _heatmap(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> str:
+    return _png(_heatmap_figure(real, synth, schema))
+
+
+def _heatmap_figure(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
+    """The absolute association differences below the diagonal only: the matrix is symmetric, and
+    both halves wrote every number twice (210 numbers for adult's 105 pairs)."""
     plt = _plt()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -223,21 +229,25 @@ def _heatmap(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> str:
     cell = 0.75 if n <= 16 else 0.55
     fig, ax = plt.subplots(figsize=(cell * n + 2.8, cell * n + 1.6))
     vmax = max(0.3, float(np.nanmax(d.to_numpy())))
-    im = ax.imshow(d.to_numpy(), cmap="Reds", vmin=0, vmax=vmax)
-    ax.set_xticks(range(n))
-    ax.set_yticks(range(n))
-    ax.set_xticklabels(d.columns, rotation=60, ha="right", fontsize=10)
-    ax.set_yticklabels(d.index, fontsize=10)
+    # rows 2..n against columns 1..n-1: the first row and the last column would hold no cell
+    lower = np.where(np.tril(np.ones((n, n), bool), k=-1), d.to_numpy(dtype=float), np.nan)[1:, :-1]
+    im = ax.imshow(lower, cmap="Reds", vmin=0, vmax=vmax)
+    ax.set_xticks(range(n - 1))
+    ax.set_yticks(range(n - 1))
+    ax.set_xticklabels(d.columns[:-1], rotation=60, ha="right", fontsize=10)
+    ax.set_yticklabels(d.index[1:], fontsize=10)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
     fs = 10 if n <= 12 else (9 if n <= 16 else 7)
-    for i in range(n):
-        for j in range(n):
-            if i != j:
-                v = d.iat[i, j]
-                ax.text(j, i, f"{v:.2f}".lstrip("0") if v < 1 else "1", ha="center", va="center", fontsize=fs,
-                        color="white" if v > 0.55 * vmax else "black")
+    for i in range(1, n):
+        for j in range(i):
+            v = d.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i - 1, f"{v:.2f}".lstrip("0") if v < 1 else "1", ha="center", va="center",
+                        fontsize=fs, color="white" if v > 0.55 * vmax else "black")
     fig.colorbar(im, ax=ax, shrink=0.7, label="|association(real) - association(synthetic)|")
-    ax.set_title("Pairwise association differences (Pearson / Cramér's V / correlation ratio)", fontsize=9)
-    return _png(fig)
+    ax.set_title("Pairwise association differences (Pearson / Cramér's V / correlation ratio)", fontsize=11)
+    return fig
 
 
 def _roc_plot(mia: tuple) -> str:

@@ -141,3 +141,24 @@ def test_legends_sit_above_the_plot_not_over_its_bars(columns):
     real, synth, schema = columns
     for name, f in _figures(real, synth, schema).items():
         assert f["legend_box"].y0 >= f["axes_box"].y1 - 1, name  # over the axes' top edge, where no bar is drawn
+
+
+def test_the_heatmap_writes_each_pair_once():
+    # the symmetric matrix wrote every difference twice (210 numbers for adult's 15 columns)
+    import matplotlib.pyplot as plt
+
+    from synthzoo.datasets import make_demo
+    from synthzoo.metrics.html import _heatmap_figure
+
+    real, schema = make_demo(300, seed=0)
+    synth, _ = make_demo(300, seed=1)
+    fig = _heatmap_figure(real, synth, schema)
+    n = len(schema)
+    ax = fig.axes[0]
+    numbers = [t.get_text() for t in ax.texts]
+    rows, cols = [t.get_text() for t in ax.get_yticklabels()], [t.get_text() for t in ax.get_xticklabels()]
+    plt.close(fig)
+    assert len(numbers) == n * (n - 1) // 2
+    # no row or column without a cell: the first column has no pair above it, the last none to its right
+    assert rows == schema.names[1:] and cols == schema.names[:-1]
+    assert all(re.fullmatch(r"\.\d\d|1", t) for t in numbers), numbers
