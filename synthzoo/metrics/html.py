@@ -329,7 +329,10 @@ def _fmt(x) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "–"
     ax = abs(x)
-    return f"{x:.4g}" if ax >= 1e-3 or ax == 0 else f"{x:.2e}"
+    if ax >= 1e4:  # housing's RMSE read "8.953e+04"; dollars read 89,535
+        return f"{x:,.0f}"
+    # down to 1e-4 in decimals: identical_match_risk's -0.0005 read "-5.00e-04"
+    return f"{x:.4g}" if ax >= 1e-4 or ax == 0 else f"{x:.2e}"
 
 
 #: metrics of single columns: INDEPENDENT keeps every column's values, so it is a floor for them too
@@ -338,6 +341,13 @@ _ONE_WAY = {"tvd_1way", "ks_distance", "ks_significant", "hellinger", "dwm", "ci
 
 def _isnan(x) -> bool:
     return x is None or (isinstance(x, float) and np.isnan(x))
+
+
+#: the privacy rows that are a normalised risk R (0 = like unseen real rows, 1 = the training rows), marked R
+_R_METRICS = {"dcr_risk", "identical_match_risk", "nndr_risk", "singling_out_risk", "linkability_risk",
+              "inference_risk"}
+#: a privacy value whose 95 % CI is wider than this (on R's 0-1 scale) has no reading but its uncertainty
+_WIDE_CI = 0.5
 
 
 def _verdict(row) -> str:
@@ -373,6 +383,13 @@ def _verdict(row) -> str:
     pos = (bv - blo) / (bhi - blo)
     if priv:
         lo, hi = row.get("ci_low"), row.get("ci_high")
+        if not (_isnan(lo) or _isnan(hi)) and hi - lo > _WIDE_CI:
+            # inference risk on 30 rows: -.09 in [-.79, .61] read "some leakage (27 % of the way to a copy)"
+            return f"too uncertain to read (95 % CI {_fmt(lo)} to {_fmt(hi)}: too few attack trials)"
+        if row["metric"] in _R_METRICS and v <= 0:
+            # a negative R is a release less revealing than unseen real rows; it read "some leakage" when
+            # HALF was more negative still
+            return "like a non-member release" + (" (R below 0 reads as 0)" if v < 0 else "")
         if not (_isnan(lo) or _isnan(hi)):
             covers = min(sign * lo, sign * hi) <= blo
             if covers and pos < 0.1:
@@ -385,10 +402,11 @@ def _verdict(row) -> str:
     return "near the real-data floor" if pos < 0.25 else ("no better than independent columns" if pos > 0.9 else "in between")
 
 
-_RISK_NOTE = ("Risks marked R are normalised against the holdout: 0 = no more revealing than a release of real "
-              "rows the synthesizer never saw, 1 = the training rows released. A negative R means the release "
-              "revealed <i>less</i> than unseen real rows would (sampling noise, or a smoothed release): read it "
-              "as 0. AUCs have 0.5 as their no-leak value, F1 of the classifier attack 0.5.")
+_RISK_NOTE = ("Risks marked <sup>R</sup> are normalised against the holdout: 0 = no more revealing than a "
+              "release of real rows the synthesizer never saw, 1 = the training rows released. A negative R means "
+              "the release revealed <i>less</i> than unseen real rows would (sampling noise, or a smoothed "
+              "release): read it as 0; the reading column says so. AUCs have 0.5 as their no-leak value, F1 of "
+              "the classifier attack 0.5.")
 
 
 def _table(sub: pd.DataFrame, nan_reasons: dict | None = None) -> list[str]:
@@ -399,7 +417,9 @@ def _table(sub: pd.DataFrame, nan_reasons: dict | None = None) -> list[str]:
     head = ["metric", "value"] + (["95 % CI"] if has_ci else []) + base_cols + ["better", "reading", "description"]
     parts = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for _, row in sub.iterrows():
-        cells = [f"<td><b>{html.escape(str(row['metric']))}</b></td>", f"<td class='num'>{_fmt(row['value'])}</td>"]
+        mark = "&nbsp;<sup title='normalised risk R'>R</sup>" if row["metric"] in _R_METRICS else ""
+        cells = [f"<td><b>{html.escape(str(row['metric']))}</b>{mark}</td>",
+                 f"<td class='num'>{_fmt(row['value'])}</td>"]
         if has_ci:
             ci = "&mdash;" if pd.isna(row.get("ci_low")) else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]"
             cells.append(f"<td class='num'>{ci}</td>")
@@ -408,7 +428,8 @@ def _table(sub: pd.DataFrame, nan_reasons: dict | None = None) -> list[str]:
         reading = _verdict(row)
         if _isnan(row["value"]) and (nan_reasons or {}).get(row["metric"]):
             reading = f"not computed: {nan_reasons[row['metric']]}"
-        cells.append(f"<td>{html.escape(reading)}</td><td class='muted'>{html.escape(str(row['description']))}</td>")
+        cells.append(f"<td>{html.escape(reading)}</td>"
+                     f"<td class='muted'>{html.escape(str(row['description']))}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</table>")
     if has_ci and sub["ci_low"].isna().any():  # say why some rows have no interval, rather than leave cells empty

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from synthzoo.core.schema import Column, Schema
-from synthzoo.metrics.html import _column_figures, _compact
+from synthzoo.metrics.html import _column_figures, _compact, _table, _verdict
 
 
 def _figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict:
@@ -143,6 +143,36 @@ def test_legends_sit_above_the_plot_not_over_its_bars(columns):
         assert f["legend_box"].y0 >= f["axes_box"].y1 - 1, name  # over the axes' top edge, where no bar is drawn
 
 
+def _privacy(**row):
+    base = {"group": "privacy", "ci_low": np.nan, "ci_high": np.nan, "INDEPENDENT": 0.0, "SELF": 1.0,
+            "better": "lower", "description": "d"}
+    return {**base, **row}
+
+
+def test_a_negative_risk_reads_as_no_leak_and_risks_are_marked_r():
+    # inference risk -.09 with HALF -.5 read "some leakage (27 % of the way to a copy)", beside a note
+    # saying a negative R reads as 0
+    r = _privacy(metric="inference_risk", value=-0.09, HALF=-0.5, ci_low=-0.2, ci_high=0.05)
+    assert _verdict(r) == "like a non-member release (R below 0 reads as 0)"
+    assert _verdict({**r, "metric": "dcr_risk", "ci_low": np.nan, "ci_high": np.nan}) == \
+        "like a non-member release (R below 0 reads as 0)"
+    # an AUC is no R: below its HALF it is not "R below 0"
+    auc = _privacy(metric="domias_auc", value=0.49, HALF=0.5)
+    assert "R below 0" not in _verdict(auc)
+    text = "".join(_table(pd.DataFrame([r, auc])))
+    # the note says "risks marked R": the R rows carry the mark, the AUC does not
+    assert "<b>inference_risk</b>&nbsp;<sup title='normalised risk R'>R</sup>" in text
+    assert "<b>domias_auc</b></td>" in text
+
+
+def test_a_risk_with_a_wide_interval_reads_as_too_uncertain():
+    # 30 training rows: inference risk's 95 % CI ran from -.79 to .61 and the reading named a leak
+    r = _privacy(metric="inference_risk", value=0.2, HALF=-0.5, ci_low=-0.79, ci_high=0.61)
+    assert _verdict(r).startswith("too uncertain to read (95 % CI -0.79 to 0.61")
+    # a narrow interval still gets its reading
+    assert _verdict({**r, "ci_low": 0.15, "ci_high": 0.25}).startswith("some leakage")
+
+
 def test_the_heatmap_writes_each_pair_once():
     # the symmetric matrix wrote every difference twice (210 numbers for adult's 15 columns)
     import matplotlib.pyplot as plt
@@ -162,3 +192,9 @@ def test_the_heatmap_writes_each_pair_once():
     # no row or column without a cell: the first column has no pair above it, the last none to its right
     assert rows == schema.names[1:] and cols == schema.names[:-1]
     assert all(re.fullmatch(r"\.\d\d|1", t) for t in numbers), numbers
+
+
+def test_small_table_values_read_in_decimals():
+    from synthzoo.metrics.html import _fmt
+    assert _fmt(-0.0005) == "-0.0005" and _fmt(0.0) == "0" and _fmt(3e-6) == "3.00e-06"
+    assert _fmt(89534.9489) == "89,535" and _fmt(-120800.04) == "-120,800" and _fmt(0.4452) == "0.4452"
