@@ -415,7 +415,8 @@ def _table(sub: pd.DataFrame, nan_reasons: dict | None = None) -> list[str]:
     base_cols = [b for b in ("HALF", "INDEPENDENT", "SELF") if b in sub and sub[b].notna().any()]
     has_ci = "ci_low" in sub and sub["ci_low"].notna().any()
     head = ["metric", "value"] + (["95 % CI"] if has_ci else []) + base_cols + ["better", "reading", "description"]
-    parts = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    # in a scrolling box: at 800 px the privacy table ran off the page's right edge, its descriptions unseen
+    parts = ["<div class='scroll'><table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for _, row in sub.iterrows():
         mark = "&nbsp;<sup title='normalised risk R'>R</sup>" if row["metric"] in _R_METRICS else ""
         cells = [f"<td><b>{html.escape(str(row['metric']))}</b>{mark}</td>",
@@ -428,10 +429,10 @@ def _table(sub: pd.DataFrame, nan_reasons: dict | None = None) -> list[str]:
         reading = _verdict(row)
         if _isnan(row["value"]) and (nan_reasons or {}).get(row["metric"]):
             reading = f"not computed: {nan_reasons[row['metric']]}"
-        cells.append(f"<td>{html.escape(reading)}</td>"
-                     f"<td class='muted'>{html.escape(str(row['description']))}</td>")
+        cells.append(f"<td class='reading'>{html.escape(reading)}</td>"
+                     f"<td class='muted desc'>{html.escape(str(row['description']))}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
-    parts.append("</table>")
+    parts.append("</table></div>")
     if has_ci and sub["ci_low"].isna().any():  # say why some rows have no interval, rather than leave cells empty
         parts.append("<p class='muted'>95 % CI: the binomial interval of an attack's success rates (singling out, "
                      "linkability, inference), carried through R (delta method). The distance metrics and DOMIAS are "
@@ -447,6 +448,16 @@ def _mia_table(table: pd.DataFrame) -> str:
     return ("<table><tr><th>attack</th><th>AUC</th><th>TPR at 1 % FPR</th><th>TPR at 0.1 % FPR</th></tr>"
             + rows + "<tr class='muted'><td>blind guess</td><td class='num'>0.5</td><td class='num'>0.01</td>"
             "<td class='num'>0.001</td></tr></table>")
+
+
+def _caveat_text(c: str) -> str:
+    """A caveat of ``details["caveats"]`` as a sentence of the page: without the warning's ``evaluate:``
+    prefix (the box read "Read with care. evaluate: only 30 training rows ..."), capitalised, with a full stop."""
+    c = c.strip()
+    if c.startswith("evaluate: "):
+        c = c[len("evaluate: "):]
+    c = c[:1].upper() + c[1:]
+    return c if c.endswith((".", "!", "?")) else c + "."
 
 
 def _sections(table, details, risk) -> list[tuple[str, str]]:
@@ -494,10 +505,17 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
              "font-variant-numeric:tabular-nums;white-space:nowrap}.grid{display:flex;flex-wrap:wrap;gap:10px}"
              ".muted{color:#666;font-size:12px}figure{margin:0}figcaption{font-size:11px;color:#555;max-width:"
              "400px}.note{background:#f6f6f0;border-left:3px solid #bb9;padding:6px 10px;font-size:13px;"
-             "max-width:1100px}</style></head><body>",
+             "max-width:1100px}.scroll{overflow-x:auto;max-width:100%}td.reading{min-width:10em}"
+             # no column squeezed to a word a line: the box scrolls sideways instead (800 px)
+             "td.desc{min-width:18em}"
+             # a plot wider than the window (the heatmap at 800 px) shrinks to it instead of being cut off
+             "img{max-width:100%;height:auto}"
+             # below 1000 px two column plots a row, shrunk to fit, not one a row beside a blank half page
+             "@media (max-width:1000px){.grid figure{width:calc(50% - 5px)}}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>",
-             "<p class='note'><b>Not for publication.</b> This page is computed from the real rows -- their count, "
-             "histograms, quantiles and the attacks' results on them -- and no differential privacy covers it. "
+             "<p class='note'><b>Not for publication.</b> This page is computed from the real rows &mdash; their "
+             "count, histograms, quantiles and the attacks' results on them &mdash; and no differential privacy "
+             "covers it. "
              "Release the synthetic data, not this report.</p>",
              f"<p class='muted'>train rows: {len(train):,} &middot; synthetic rows: {len(synthetic):,} &middot; "
              f"columns: {len(schema)}. Baselines: HALF = one half of the real rows scored against the other "
@@ -505,7 +523,7 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
              "INDEPENDENT = each column resampled alone (no correlations), SELF = the training rows "
              "released as they are (perfect fidelity, maximal risk).</p>",
              # tables too small (or a holdout too close to the training rows) for the values to mean much
-             *(f"<p class='note'><b>Read with care.</b> {html.escape(c)}</p>"
+             *(f"<p class='note'><b>Read with care.</b> {html.escape(_caveat_text(c))}</p>"
                for c in (details or {}).get("caveats", [])),
              "<p class='muted'>Sections: " + " &middot; ".join(
                  f"<a href='#{k}'>{v}</a>" for k, v in _sections(table, details, risk)) + "</p>"]
@@ -536,7 +554,9 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
         parts.append(f"<img src='{corr}' alt='metric correlation matrix'>")
     parts.append("<h2 id='assoc'>Pairwise association differences</h2>")
     parts.append(f"<img src='{_heatmap(train, synthetic, schema)}' alt='association difference heatmap'>")
-    parts.append("<h2 id='columns'>Per-column distributions (real filled, synthetic outlined)</h2><div class='grid'>")
+    parts.append("<h2 id='columns'>Per-column distributions</h2><p class='muted'>Real rows in blue, synthetic in "
+                 "orange: side-by-side bars for categories; for numbers the real histogram filled and the "
+                 "synthetic one outlined.</p><div class='grid'>")
     for name, src, note in _column_plots(train, synthetic, schema):
         cap = f"<figcaption>{html.escape(note)}</figcaption>" if note else ""
         parts.append(f"<figure><img src='{src}' alt='{html.escape(name)}'>{cap}</figure>")

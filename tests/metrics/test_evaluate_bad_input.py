@@ -442,7 +442,8 @@ def test_a_small_training_table_is_flagged_with_the_threshold_and_why(tables, tm
                               baselines=False, n_attacks=50, return_details=True)
     assert len(details["caveats"]) == 1 and details["caveats"][0].startswith("evaluate: only 20 training rows")
     page = write_html_report(tmp_path / "r.html", t, small, fake, schema, details=details).read_text()
-    assert "Read with care.</b> evaluate: only 20 training rows (fewer than 40)" in page
+    # on the page as a sentence of it, without the warning's "evaluate:" prefix
+    assert "Read with care.</b> Only 20 training rows (fewer than 40)" in page
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # 120 training rows: no caveat
         assert evaluate(train, fake, schema=schema, metrics=["tvd_2way"], baselines=False,

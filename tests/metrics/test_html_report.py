@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from synthzoo.core.schema import Column, Schema
-from synthzoo.metrics.html import _column_figures, _compact, _table, _verdict
+from synthzoo.metrics.html import (_caveat_text, _column_figures, _column_plots, _compact, _table, _verdict,
+                                   write_html_report)
 
 
 def _figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict:
@@ -141,6 +142,52 @@ def test_legends_sit_above_the_plot_not_over_its_bars(columns):
     real, synth, schema = columns
     for name, f in _figures(real, synth, schema).items():
         assert f["legend_box"].y0 >= f["axes_box"].y1 - 1, name  # over the axes' top edge, where no bar is drawn
+
+
+def test_the_report_page_fits_800_px_and_says_what_the_colours_are(columns, tmp_path):
+    real, synth, schema = columns
+    table = pd.DataFrame([
+        {"metric": "tvd_2way", "group": "fidelity", "value": 0.1, "HALF": 0.05, "INDEPENDENT": 0.3, "SELF": 0.0,
+         "better": "lower", "description": "d"},
+        {"metric": "dcr_risk", "group": "privacy", "value": 0.02, "ci_low": np.nan, "ci_high": np.nan, "HALF": 0.0,
+         "INDEPENDENT": 0.0, "SELF": 1.0, "better": "lower", "description": "d"}])
+    text = write_html_report(tmp_path / "r.html", table, real, synth, schema).read_text()
+    # wide plots shrink to the window (the heatmap's colour bar was cut off at 800 px) ...
+    assert re.search(r"img\{[^}]*max-width:100%", text)
+    # ... two column plots a row below 1000 px (one a row left half the page blank at 800 px) ...
+    assert re.search(r"@media \(max-width:1000px\)\{\.grid figure\{width:calc\(50% - 5px\)\}\}", text)
+    # ... and every metric table scrolls inside its own box instead of running off the page
+    assert text.count("<table>") == text.count("<div class='scroll'><table>") == 2
+    assert re.search(r"\.scroll\{[^}]*overflow-x:auto", text)
+    # in the box the description column was squeezed to a word a line, cut at the box's edge: the
+    # reading and description columns keep a width, and the box scrolls sideways past them
+    assert re.search(r"td\.reading\{min-width:\d+em\}", text) and re.search(r"td\.desc\{min-width:\d+em\}", text)
+    assert text.count("<td class='muted desc'>") == 2 and text.count("<td class='reading'>") == 2
+    # the heading said "real filled, synthetic outlined", but categories are side-by-side filled bars
+    assert "real filled, synthetic outlined" not in text
+    assert "Real rows in blue, synthetic in orange" in text
+    assert " -- " not in text  # the top box's dashes are typographic
+    # the zero-inflated column's caption is on the page
+    assert re.search(r"<figcaption>= 0: real 9\d%, synthetic 9\d% \(not drawn\)", text)
+    assert all(len(p) == 3 for p in _column_plots(real.head(50), synth.head(50), schema))
+
+
+def test_caveats_box_reads_as_a_sentence_of_the_page(tmp_path):
+    from synthzoo.datasets import make_demo
+
+    df, schema = make_demo(60, seed=0)
+    table = pd.DataFrame([{"metric": "tvd_2way", "group": "fidelity", "value": 0.1, "HALF": 0.05,
+                           "INDEPENDENT": 0.3, "SELF": 0.0, "better": "lower", "description": "d"}])
+    caveat = ("evaluate: only 30 training rows (fewer than 40): each is 3.33 % of every membership rate and AUC; "
+              "the values are mostly noise")
+    text = write_html_report(tmp_path / "r.html", table, df.head(30), df.tail(30), schema,
+                             details={"caveats": [caveat]}).read_text()
+    # it read "Read with care. evaluate: only 30 training rows ... noise" (a warning's prefix, no full stop)
+    assert "<b>Read with care.</b> Only 30 training rows (fewer than 40)" in text
+    assert "mostly noise.</p>" in text and "evaluate: only" not in text
+    # the box comes before the first metric table
+    assert text.index("Read with care") < text.index("<table>")
+    assert _caveat_text("a holdout of 12 rows.") == "A holdout of 12 rows."
 
 
 def _privacy(**row):
