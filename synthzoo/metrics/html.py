@@ -107,8 +107,10 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     if hi <= lo:
         lo, hi = float(both.min()), float(both.max()) + (1 if both.max() == both.min() else 0)
     log = not is_date and lo > 0 and hi / lo > 100
+    # bins as the rows allow: 40 bins over 30 rows drew a comb of single rows (2 sqrt(n), 10 to 40)
+    nb = int(np.clip(np.ceil(2 * np.sqrt(min(r.size, s.size) if s.size else r.size)), 10, 40))
     if log:
-        edges = np.geomspace(lo, hi, 41)
+        edges = np.geomspace(lo, hi, nb + 1)
         ax.set_xscale("log")
     elif whole(both) and hi - lo <= 80:
         # one bar per integer (also for integer-valued columns not declared so): no empty comb bins
@@ -116,10 +118,10 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     elif whole(both):
         # whole numbers over a wider range: bins of a whole number of values each, so that no bin holds
         # one value more than its neighbours (a comb of alternate heights that was not in the data)
-        w = np.ceil((hi - lo) / 40)
+        w = np.ceil((hi - lo) / nb)
         edges = np.arange(np.floor(lo) - 0.5, np.ceil(hi) + w, w)
     else:
-        edges = np.linspace(lo, hi, 41)
+        edges = np.linspace(lo, hi, nb + 1)
     out = float(np.mean((both < edges[0]) | (both > edges[-1])))
     if out > 0:
         a, b = (edges[0] + 0.5, edges[-1] - 0.5) if whole(both) and not log else (edges[0], edges[-1])

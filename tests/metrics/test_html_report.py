@@ -113,6 +113,16 @@ def test_whole_numbers_over_a_wide_range_get_bins_of_whole_values(columns):
     assert all(float(p.get_x() - 0.5).is_integer() for p in filled)  # edges between integers
 
 
+def test_a_small_table_gets_few_wide_bins(columns):
+    # 40 bins over a 30-row table drew a comb of single rows (signup_date, income of make_demo(30))
+    real, synth, schema = columns
+    figs = _figures(real.head(30), synth.head(30), schema)
+    for name in ("income", "signup"):
+        filled = [p for p in figs[name]["bars"] if p.get_fill()]
+        assert 10 <= len(filled) <= 11, (name, len(filled))  # 2 sqrt(30) = 11
+    assert len([p for p in _figures(real, synth, schema)["income"]["bars"] if p.get_fill()]) == 40
+
+
 def test_extreme_values_are_left_out_and_counted_not_piled_into_the_end_bins(columns):
     real, synth, schema = columns
     real = real.copy()
