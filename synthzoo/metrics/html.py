@@ -462,13 +462,14 @@ def _caveat_text(c: str) -> str:
     return c if c.endswith((".", "!", "?")) else c + "."
 
 
-def _sections(table, details, risk) -> list[tuple[str, str]]:
+def _sections(table, details, risk, notes=None) -> list[tuple[str, str]]:
     out = [(g, g) for g in ("fidelity", "utility", "privacy") if (table["group"] == g).any()]
     if (details or {}).get("mia") is not None:
         out.append(("mia", "membership attacks"))
     if risk is not None and len(risk):
         out.append(("risk", "risk response"))
-    return out + [("assoc", "associations"), ("columns", "columns")]
+    # the notes (the evaluation's times) had no link: a reader of the list never learnt they were there
+    return out + [("assoc", "associations"), ("columns", "columns")] + ([("notes", "notes")] if notes else [])
 
 
 #: the columns of evaluate's frame the report reads
@@ -528,7 +529,7 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
              *(f"<p class='note'><b>Read with care.</b> {html.escape(_caveat_text(c))}</p>"
                for c in (details or {}).get("caveats", [])),
              "<p class='muted'>Sections: " + " &middot; ".join(
-                 f"<a href='#{k}'>{v}</a>" for k, v in _sections(table, details, risk)) + "</p>"]
+                 f"<a href='#{k}'>{v}</a>" for k, v in _sections(table, details, risk, notes)) + "</p>"]
     for group in ("fidelity", "utility", "privacy"):
         sub = table[table["group"] == group]
         if sub.empty:

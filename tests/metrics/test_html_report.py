@@ -255,3 +255,18 @@ def test_small_table_values_read_in_decimals():
     from synthzoo.metrics.html import _fmt
     assert _fmt(-0.0005) == "-0.0005" and _fmt(0.0) == "0" and _fmt(3e-6) == "3.00e-06"
     assert _fmt(89534.9489) == "89,535" and _fmt(-120800.04) == "-120,800" and _fmt(0.4452) == "0.4452"
+
+
+def test_the_notes_are_linked_from_the_sections_line(tmp_path):
+    from synthzoo.datasets import make_demo
+    from synthzoo.metrics.html import timing_notes
+
+    df, schema = make_demo(60, seed=0)
+    table = pd.DataFrame([{"metric": "tvd_2way", "group": "fidelity", "value": 0.1, "HALF": 0.05,
+                           "INDEPENDENT": 0.3, "SELF": 0.0, "better": "lower", "description": "d"}])
+    notes = timing_notes({"synthetic": 3.0, "HALF": 2.0}, wall=4.0)
+    text = write_html_report(tmp_path / "r.html", table, df.head(30), df.tail(30), schema, notes=notes).read_text()
+    sections = re.search(r"Sections: (.*?)</p>", text).group(1)
+    assert "<a href='#notes'>notes</a>" in sections and "<h2 id='notes'>" in text
+    assert "time (synthetic, summed over its units)</b>: 3.0 s" in text
+    assert "#notes" not in write_html_report(tmp_path / "s.html", table, df.head(30), df.tail(30), schema).read_text()
