@@ -53,7 +53,7 @@ def _compact(x: float) -> str:
     return f"{x:.3g}" if ax >= 1e-3 or x == 0 else f"{x:.0e}"
 
 
-def _date_axis(ax, col, lo: float, hi: float) -> None:
+def _date_axis(ax, lo: float, hi: float) -> None:
     """A datetime column's axis in dates, not its epoch seconds (signup_date read "1.50 ... 1.70 1e9")."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
     span = hi - lo
@@ -149,7 +149,7 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
         note.append(f"the bar {span} is cut off at the top: real {hr[k]:.0%}, synthetic {hs[k]:.0%}")
     ax.set_ylabel("share of rows" if spike is None else f"share of the rows != {show(spike)}", fontsize=7)
     if is_date:
-        _date_axis(ax, col, edges[0], edges[-1])
+        _date_axis(ax, edges[0], edges[-1])
     elif log:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))

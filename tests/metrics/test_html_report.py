@@ -34,7 +34,6 @@ def _figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict:
 def columns():
     """adult-like columns: capital-gain (91 % zeros, the rest spread over 100 to 100,000), a 1-5
     rating whose mode holds half the rows, an income in the hundreds of thousands, a signup date."""
-    rng = np.random.default_rng(0)
     n = 2000
 
     def draw(seed):
@@ -54,7 +53,6 @@ def columns():
                      Column("signup", "datetime", lower="2017-01-01", upper="2024-12-31"),
                      Column("hours", "numerical", lower=1, upper=99, integer=True),
                      Column("edu", "numerical", lower=1, upper=16, integer=True)])
-    del rng
     return draw(1), draw(2), schema
 
 
