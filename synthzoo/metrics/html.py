@@ -511,6 +511,8 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
              "max-width:1100px}.scroll{overflow-x:auto;max-width:100%}td.reading{min-width:10em}"
              # no column squeezed to a word a line: the box scrolls sideways instead (800 px)
              "td.desc{min-width:18em}"
+             # the R mark raised its cell's first line below its neighbours' (dcr_risk sat lower than its value)
+             "sup{line-height:0}"
              # a plot wider than the window (the heatmap at 800 px) shrinks to it instead of being cut off
              "img{max-width:100%;height:auto}"
              # below 1000 px two column plots a row, shrunk to fit, not one a row beside a blank half page

@@ -171,6 +171,7 @@ def test_the_report_page_fits_800_px_and_says_what_the_colours_are(columns, tmp_
     # reading and description columns keep a width, and the box scrolls sideways past them
     assert re.search(r"td\.reading\{min-width:\d+em\}", text) and re.search(r"td\.desc\{min-width:\d+em\}", text)
     assert text.count("<td class='muted desc'>") == 2 and text.count("<td class='reading'>") == 2
+    assert "sup{line-height:0}" in text  # the R mark does not push its metric's name below the row's numbers
     # the heading said "real filled, synthetic outlined", but categories are side-by-side filled bars
     assert "real filled, synthetic outlined" not in text
     assert "Real rows in blue, synthetic in orange" in text
