@@ -7,6 +7,7 @@ import codecs
 import contextlib
 import difflib
 import json
+import math
 import os
 import re
 import sys
@@ -695,6 +696,18 @@ def _grid_summary(res) -> str:
     return line
 
 
+def _busy_seconds(intervals) -> float:
+    """The seconds covered by any of the ``(start, end)`` intervals: a step's wall time while some unit of it
+    ran.  From its first unit's start it counted the other steps' units its later ones queued behind (hmeq's ML
+    metrics read "268.3s wall; 12.4s summed over its 4 units")."""
+    total, reach = 0.0, -math.inf
+    for a, b in sorted(intervals):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
+
+
 def _eval_steps(names: list[str]) -> list[list[str]]:
     """Metrics in the steps ``eval`` reports progress on: the ML metrics together (one set of
     models serves them all) and the privacy attacks together (they share their distances); every
@@ -785,9 +798,9 @@ def cmd_eval(a) -> int:
     step_of = {m: i for i, step in enumerate(steps) for m in step}
     live = sys.stderr.isatty()
     bar = progress_bar(None, total=1, desc="eval", enabled=live) if live else None  # tqdm, updated by hand
-    # per step: its units' seconds summed, how many, and when the first began: the units of a step run side
-    # by side (tables, parts), so the sum is no time the user waited (it printed 256.9 s inside a 224 s run)
-    seconds, units, began = [0.0] * len(steps), [0] * len(steps), [None] * len(steps)
+    # per step: its units' seconds summed, how many, and when each ran: the units of a step run side by side
+    # (tables, parts), so the sum is no time the user waited (it printed 256.9 s inside a 224 s run)
+    seconds, units, ran = [0.0] * len(steps), [0] * len(steps), [[] for _ in steps]
     finished, reported = set(), set()
     start = last = time.perf_counter()
 
@@ -797,14 +810,14 @@ def cmd_eval(a) -> int:
     def progress(unit, table, dt, complete, done, total):
         # one evaluate call runs every metric on the release and its baselines side by side, the
         # longest first; a step is reported when its metrics are done on every table, with the wall
-        # time from its first unit's start (and its units' seconds summed, where it has several), and a
+        # time while any of its units ran (and its units' seconds summed, where it has several), and a
         # count of the units done at least every 30 s
         nonlocal last
         now = time.perf_counter()
         i = step_of[unit[0]]
         seconds[i] += dt
         units[i] += 1
-        began[i] = min(now - dt, began[i] if began[i] is not None else now)
+        ran[i].append((now - dt, now))
         finished.update(complete)
         lines = []
         for i, step in enumerate(steps):
@@ -812,7 +825,7 @@ def cmd_eval(a) -> int:
                 reported.add(i)
                 summed = (f"; {seconds[i]:.1f}s summed over its {units[i]} units, which ran side by side"
                           if units[i] > 1 else "")
-                lines.append(f"{label(step)} ({now - began[i]:.1f}s wall{summed})")
+                lines.append(f"{label(step)} ({_busy_seconds(ran[i]):.1f}s wall{summed})")
         if not lines and now - last >= 30 and done < total:
             lines.append(f"{done} of {total} units done ({now - start:.0f}s)")
         if not live:

@@ -482,6 +482,16 @@ def test_eval_progress_gives_a_steps_wall_time_not_its_units_summed(demo_files, 
     assert "time (synthetic, summed over its units)" in (tmp_path / "r.html").read_text()
 
 
+def test_eval_progress_wall_time_counts_only_while_the_steps_units_ran():
+    # hmeq's ML metrics read "268.3s wall; 12.4s summed over its 4 units": two units ran at the start, two
+    # queued behind the Wasserstein units, and the wall time ran from the first start to the last end
+    from synthzoo.cli import _busy_seconds
+
+    assert _busy_seconds([(0, 3), (0.5, 3), (250, 253), (255, 258)]) == pytest.approx(9)
+    assert _busy_seconds([(0, 2), (1, 4), (3, 5)]) == pytest.approx(5)
+    assert _busy_seconds([(2, 3)]) == pytest.approx(1) and _busy_seconds([]) == 0
+
+
 def test_eval_unknown_metric_is_a_clear_error(demo_files, tmp_path, capsys):
     d, df, _ = demo_files
     assert main(["eval", str(d / "data.csv"), str(d / "data.csv"), "--metrics", "tvd_9way",
