@@ -67,6 +67,11 @@ def check_tz(tz, name: str) -> str | None:
     if not isinstance(tz, str) or not tz:
         raise SchemaError(f"column {name!r}: \"tz\" must be a time zone name such as \"UTC\" or \"Europe/Paris\", "
                           f"got {tz!r}")
+    if re.fullmatch(r"(UTC)?[+-]\d{2}:?\d{2}:?\d{2}(\.\d+)?", tz.strip()):
+        # pandas keeps a fixed offset in whole minutes: "+00:19:32" would read and write every value 32 s off
+        raise SchemaError(f"column {name!r}: \"tz\" {tz!r} is an offset with seconds, which pandas cuts to whole "
+                          "minutes; declare the zone's IANA name (e.g. \"Europe/Amsterdam\" for +00:19:32 before "
+                          "1937, \"Asia/Kolkata\" for +05:21:10 before 1906) or \"UTC\"")
     try:
         pd.Timestamp("2000-01-01").tz_localize(tz)
     except Exception:  # noqa: BLE001 - pandas raises several types for unknown zones
@@ -227,6 +232,8 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
         raise SchemaError(f"column {name!r}: holds numbers ({ex}, dtype {s.dtype}), not dates or times; give "
                           "them as text such as 2020-01-31 or 2020-01-31 14:05:00, or as datetime values")
     kw = {"format": fmt} if fmt is not None else {"format": "ISO8601"}
+    if fmt is None:
+        s = utc_for_second_offsets(s)
     mixed = False
     quiet_parsing_advice()  # pandas' parsing advice names arguments synthzoo users cannot pass
     try:
@@ -261,6 +268,37 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
     elif warn:
         _warn_zone_dropped(ts, name, tz)
     return _wall_seconds(ts, tz)
+
+
+#: ISO text ending in a UTC offset with seconds, as Python and pandas' ``to_csv`` write a zone's local mean time
+#: (Europe/Amsterdam until 1937: ``+00:19:32``; Asia/Kolkata until 1906: ``+05:21:10``): the time, then the offset.
+_SECONDS_OFFSET = re.compile(r"^\s*(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)"
+                             r"([+-])(\d{2}):?(\d{2}):?(\d{2}(?:\.\d+)?)\s*$")
+
+
+def utc_for_second_offsets(s: pd.Series) -> pd.Series:
+    """``s`` with each ISO text whose UTC offset has seconds (``1900-01-01 10:00:00+00:19:32``) rewritten as
+    the same instant in UTC (``1900-01-01T09:40:28+00:00``): pandas' ISO parser refuses such offsets, so a
+    tz-aware column that ``to_csv`` wrote in a zone's local mean time did not read back.  The rest of the
+    values are left as they are (and go on to the usual parse, which converts mixed offsets)."""
+    is_text = np.array([isinstance(x, str) for x in s], dtype=bool)
+    if not is_text.any():
+        return s
+    parts = s[is_text].str.extract(_SECONDS_OFFSET)
+    hit = parts[0].notna()
+    if not hit.any():
+        return s
+    parts = parts[hit]
+    wall = pd.to_datetime(parts[0], format="ISO8601", errors="coerce")
+    sign = np.where(parts[1] == "-", -1.0, 1.0)
+    offset = sign * (parts[2].astype(float) * 3600 + parts[3].astype(float) * 60 + parts[4].astype(float))
+    utc = wall - pd.to_timedelta(np.round(offset.to_numpy() * 1e6).astype(np.int64), unit="us")
+    ok = utc.notna().to_numpy()  # text that does not parse stays as it was, for the usual error to show it
+    arr = utc[ok].to_numpy()
+    text = np.char.add(np.datetime_as_string(arr, unit=np.datetime_data(arr.dtype)[0]).astype(object), "+00:00")
+    out = s.astype(object).copy()
+    out[parts.index[ok]] = text
+    return out
 
 
 def _warn_zone_dropped(ts: pd.Series, name: str, tz: str | None) -> None:
@@ -348,10 +386,15 @@ def to_text(ts: pd.Series, resolution: str, fmt: str | None = None) -> pd.Series
             elif resolution == "nanosecond":
                 text = text + t.dt.nanosecond.map(lambda x: f"{x:03d}")
             if getattr(t.dt, "tz", None) is not None:
-                off = t.dt.strftime("%z")
-                text = text + off.str[:3] + ":" + off.str[3:]
+                # %z writes +HHMM, and +HHMMSS for an offset with seconds (a zone's local mean time before ~1900)
+                off = t.dt.strftime("%z").str.replace(r"^([+-]\d{2})(\d{2})(\d{2})?", _colon_offset, regex=True)
+                text = text + off
         out[~na] = text.to_numpy(dtype=object)
     return pd.Series(out)
+
+
+def _colon_offset(m) -> str:
+    return f"{m[1]}:{m[2]}" + (f":{m[3]}" if m[3] else "")
 
 
 def show(seconds: float, resolution: str, tz: str | None = None) -> str:

@@ -837,7 +837,7 @@ class Schema:
 def _zone_aware(s: pd.Series) -> bool:
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return getattr(s.dt, "tz", None) is not None
-    return bool(s.dropna().astype(str).str.contains(r"(?:Z|[+-]\d\d:?\d\d)$", regex=True).any())
+    return bool(s.dropna().astype(str).str.contains(r"(?:Z|[+-]\d\d:?\d\d(?::?\d\d)?)$", regex=True).any())
 
 
 def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
@@ -857,7 +857,8 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
             zones = set(offsets.str.replace("Z", "+00:00").str.replace(r"^([+-]\d{2})(\d{2})$", r"\1:\2",
                                                                           regex=True))
             tz = zones.pop() if len(zones) == 1 else "UTC"
-            tz = "UTC" if tz in ("+00:00", "-00:00") else tz
+            # pandas keeps a fixed offset in whole minutes (+00:19:32 became +00:19): one with seconds is read as UTC
+            tz = "UTC" if tz in ("+00:00", "-00:00") or len(tz) > 6 else tz
     v = dtm.to_seconds(s, name, tz=tz, fmt=fmt)
     ok = v[~np.isnan(v)]
     if ok.size == 0:
@@ -900,7 +901,8 @@ def _decimals(v: pd.Series, most: int = 6, dtype=None) -> int | None:
 
 
 #: A UTC offset at the end of ISO text (``+01:00``, ``-0500``, ``Z``).
-_OFFSET = r"\d(Z|[+-]\d{2}:?\d{2})$"
+#: A UTC offset at the end of ISO text; with seconds where to_csv writes a zone's local mean time (+00:19:32).
+_OFFSET = r"\d(Z|[+-]\d{2}:?\d{2}(?::?\d{2}(?:\.\d+)?)?)$"
 
 #: ISO layouts with a 'T' separator that Schema.infer keeps as the column's "format".
 _T_LAYOUTS = ((r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", "%Y-%m-%dT%H:%M:%S"),
@@ -1002,7 +1004,7 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
     return "categorical"
 
 
-_ISO = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?")
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2}(:?\d{2})?)?")
 
 
 #: Most bytes a schema file may hold (a schema of thousands of columns is a few MB): a device such as
@@ -1099,7 +1101,7 @@ def _iso_text(s: pd.Series) -> bool:
     if len(v) == 0 or not all(isinstance(x, str) and _ISO.fullmatch(x) for x in v):
         return False
     quiet_parsing_advice()
-    parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
+    parsed = pd.to_datetime(dtm.utc_for_second_offsets(v), format="ISO8601", errors="coerce", utc=True)
     return bool(parsed.notna().all())
 
 
@@ -1110,7 +1112,8 @@ def _not_iso_dates(values: list) -> list:
     if not iso:
         return []
     quiet_parsing_advice()
-    parsed = pd.to_datetime(pd.Series(iso, dtype=object), format="ISO8601", errors="coerce", utc=True)
+    parsed = pd.to_datetime(dtm.utc_for_second_offsets(pd.Series(iso, dtype=object)), format="ISO8601",
+                            errors="coerce", utc=True)
     ok = set(np.asarray(iso, dtype=object)[parsed.notna().to_numpy()])
     return [v for v in values if v not in ok] if ok else []
 

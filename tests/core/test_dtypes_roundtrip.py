@@ -129,3 +129,40 @@ def test_a_month_or_year_resolution_is_refused_with_the_format_that_does_it(reso
     values = pd.Series(pd.date_range("1980-01-01", "2000-12-31", freq="MS")).dt.strftime(fmt)
     fake = _fit(Schema([col]), pd.DataFrame({"m": values}), epsilon=1.0).sample(100, seed=1)
     assert fake["m"].str.fullmatch(r"\d{4}-\d{2}" if fmt == "%Y-%m" else r"\d{4}").all()
+
+
+@pytest.mark.parametrize("zone, lmt", [("Europe/Amsterdam", "+00:19:32"), ("Asia/Kolkata", "+05:21:10")])
+def test_offsets_with_seconds_that_to_csv_writes_read_back(zone, lmt, tmp_path):
+    # a zone's local mean time before ~1900 is an offset with seconds, which to_csv writes ("+00:19:32") and
+    # pandas' ISO parser refuses: such a column did not read back ("values that are not datetimes")
+    from synthzoo.core import datetimes as dtm
+
+    t = (_days("1890-01-01", days=25_000) + pd.to_timedelta(np.arange(N) % 1440, unit="min")).dt.as_unit("us")
+    aware = t.dt.tz_localize(zone, ambiguous="NaT", nonexistent="NaT").dropna().reset_index(drop=True)
+    df = pd.DataFrame({"t": aware})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    text = pd.read_csv(tmp_path / "t.csv")["t"]
+    assert text.str.endswith(lmt).any() and not text.str.endswith(lmt).all()
+    for tz in (zone, "UTC"):
+        np.testing.assert_array_equal(dtm.to_seconds(text, "t", tz=tz), dtm.to_seconds(aware, "t", tz=tz))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inferred = Schema.infer(pd.DataFrame({"t": text}))["t"]  # several offsets: UTC, so the output keeps one
+    assert inferred.tz == "UTC" and inferred.lower == dtm.to_seconds(aware, "t", tz="UTC").min()
+    written = dtm.to_text(aware, "minute")  # synthzoo's own text: the offset with seconds (was "+00:1932")
+    assert written.str.endswith(lmt).any() and (dtm.to_seconds(written, "t", tz=zone) == dtm.to_seconds(aware, "t",
+                                                                                                        tz=zone)).all()
+    # through the command line, as text in the zone
+    schema = Schema.from_dict({"columns": {"t": {"type": "datetime", "lower": "1890-01-01", "upper": "1960-01-01",
+                                                 "resolution": "minute", "tz": zone, "dtype": "string"}}})
+    fake = cli_fit_and_sample(df, schema, tmp_path, 300)["t"]
+    assert fake.str.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:00)?[+-]\d{2}:\d{2}(:\d{2})?").all()
+    assert (fake.str.endswith(lmt) == (pd.to_datetime(fake.str[:10]) < pd.Timestamp("1900-01-01"))).mean() > 0
+    back = dtm.to_seconds(fake, "t", tz=zone)
+    schema.validate(pd.DataFrame({"t": dtm.from_seconds(back, "minute", zone, -1e12, 1e12, unit="us")}))
+
+
+def test_a_tz_given_as_an_offset_with_seconds_is_refused_with_the_zone_to_declare():
+    with pytest.raises(SchemaError, match=r"column 't': \"tz\" '\+00:19:32' is an offset with seconds, which pandas "
+                                          r"cuts to whole minutes; declare the zone's IANA name"):
+        Column("t", "datetime", lower="1900-01-01", upper="1901-01-01", tz="+00:19:32")
