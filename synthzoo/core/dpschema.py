@@ -612,19 +612,40 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
     return {"type": kind}, ""
 
 
-def kinds_from_dtypes(df: pd.DataFrame) -> dict[str, str]:
+def _datetime_dtype_spec(dtype) -> dict:
+    """The ``"dtype"`` and ``"tz"`` keys of a column description that keep a pandas datetime dtype's unit and
+    zone (``datetime64[us, Europe/Paris]`` -> ``{"dtype": "datetime64[us]", "tz": "Europe/Paris"}``), as
+    :meth:`Schema.infer` records them: nothing for the default nanoseconds without a zone.  Read from the
+    dtype alone, never from a value."""
+    tz = getattr(dtype, "tz", None)
+    unit = dtype.unit if isinstance(dtype, pd.DatetimeTZDtype) else np.datetime_data(np.dtype(dtype))[0]
+    return {**({"dtype": f"datetime64[{unit}]"} if unit != "ns" else {}), **({"tz": str(tz)} if tz is not None else {})}
+
+
+def _dtype_kind(dtype) -> str | dict:
+    """:func:`kind_from_dtype`, with a datetime dtype's unit and zone (:func:`_datetime_dtype_spec`) where it has
+    them, as a partial description."""
+    kind = kind_from_dtype(dtype)
+    spec = _datetime_dtype_spec(dtype) if kind == "datetime" else {}
+    return {"type": kind, **spec} if spec else kind
+
+
+def kinds_from_dtypes(df: pd.DataFrame) -> dict[str, str | dict]:
     """The kind each column's dtype suggests (:func:`kind_from_dtype`), as a ``kinds`` mapping for
-    :func:`dp_schema`.
+    :func:`dp_schema`; a datetime column whose dtype has a unit other than nanoseconds or a time zone gets
+    a partial description that keeps them (``{"type": "datetime", "dtype": "datetime64[us]", "tz":
+    "Europe/Paris"}``), so that the release is sampled in the frame's own dtype.
 
     A private ``dp_schema`` does not read kinds from the frame: a dtype is a function of the rows
     wherever a reader infers it (``read_csv`` makes a numeric column text when one record holds
-    text), so a kind taken from it would tell neighbouring tables apart whatever the noise.
-    Passing ``kinds=kinds_from_dtypes(df)`` declares the frame's dtypes public -- right where you
-    set them yourself (``astype``, a typed source), not where a reader guessed them from the values.
+    text; ``to_datetime`` picks the unit and zone from the text), so a kind taken from it would tell
+    neighbouring tables apart whatever the noise.  Passing ``kinds=kinds_from_dtypes(df)`` declares the
+    frame's dtypes public -- right where you set them yourself (``astype``, ``tz_localize``, a typed
+    source), not where a reader guessed them from the values.
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"kinds_from_dtypes expects a pandas DataFrame, got {type(df).__name__}")
-    return {str(c): kind_from_dtype(df[c].dtype) for c in df.columns}
+    return {str(c): _dtype_kind(df[c].dtype) for c in df.columns}
 
 
 def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, epsilon=_EPS_DEFAULT,
@@ -727,7 +748,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     private = ledger.private if isinstance(ledger, PrivacyLedger) else (
         (epsilon.value if isinstance(epsilon, _Default) else epsilon) is not None)
     for c in cols:
-        specs.setdefault(c, {"type": kind_from_dtype(df[c].dtype)})
+        kind = _dtype_kind(df[c].dtype)  # a private run refuses an undeclared column below, before any charge
+        specs.setdefault(c, dict(kind) if isinstance(kind, dict) else {"type": kind})
     for c in integers:
         if c in specs and specs[c]["type"] != "numerical":
             raise SchemaError(f"integers names column {c!r}, whose kind is {specs[c]['type']!r}, not numerical")

@@ -491,6 +491,30 @@ def test_kinds_from_dtypes():
     assert kind_from_dtype(pd.Series(pd.to_datetime(["2020-01-01"])).dtype) == "datetime"
 
 
+def test_kinds_from_dtypes_keeps_a_datetime_columns_unit_and_zone_through_fit_and_sample():
+    # the dtype's unit and zone are the frame's type, which kinds_from_dtypes declares public: it said only
+    # "datetime", so a release of datetime64[us, Europe/Paris] (or pandas 3's [us]) came back as UTC nanoseconds
+    import synthzoo as sz
+
+    rng = np.random.default_rng(0)
+    t = pd.Series(pd.Timestamp("2020-01-01 12:00") + pd.to_timedelta(rng.integers(0, 700, 600), unit="D"))
+    df = pd.DataFrame({"paris": t.dt.as_unit("us").dt.tz_localize("Europe/Paris"), "s": t.dt.as_unit("s"),
+                       "ms": t.dt.as_unit("ms"), "ns": t.dt.as_unit("ns"), "x": rng.choice(["a", "b"], 600)})
+    kinds = kinds_from_dtypes(df)
+    assert kinds == {"paris": {"type": "datetime", "dtype": "datetime64[us]", "tz": "Europe/Paris"},
+                     "s": {"type": "datetime", "dtype": "datetime64[s]"},
+                     "ms": {"type": "datetime", "dtype": "datetime64[ms]"}, "ns": "datetime", "x": "categorical"}
+    kinds = {c: {"type": k} if isinstance(k, str) else k for c, k in kinds.items()}
+    kinds = {c: {**k, "resolution": "hour"} if k["type"] == "datetime" else k for c, k in kinds.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema, ledger = dp_schema(df, kinds, epsilon=1.0, delta=1e-6)
+        fake = sz.Synthesizer(select="mst", model="pgm", epsilon=1.0, delta=1e-5, schema=schema,
+                              schema_ledger=ledger, seed=0).fit(conform(df, schema)).sample(100, seed=1)
+    assert dict(fake.dtypes) == dict(df.dtypes)
+    assert Schema.from_dict(schema.to_dict())["paris"].output_dtype == df["paris"].dtype  # saved with the schema
+
+
 # ------------------------------------------------------------------------------------ ledger: additive delta
 def test_ledger_reserved_delta_plans_rho_at_the_remaining_delta():
     plain = PrivacyLedger(1.0, 1e-6)
