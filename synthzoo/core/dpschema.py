@@ -10,11 +10,11 @@ the private alternative; every access goes through a :class:`PrivacyLedger`.
   outermost buckets whose noisy count clears a threshold.  This is the construction of
   Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo, Gipson, "Differentially Private SQL with
   Bounded User Contribution", PoPETs 2020 (its ``ApproxBounds``).  Datetimes use blocks of years
-  over a public span of history instead (powers of two of epoch seconds centre on 1970 and cut
-  earlier birth dates).  Both are coarse, so a second noisy histogram over uniform sub-buckets
-  of the first answer refines it (how many sub-buckets is read from the first release, so
-  that sparse data is not cut finer than the noise allows); choosing the second grid from the
-  first release is adaptive composition, and both histograms are charged.
+  instead, 16 over 1700-2260 and doubling in length beyond, to what the column's unit holds (powers
+  of two of epoch seconds centre on 1970 and cut earlier birth dates).  Both are coarse, so a second
+  noisy histogram over uniform sub-buckets of the first answer refines it (how many sub-buckets is
+  read from the first release, so that sparse data is not cut finer than the noise allows); choosing
+  the second grid from the first release is adaptive composition, and both histograms are charged.
 * **Categories** — the set of values is itself private.  DP partition selection with the
   Gaussian mechanism (Desfontaines, Voss, Gipson, Mandayam, "Differentially private partition
   selection", PoPETs 2022; Wilson et al. 2020, Sec. 3): discrete Gaussian noise on the counts
@@ -56,7 +56,7 @@ from .errors import BudgetExceededError, ConfigError, SchemaError
 from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussian_sigma, privacy_warnings
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
-from .datetimes import RESOLUTIONS, resolution_of_bound
+from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
                      check_unique_columns, date_layout, is_integer_dtype_name, nullable_dtype_name,
                      numeric_values, unsupported_numbers)
@@ -195,10 +195,36 @@ def _other_sign(zero: int, inner: int, lo2: int, step: int, K: int) -> list[tupl
         first = last + 1
     return out
 
-#: The public span of history datetime bounds are measured in (and clipped to), and its block length.
+#: The span of history nearly every date in a table falls in, cut into blocks of DATETIME_BLOCK_YEARS years;
+#: beyond it the blocks double in length (:func:`_block_starts`) out to what the column's unit holds.
 DATETIME_SPAN = ("1700-01-01", "2260-01-01")
 DATETIME_BLOCK_YEARS = 16
 _YEAR = 365.2425 * 86_400.0
+
+
+def _block_starts() -> np.ndarray:
+    """Starts of the datetime blocks, increasing (wall-clock epoch seconds of January 1sts): every
+    :data:`DATETIME_BLOCK_YEARS` years over :data:`DATETIME_SPAN`, then blocks that double in length outwards
+    (32, 64, 128, ... years) to the year 1 and past 9999, where the column's unit holds them.  Equal blocks over
+    the years 1 to 9999 would be 625 where these are 49, and each bucket's threshold grows with their number: at
+    the COMPAS-like table's rho per datetime column (epsilon 0.1), 20,000 births over 1620-1900 found no range
+    in 60 of 300 draws on equal blocks and in none on these, 20,000 over 1000-1500 in 276 against none.  Far
+    from the common span a block's length is relative precision, as the powers of two of numbers are."""
+    f0, f1 = (int(x[:4]) for x in DATETIME_SPAN)
+    years = list(range(f0, f1, DATETIME_BLOCK_YEARS))
+    w, y = 2 * DATETIME_BLOCK_YEARS, f0
+    while y > 1:
+        y, w = max(y - w, 1), 2 * w
+        years.insert(0, y)
+    w, y = 2 * DATETIME_BLOCK_YEARS, f1
+    while y <= 9999:
+        years.append(y)
+        y, w = y + w, 2 * w
+    return (np.array(years) - 1970).astype("datetime64[Y]").astype("datetime64[s]").astype(np.int64).astype(float)
+
+
+_BLOCK_STARTS = _block_starts()
+_FINE = tuple(_BLOCK_STARTS[np.searchsorted(_BLOCK_STARTS, _to_epoch_seconds(pd.Series(list(DATETIME_SPAN)), "span"))])
 
 
 @dataclass
@@ -234,19 +260,14 @@ class BoundsReport:
 def _grid(kind: str, integer: bool, log2_range, span):
     """Fixed, data-independent buckets: ``(edges (K, 2), index(v) -> bucket, log_scale)``.
 
-    Numbers: 0 and +-2^k buckets (integer columns need no buckets below 1).  Datetimes: blocks of
-    :data:`DATETIME_BLOCK_YEARS` years over a public span of history (values outside fall in the
-    outermost blocks), not powers of two of epoch seconds, whose buckets shrink towards 1970 and
-    cut a birth-date column into slivers."""
+    Numbers: 0 and +-2^k buckets (integer columns need no buckets below 1).  Datetimes: the blocks of
+    :func:`_block_starts` (:data:`DATETIME_BLOCK_YEARS` years over :data:`DATETIME_SPAN`, doubling beyond)
+    within the public ``span`` (values outside fall in the outermost blocks), not powers of two of epoch
+    seconds, whose buckets shrink towards 1970 and cut a birth-date column into slivers."""
     if kind == "datetime":
         lo, hi = span
-        y0 = pd.Timestamp(lo, unit="s").year
-        starts = [pd.Timestamp(year=y, month=1, day=1) for y in range(y0, pd.Timestamp(hi, unit="s").year + 1,
-                                                                       DATETIME_BLOCK_YEARS)]
-        left = np.array([(t - pd.Timestamp(0)).total_seconds() for t in starts])  # calendar year starts
-        left = left[(left >= lo) & (left < hi)]
-        if left.size == 0 or left[0] > lo:
-            left = np.r_[lo, left]
+        left = _BLOCK_STARTS[(_BLOCK_STARTS > lo) & (_BLOCK_STARTS < hi)]
+        left = np.r_[lo, left]
         edges = np.stack([left, np.r_[left[1:], hi]], axis=1)
         return edges, (lambda v: np.clip(np.searchsorted(left, v, side="right") - 1, 0, len(left) - 1)), False
     lo2, hi2 = int(log2_range[0]), int(log2_range[1])
@@ -267,8 +288,8 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     Two discrete Gaussian histograms, each of L2 sensitivity 1 (one record, one bucket):
 
     1. Over fixed, data-independent buckets (``0`` and ``+-2^k`` for numbers, Wilson et al., PoPETs
-       2020's ``ApproxBounds``; :data:`DATETIME_BLOCK_YEARS`-year blocks over a public span of
-       history for datetimes, ``kind="datetime"``), plus one bucket for missing values.  The *core*
+       2020's ``ApproxBounds``; for datetimes, ``kind="datetime"``, :data:`DATETIME_BLOCK_YEARS`-year blocks
+       over :data:`DATETIME_SPAN`, doubling in length beyond it), plus one bucket for missing values.  The *core*
        is the outermost buckets whose noisy count clears ``sigma * Phi^-1(1 - fp / K)`` (a stray
        far bucket would widen the range a millionfold, so a bucket apart from the run of the largest
        count must clear the bar of ``fp * _APART_FACTOR``).  It is then *walked* outwards through
@@ -288,8 +309,9 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     Choosing the second grid from the first release is adaptive composition; both are charged.
     ``rho`` defaults to all of ``budget.remaining``, ``refine_share`` of it to the second histogram.
     Integers (``integer=True``, a public fact) get integral bounds.  ``span`` (datetimes: public
-    wall-clock seconds) limits the result.  In a non-private run (``budget.private`` False) the exact
-    minimum and maximum are returned.  ``known_lower`` / ``known_upper`` are public bounds of one side
+    wall-clock seconds; default the years 1 to 9999 -- pass ``datetimes.unit_span("ns")[:2]`` for a
+    nanosecond column) limits the blocks and the result.  In a non-private run (``budget.private``
+    False) the exact minimum and maximum are returned.  ``known_lower`` / ``known_upper`` are public bounds of one side
     (a count is never negative): kept as given, and the measurement looks at the other side only
     (values beyond a known bound are counted at it).  With ``report=True`` returns ``(lower, upper,
     BoundsReport)``.
@@ -312,7 +334,7 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     if lo2 >= hi2:
         raise ConfigError(f"log2_range must be increasing, got {log2_range}")
     if kind == "datetime" and span is None:
-        span = tuple(_to_epoch_seconds(pd.Series(list(DATETIME_SPAN)), name))
+        span = unit_span("us")[:2]
     if known_lower is not None or known_upper is not None:
         v = np.clip(v, -np.inf if known_lower is None else known_lower, np.inf if known_upper is None else known_upper)
     rho = _rho(budget, rho)
@@ -496,7 +518,9 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     # the two noisy counts of missing values, inverse-variance weighted (post-processing)
     w1, w2 = 1.0 / sigma ** 2, 1.0 / sigma2 ** 2
     noisy_missing, sigma_missing = (w1 * noisy_missing + w2 * missing2) / (w1 + w2), (w1 + w2) ** -0.5
-    rep = BoundsReport(lo, hi, "log2 buckets" if log_scale else f"{DATETIME_BLOCK_YEARS}-year blocks", core, walked,
+    grid = "log2 buckets" if log_scale else f"{DATETIME_BLOCK_YEARS}-year blocks" + (
+        f" (doubling beyond {DATETIME_SPAN[0][:4]}-{DATETIME_SPAN[1][:4]})" if lo < _FINE[0] or hi > _FINE[1] else "")
+    rep = BoundsReport(lo, hi, grid, core, walked,
                        margin, hidden, (trim_l, trim_r), clipped, n_hat, noisy_missing, sigma_missing, rings)
     return (lo, hi, rep) if report else (lo, hi)
 
@@ -652,7 +676,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
               delta=_DELTA_DEFAULT, ledger: PrivacyLedger | None = None, noise_seed: int | None = None,
               max_categories: int = 100, known: Schema | None = None, *, share: float | None = None,
               selection_delta: float | None = None, other: str | None = OTHER, integers: Iterable[str] = (),
-              bounds_options: Mapping | None = None, datetime_span: tuple = DATETIME_SPAN,
+              bounds_options: Mapping | None = None, datetime_span: tuple | None = None,
               missing_z: float = 2.0) -> tuple[Schema, PrivacyLedger]:
     """A :class:`Schema` for ``df`` measured under differential privacy; the DP alternative to
     :meth:`Schema.infer`.  Returns ``(schema, ledger)``; :func:`dp_schema_report` says what was
@@ -673,9 +697,11 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
       ``"dtype": "string"`` ISO text).
     * Columns of ``known`` (a public, possibly partial Schema) are taken as they are, free.
     * Every column with something to measure costs an equal share of the budget: numerical /
-      datetime bounds by :func:`dp_bounds` (datetimes on blocks of years over the public
-      ``datetime_span``, never buckets centred on 1970), with a margin where the noise could hide a
-      tail, so that at a small budget bounds are wide rather than cut; categories by
+      datetime bounds by :func:`dp_bounds` (datetimes on blocks of years, 16 over 1700-2260 and doubling
+      beyond, never buckets centred on 1970, within what the column's declared ``dtype`` holds -- the
+      years 1677-2262 of the default nanoseconds, 1 to 9999 for ``"datetime64[us]"`` and other units or
+      ``"string"`` -- and the public ``datetime_span``, a pair of dates, if given), with a margin where
+      the noise could hide a tail, so that at a small budget bounds are wide rather than cut; categories by
       :func:`dp_categories` (Gaussian partition selection) plus the catch-all category ``other``
       (always added, so its presence says nothing; ``other=None`` omits it).
     * ``missing`` is declared only where DP evidence says so: the noisy count of missing values
@@ -788,9 +814,11 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                           f"{{{c!r}: {{'type': 'datetime', 'resolution': 'day'}}}} for dates)", UserWarning, stacklevel=2)
     free = {c: Column.from_spec(c, specs[c]) for c in cols if c not in todo}  # fully described: public, free
     n_sel = sum(specs[c]["type"] == "categorical" and "categories" not in specs[c] for c in todo)
-    span = tuple(_to_epoch_seconds(pd.Series(list(datetime_span)), "datetime_span"))
+    span = (-math.inf, math.inf) if datetime_span is None else tuple(
+        _to_epoch_seconds(pd.Series(list(datetime_span)), "datetime_span"))
     if not span[0] < span[1]:
         raise ConfigError(f"datetime_span must be increasing, got {datetime_span}")
+    spans = {c: _column_span(specs[c], span, c) for c in todo if specs[c]["type"] == "datetime"}  # before any charge
 
     own_ledger = ledger is None
     ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_sel, bool(todo),
@@ -868,7 +896,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                              "upper": spec.get("upper", spec.get("lower"))})
                 given = {k: getattr(probe, k) for k in given}
             lo, hi, brep = dp_bounds(vals, budget, share_of[c], integer=bool(spec.get("integer")), name=c, kind=kind,
-                                     span=span if kind == "datetime" else None, report=True,
+                                     span=spans.get(c), report=True,
                                      known_lower=given.get("lower"), known_upper=given.get("upper"), **opts)
             if kind == "numerical" and spec.get("dtype"):  # a declared width bounds the range (public)
                 info = (np.iinfo if is_integer_dtype_name(spec["dtype"]) else np.finfo)(spec["dtype"].lower())
@@ -878,6 +906,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                     spec["resolution"] = resolution_of_bound("", spec["format"]) if spec.get("format") else "second"
                 step = RESOLUTIONS[spec["resolution"]] / 1e9
                 lo, hi = math.floor(lo / step) * step, math.ceil(hi / step) * step
+                # ... never out of the span (nanoseconds start on 1677-09-22 at 00:12:43.145224193)
+                lo, hi = max(lo, math.ceil(spans[c][0] / step) * step), min(hi, math.floor(spans[c][1] / step) * step)
             spec["lower"], spec["upper"] = lo, hi
             noisy_na, sigma = brep.missing_count, brep.sigma
             brep.lower, brep.upper = lo, hi
@@ -924,6 +954,17 @@ def _check_listed(s: pd.Series, col: Column, where: str) -> None:
         raise SchemaError(f"column {col.name!r}: {int(left.sum()):,} value(s) not in the categories listed in "
                           f"{where}: {shown}; add them to the list, or leave the list out so that dp_schema "
                           "measures the categories (rare ones are then merged into a catch-all category)")
+
+
+def _column_span(spec: dict, span: tuple[float, float], name: str) -> tuple[float, float]:
+    """The public span a datetime column's bounds are measured in: what its declared unit holds (nanoseconds
+    by default: 1677-09-22 to 2262-04-10), within ``datetime_span``; the dtype is the description's, never
+    the frame's (a reader picks a unit from the values)."""
+    lo, hi, _ = unit_span(unit_of(spec.get("dtype"), spec.get("resolution")))
+    lo, hi = max(lo, span[0]), min(hi, span[1])
+    if not lo < hi:
+        raise ConfigError(f"column {name!r}: datetime_span lies outside what the column's dtype holds")
+    return lo, hi
 
 
 def _weight(spec: dict) -> float:

@@ -491,6 +491,34 @@ def test_kinds_from_dtypes():
     assert kind_from_dtype(pd.Series(pd.to_datetime(["2020-01-01"])).dtype) == "datetime"
 
 
+@pytest.mark.parametrize("start, years, dtype", [("1620-01-01", 280, "datetime64[us]"),
+                                                 ("2300-01-01", 100, "datetime64[us]"),
+                                                 ("1000-01-01", 500, "string"), ("1678-01-01", 60, None)])
+def test_dp_schema_finds_dates_beyond_1700_2260_that_the_columns_unit_holds(start, years, dtype):
+    # the blocks stopped at 1700-2260: births from 1620 lost 28 % to a lower bound of 1700, contract ends in
+    # 2300-2400 all of them to an upper bound of 2260; nanoseconds (no dtype) hold 1677-09-22 to 2262-04-10
+    from synthzoo.core.dpschema import clipped_shares
+
+    rng = np.random.default_rng(0)
+    d = pd.Series(np.datetime64(start, "D") + rng.integers(0, years * 365, 20_000)).astype("datetime64[us]")
+    df = pd.DataFrame({"d": d.dt.strftime("%Y-%m-%d") if dtype == "string" else d})
+    kind = {"type": "datetime", "resolution": "day", **({"dtype": dtype} if dtype else {})}
+    for seed in range(3):
+        schema, _ = dp_schema(df, {"d": kind}, epsilon=1.0, delta=1e-6, noise_seed=seed)
+        assert clipped_shares(df, schema)["d"] < 0.02, (seed, schema["d"].to_dict())
+        assert schema["d"].unit == ("ns" if dtype is None else "us")  # its bounds fit it: the Column was made
+    report = dp_schema_report(schema)
+    assert "16-year blocks (doubling beyond 1700-2260)" in report
+    if dtype is None:  # a span of the caller's own narrows the unit's; one outside it is refused before any charge
+        narrow, _ = dp_schema(df, {"d": kind}, epsilon=1.0, delta=1e-6, datetime_span=("1690-01-01", "1720-01-01"))
+        assert (narrow["d"].lower, narrow["d"].upper) == (pd.Timestamp("1690-01-01").timestamp(),
+                                                          pd.Timestamp("1720-01-01").timestamp())
+        ledger = PrivacyLedger(1.0, 1e-6)
+        with pytest.raises(ConfigError, match=r"column 'd': datetime_span lies outside what the column's dtype"):
+            dp_schema(df, {"d": kind}, ledger=ledger, share=1.0, datetime_span=("1500-01-01", "1600-01-01"))
+        assert ledger.rho_spent == 0
+
+
 def test_kinds_from_dtypes_keeps_a_datetime_columns_unit_and_zone_through_fit_and_sample():
     # the dtype's unit and zone are the frame's type, which kinds_from_dtypes declares public: it said only
     # "datetime", so a release of datetime64[us, Europe/Paris] (or pandas 3's [us]) came back as UTC nanoseconds
