@@ -819,6 +819,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     if not span[0] < span[1]:
         raise ConfigError(f"datetime_span must be increasing, got {datetime_span}")
     spans = {c: _column_span(specs[c], span, c) for c in todo if specs[c]["type"] == "datetime"}  # before any charge
+    for c in spans:  # a datetime description's own errors (an unknown zone, a format that does not read back) too
+        Column.from_spec(c, {**specs[c], "lower": 0.0, "upper": 0.0})
 
     own_ledger = ledger is None
     ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_sel, bool(todo),

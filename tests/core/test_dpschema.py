@@ -519,6 +519,19 @@ def test_dp_schema_finds_dates_beyond_1700_2260_that_the_columns_unit_holds(star
         assert ledger.rho_spent == 0
 
 
+@pytest.mark.parametrize("bad, error", [({"tz": "Mars/Olympus"}, r"unknown time zone 'Mars/Olympus'"),
+                                        ({"tz": "+00:19:32"}, r"offset with seconds"),
+                                        ({"format": "%Q"}, r"does not read back what it writes")])
+def test_a_bad_datetime_description_is_refused_before_any_charge(bad, error):
+    # it was found when the column's turn came, after the columns before it had been charged
+    df = pd.DataFrame({"x": np.arange(500.0), "d": pd.Series(pd.date_range("2000-01-01", periods=500, freq="D"))})
+    ledger = PrivacyLedger(1.0, 1e-6)
+    with pytest.raises(SchemaError, match=rf"column 'd': .*{error}"):
+        dp_schema(df, {"x": "numerical", "d": {"type": "datetime", "resolution": "day", **bad}}, ledger=ledger,
+                  share=1.0)
+    assert ledger.rho_spent == 0
+
+
 def test_kinds_from_dtypes_keeps_a_datetime_columns_unit_and_zone_through_fit_and_sample():
     # the dtype's unit and zone are the frame's type, which kinds_from_dtypes declares public: it said only
     # "datetime", so a release of datetime64[us, Europe/Paris] (or pandas 3's [us]) came back as UTC nanoseconds
