@@ -64,15 +64,12 @@ PRESETS: dict[str, dict] = {
     # The model-size cap is 80 MB (the reference allows 381 MB on a GPU).  PrivTree bins of at least
     # 3 % of the rows: on adult at epsilon 1, 32 paired noise draws, 2-way TVD 0.0307 against 0.0347
     # with the base recipe's 2 % (27 of 32 lower; the finer bins leave PrivMRF's few marginals noisier).
-    # Its between-rounds estimates only rank the noisy criteria, so they stop at a relative tolerance of
-    # 1e-3 as AIM's do (the final fit keeps 1e-4): paired on replayed noise, 2-way TVD +0.00009 +- 0.00009
-    # (10 draws on adult) and +0.00005 +- 0.00006 (3 draws, 300,000 rows), CPU -28 % and -24 %.
     "privmrf": {
         "preprocess": [{"name": "privtree", "theta_share": 0.03}, "rare_merge"],
         "select": {"name": "privmrf", "graph_share": 0.1, "criteria_share": 0.1, "theta": 6.0,
                    "refine_ratio": 0.8, "steps": None, "max_candidates": 400, "max_attrs": 6,
                    "max_model_size": 80.0},
-        "model": {"name": "pgm", "iters": 1000, "round_tol": 1e-3},
+        "model": {"name": "pgm", "iters": 1000},
         "paper": "Cai, Lei, Wei, Xiao, Data Synthesis via Differentially Private Markov Random Fields, PVLDB 2021",
     },
     # Vietri et al., "Private Synthetic Data for Multitask Learning and Marginal Queries" (RAP++,
