@@ -436,3 +436,14 @@ def test_storage_is_readable_by_optuna_dashboard(demo, tmp_path, privacy):
         assert "best_trial" not in res.metadata and "finished_trials" not in res.metadata
         assert any("synthzoo:model_state" in t.system_attrs for t in res.study.trials)
         assert b"model_state" not in raw
+
+
+def test_summary_shows_scores_to_four_digits():
+    # "best run's noisy score: 0.06542841615682661" (the metadata keeps the exact value)
+    from tuning.result import TuneResult
+
+    res = TuneResult(best_params={}, best_config={}, best_value=0.06542841615682661, privacy="non-private",
+                     privacy_statement="s", synthesizer=None, study=None, metadata={"finished_trials": 3})
+    assert "best value: 0.06543" in res.summary()
+    res.best_value = [0.12345678, 0.5, None]
+    assert "best value: [0.1235, 0.5, None]" in res.summary()

@@ -45,6 +45,14 @@ REPLAYABLE_TUNING = ("replayable noise (test only): noise_seed was set, so the t
                      "and the score noise replay; the result is private only while that seed stays secret")
 
 
+def _shown(value) -> str:
+    """A score as a person reads it, to 4 significant digits ("0.06543", not 0.06542841615682661); a
+    multi-objective study's values each so; the saved metadata keeps them exact."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_shown(v) for v in value) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 @dataclass
 class TuneResult:
     """What :func:`tune` returns: best parameters, the fitted best synthesizer, the Optuna study.
@@ -75,9 +83,10 @@ class TuneResult:
                 lines.append(f"  {NOTHING_RELEASED}")
             else:
                 lines.append(f"  {self.metadata.get('search', 'random search')}; best run's noisy score: "
-                             f"{self.best_value}")
+                             f"{_shown(self.best_value)}")
         else:
-            lines.append(f"  trials finished: {self.metadata.get('finished_trials')}; best value: {self.best_value}")
+            lines.append(f"  trials finished: {self.metadata.get('finished_trials')}; best value: "
+                         f"{_shown(self.best_value)}")
         if self.best_params:
             lines.append(f"  best parameters: {json.dumps(self.best_params, default=str)}")
         if self.synthesizer is not None:
