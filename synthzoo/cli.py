@@ -448,15 +448,19 @@ def _measure_schema(a, df, doc):
     if untyped:  # said in the file's terms; dp_schema would refuse them too, before any charge
         from synthzoo.core.dpschema import kind_hint
 
-        hints = {c: kind_hint(df[c]) for c in untyped[:8]}
+        # the guesses for up to 40 columns, so that a usual table's whole file can be copied (hmeq's 13 columns
+        # were cut to 8, and the file they made was refused for the other 5)
+        hints = {c: kind_hint(df[c]) for c in untyped[:40]}
         hint = json.dumps({"columns": {c: h[0] for c, h in hints.items()}})
         notes = "".join(f"; column {c!r}: {h[1]}" for c, h in hints.items() if h[1])
+        which = (f"all {len(untyped)}" if len(untyped) <= 40 else f"the first 40 of {len(untyped)}") \
+            if len(untyped) > 1 else "it"
         raise ConfigError(f"--dp-schema: no \"type\" for column(s) {untyped[:8]}"
                           f"{f' ... ({len(untyped)} columns)' if len(untyped) > 8 else ''}{notes} in "
                           f"{a.schema or 'a --schema file'}: a private run reads no type from the CSV, whose "
                           "reader decides types from the values (one record of text makes a numeric column text), "
-                          f"so the type itself would leak. Give each a type, e.g. {hint} (what the reader "
-                          "guessed: check it against your data dictionary), in a --schema file")
+                          f"so the type itself would leak. Give each a type in a --schema file; what the reader "
+                          f"guessed, for {which}, to check against your data dictionary: {hint}")
     # a CSV holds dates as text, whatever its values: they come back as text (in the column's format)
     kinds = {c: ({**k, "dtype": "string"} if isinstance(k, dict) and k.get("type") == "datetime" and "dtype" not in k
                  else k) for c, k in kinds.items()}

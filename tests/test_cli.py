@@ -576,6 +576,17 @@ def test_tune_without_a_target_stops_before_the_first_trial(demo_files, tmp_path
     assert "trial" not in err.lower().replace("before the first trial", "")
 
 
+def test_dp_schema_suggests_a_type_for_every_column_of_a_usual_table(tmp_path, capsys):
+    # hmeq's 13 columns: the suggested file held 8, and a file made from it was refused for the other 5
+    pd.DataFrame({f"c{i}": np.arange(20.0) for i in range(13)}).to_csv(tmp_path / "d.csv", index=False)
+    assert main(["fit", str(tmp_path / "d.csv"), "--dp-schema", "0.3", "--epsilon", "1", "--synth", "mst",
+                 "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert "... (13 columns)" in err and "for all 13," in err
+    suggested = json.loads(err[err.index('{"columns"'):].strip())
+    assert list(suggested["columns"]) == [f"c{i}" for i in range(13)]
+
+
 def test_dp_schema_needs_a_type_for_every_column_and_suggests_one(tmp_path, capsys):
     # a private --dp-schema took each undescribed column's type from what read_csv guessed from the values (one
     # record of text made a numeric column categorical); it is now an error before any charge, with a schema to
@@ -589,6 +600,7 @@ def test_dp_schema_needs_a_type_for_every_column_and_suggests_one(tmp_path, caps
     err = capsys.readouterr().err
     assert "no \"type\" for column(s) ['dob', 'x']; column 'dob': its text reads as ISO dates" in err
     assert '{"columns": {"dob": {"type": "datetime", "resolution": "day"}, "x": {"type": "numerical"}}}' in err
+    assert "what the reader guessed, for all 2, to check against your data dictionary" in err
     assert not (tmp_path / "m.szm").exists()
     (tmp_path / "s.json").write_text('{"columns": {"dob": {"type": "datetime", "resolution": "day"}, '
                                      '"x": {"type": "numerical", "lower": -6, "upper": 6}}}')
