@@ -680,7 +680,8 @@ def _check_not_an_earlier_grid(out: str) -> None:
         n = 0
     if n:
         raise ConfigError(f"--out {out!r} holds {plural(n, 'row')} of an earlier grid run; pass --resume to keep "
-                          "them and run only the missing cells (same grid), --force to replace them, or name another --out")
+                          "them and run only the missing cells (same grid), --force to replace them, or name another "
+                          "--out")
 
 
 def _grid_summary(res) -> str:
