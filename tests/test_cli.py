@@ -578,13 +578,19 @@ def test_tune_without_a_target_stops_before_the_first_trial(demo_files, tmp_path
 
 def test_dp_schema_suggests_a_type_for_every_column_of_a_usual_table(tmp_path, capsys):
     # hmeq's 13 columns: the suggested file held 8, and a file made from it was refused for the other 5
-    pd.DataFrame({f"c{i}": np.arange(20.0) for i in range(13)}).to_csv(tmp_path / "d.csv", index=False)
+    # and whole numbers are suggested as integers (a private run does not read that from the dtype, and warned,
+    # a second round trip), also where missing values made them floats
+    df = pd.DataFrame({f"c{i}": np.arange(20.0) + 0.5 * (i == 0) for i in range(13)})
+    df.loc[3, "c1"] = np.nan
+    df.to_csv(tmp_path / "d.csv", index=False)
     assert main(["fit", str(tmp_path / "d.csv"), "--dp-schema", "0.3", "--epsilon", "1", "--synth", "mst",
                  "--out", str(tmp_path / "m.szm")]) == 2
     err = capsys.readouterr().err
     assert "... (13 columns)" in err and "for all 13," in err
     suggested = json.loads(err[err.index('{"columns"'):].strip())
     assert list(suggested["columns"]) == [f"c{i}" for i in range(13)]
+    assert suggested["columns"]["c0"] == {"type": "numerical"}
+    assert suggested["columns"]["c1"] == suggested["columns"]["c2"] == {"type": "numerical", "integer": True}
 
 
 def test_dp_schema_needs_a_type_for_every_column_and_suggests_one(tmp_path, capsys):

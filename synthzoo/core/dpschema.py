@@ -633,6 +633,12 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
             return ({"type": "datetime", "resolution": _written_resolution(s, layout),
                      **({"format": layout} if layout else {})},
                     f"its text reads as {'dates' if layout else 'ISO dates'}")
+    if kind == "numerical" and not pd.api.types.is_bool_dtype(s.dtype):
+        # whole numbers (an integer dtype, or floats only because of missing values: hmeq's DEROG) are
+        # suggested as such, which a private run does not read from the dtype (it warned, a second round trip)
+        v = pd.to_numeric(s, errors="coerce").dropna().to_numpy(dtype=float)
+        if v.size and np.isfinite(v).all() and (v == np.round(v)).all():
+            return {"type": kind, "integer": True}, ""
     return {"type": kind}, ""
 
 

@@ -433,7 +433,7 @@ def test_a_private_dp_schema_reads_no_kind_from_the_dtypes():
     assert kinds_from_dtypes(d)["hours"] == "numerical" and kinds_from_dtypes(d1)["hours"] == "categorical"
     ledger = PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
     with pytest.raises(SchemaError, match=r"no kind declared for column\(s\) \['hours', 'color'\].*'hours': "
-                                          r"\{'type': 'numerical'\}.*kinds_from_dtypes"):
+                                          r"\{'type': 'numerical', 'integer': True\}.*kinds_from_dtypes"):
         dp_schema(d, ledger=ledger, share=0.5)
     assert ledger.rho_spent == 0  # refused before any charge
     with pytest.raises(SchemaError, match=r"no kind declared for column\(s\) \['color'\]"):
