@@ -864,8 +864,10 @@ def cmd_list(a) -> int:
 
     for role, names in sz.available().items():
         print(f"{role:<11} {', '.join(names)}")
-    for name, paper in sz.available_presets().items():
-        print(f"preset      {name:<10} {paper}")
+    presets = sz.available_presets()
+    width = max(map(len, presets), default=0)  # the papers in one column ("tablediffusion" pushed its own out)
+    for name, paper in presets.items():
+        print(f"preset      {name:<{width}} {paper}")
     return 0
 
 

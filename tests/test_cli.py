@@ -55,6 +55,10 @@ def test_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "privtree" in out and "indif" in out and "privsyn" in out
+    papers = [line.index(" McKenna") if " McKenna" in line else line.index(" Zhang") for line in out.splitlines()
+              if line.startswith("preset") and (" McKenna" in line or " Zhang" in line)]
+    assert len(papers) >= 3 and len(set(papers)) == 1  # the papers start in one column
+    assert "preset      tablediffusion Truda" in out
 
 
 # --------------------------------------------------------------------------------------------------
