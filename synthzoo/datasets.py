@@ -38,11 +38,11 @@ def demo_schema() -> Schema:
         Column("education", "categorical", categories=EDUCATION),
         Column("occupation", "categorical", categories=OCCUPATIONS),
         Column("region", "categorical", categories=REGIONS),
-        Column("income", "numerical", lower=0, upper=400_000, missing=True),
+        Column("income", "numerical", lower=0, upper=400_000, missing=True, decimals=0),
         Column("signup_date", "datetime", lower=SIGNUP_START, upper=SIGNUP_END),
         Column("channel", "categorical", categories=CHANNELS),
         Column("purchases", "numerical", lower=0, upper=300, integer=True),
-        Column("avg_order_value", "numerical", lower=0, upper=2_000, missing=True),
+        Column("avg_order_value", "numerical", lower=0, upper=2_000, missing=True, decimals=2),
         Column("satisfaction", "numerical", lower=1, upper=5, integer=True, missing=True),
         Column("churn", "categorical", categories=["no", "yes"]),
     ]
