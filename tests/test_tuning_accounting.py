@@ -155,9 +155,10 @@ def _dp_schema_demo(n=1500, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # replayed noise: at epsilon 0.3 on 1,500 rows half the draws find no bucket of the over-dispersed
-        # 'purchases' column above the threshold (the documented SchemaError), seed 0 among the others
+        # 'purchases' column above the threshold (the documented SchemaError), seed 6 among the others (seed 0
+        # was, until the datetime blocks beyond 1700-2260 changed the stream of draws before it)
         schema, ledger = sz.dp_schema(df, kinds={c.name: c.kind for c in public},
-                                      **(kw or {"epsilon": 0.3, "delta": 1e-6, "noise_seed": 0}))
+                                      **(kw or {"epsilon": 0.3, "delta": 1e-6, "noise_seed": 6}))
     schema.meta["target"] = public.meta.get("target", "churn")
     return sz.conform(df, schema), schema, ledger
 
