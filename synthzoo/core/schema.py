@@ -1100,9 +1100,17 @@ def _iso_text(s: pd.Series) -> bool:
     v = s.dropna()
     if len(v) == 0 or not all(isinstance(x, str) and _ISO.fullmatch(x) for x in v):
         return False
+    return bool(_parse_iso(v).notna().all())
+
+
+def _parse_iso(v: pd.Series) -> pd.Series:
+    """ISO text parsed in UTC (NaT where it does not parse); offsets with seconds, which pandas refuses, are
+    rewritten only when some value did not parse (the rewrite is a regular expression over every value)."""
     quiet_parsing_advice()
-    parsed = pd.to_datetime(dtm.utc_for_second_offsets(v), format="ISO8601", errors="coerce", utc=True)
-    return bool(parsed.notna().all())
+    parsed = pd.to_datetime(v, format="ISO8601", errors="coerce", utc=True)
+    if parsed.isna().any():
+        parsed = pd.to_datetime(dtm.utc_for_second_offsets(v), format="ISO8601", errors="coerce", utc=True)
+    return parsed
 
 
 def _not_iso_dates(values: list) -> list:
@@ -1111,9 +1119,7 @@ def _not_iso_dates(values: list) -> list:
     iso = [v for v in text if _ISO.fullmatch(v)]
     if not iso:
         return []
-    quiet_parsing_advice()
-    parsed = pd.to_datetime(dtm.utc_for_second_offsets(pd.Series(iso, dtype=object)), format="ISO8601",
-                            errors="coerce", utc=True)
+    parsed = _parse_iso(pd.Series(iso, dtype=object))
     ok = set(np.asarray(iso, dtype=object)[parsed.notna().to_numpy()])
     return [v for v in values if v not in ok] if ok else []
 
