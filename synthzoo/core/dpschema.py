@@ -58,8 +58,8 @@ from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
-                     check_unique_columns, date_layout, is_integer_dtype_name, nullable_dtype_name,
-                     numeric_values, unsupported_numbers)
+                     check_unique_columns, date_layout, datetime_dtype_spec, is_integer_dtype_name,
+                     nullable_dtype_name, numeric_values, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -642,21 +642,11 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
     return {"type": kind}, ""
 
 
-def _datetime_dtype_spec(dtype) -> dict:
-    """The ``"dtype"`` and ``"tz"`` keys of a column description that keep a pandas datetime dtype's unit and
-    zone (``datetime64[us, Europe/Paris]`` -> ``{"dtype": "datetime64[us]", "tz": "Europe/Paris"}``), as
-    :meth:`Schema.infer` records them: nothing for the default nanoseconds without a zone.  Read from the
-    dtype alone, never from a value."""
-    tz = getattr(dtype, "tz", None)
-    unit = dtype.unit if isinstance(dtype, pd.DatetimeTZDtype) else np.datetime_data(np.dtype(dtype))[0]
-    return {**({"dtype": f"datetime64[{unit}]"} if unit != "ns" else {}), **({"tz": str(tz)} if tz is not None else {})}
-
-
 def _dtype_kind(dtype) -> str | dict:
-    """:func:`kind_from_dtype`, with a datetime dtype's unit and zone (:func:`_datetime_dtype_spec`) where it has
-    them, as a partial description."""
+    """:func:`kind_from_dtype`, with a datetime dtype's unit and zone
+    (:func:`~synthzoo.core.schema.datetime_dtype_spec`) where it has them, as a partial description."""
     kind = kind_from_dtype(dtype)
-    spec = _datetime_dtype_spec(dtype) if kind == "datetime" else {}
+    spec = datetime_dtype_spec(dtype) if kind == "datetime" else {}
     return {"type": kind, **spec} if spec else kind
 
 

@@ -840,11 +840,21 @@ def _zone_aware(s: pd.Series) -> bool:
     return bool(s.dropna().astype(str).str.contains(r"(?:Z|[+-]\d\d:?\d\d(?::?\d\d)?)$", regex=True).any())
 
 
+def datetime_dtype_spec(dtype) -> dict:
+    """The ``"dtype"`` and ``"tz"`` keys of a column description that keep a pandas datetime dtype's unit and
+    zone (``datetime64[us, Europe/Paris]`` -> ``{"dtype": "datetime64[us]", "tz": "Europe/Paris"}``), as
+    :meth:`Schema.infer` and :func:`~synthzoo.core.dpschema.kinds_from_dtypes` record them: nothing for the
+    default nanoseconds without a zone.  Read from the dtype alone, never from a value."""
+    tz = getattr(dtype, "tz", None)
+    unit = dtype.unit if isinstance(dtype, pd.DatetimeTZDtype) else np.datetime_data(np.dtype(dtype))[0]
+    return {**({"dtype": f"datetime64[{unit}]"} if unit != "ns" else {}), **({"tz": str(tz)} if tz is not None else {})}
+
+
 def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     """Schema.infer's datetime column: bounds, resolution, zone and text-or-datetime read from the
     frame (not private: Schema.infer has warned)."""
-    tz = getattr(s.dt, "tz", None) if pd.api.types.is_datetime64_any_dtype(s.dtype) else None
-    tz = str(tz) if tz is not None else None
+    spec = datetime_dtype_spec(s.dtype) if pd.api.types.is_datetime64_any_dtype(s.dtype) else {}
+    tz = spec.get("tz")
     text = not pd.api.types.is_datetime64_any_dtype(s.dtype) and all(isinstance(x, str) for x in s.dropna())
     fmt = None
     if text:  # a non-ISO layout (31/12/2020), or ISO with a 'T' (the default writes a space), is kept
@@ -866,9 +876,7 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     res = next((r for r in dtm.RESOLUTIONS if not dtm.off_resolution(ok, r, tz).any()), "nanosecond")
     # text stays text; datetime64 and Python date/datetime objects come back as datetime64, in the frame's unit
     # where it is not the default nanosecond (pandas 3 makes microseconds)
-    unit = np.datetime_data(s.dtype.base if tz is not None else s.dtype)[0] \
-        if pd.api.types.is_datetime64_any_dtype(s.dtype) else "ns"
-    dtype = "string" if text else None if unit == "ns" else f"datetime64[{unit}]"
+    dtype = "string" if text else spec.get("dtype")
     return Column(name, "datetime", lower=float(ok.min()), upper=float(ok.max()), missing=missing,
                   resolution=res, tz=tz, dtype=dtype, format=fmt)
 
