@@ -60,6 +60,39 @@ _ZONE_SUFFIX = re.compile(r"(Z|[+-]\d{2}(:?\d{2})?)$")
 _ORDER = ["day", "hour", "minute", "second", "millisecond", "microsecond", "nanosecond"]
 
 
+def tz_name(tz, name: str) -> str | None:
+    """The name a column description records for a pandas dtype's time-zone object, one that pandas reads
+    back as the same zone: a ``zoneinfo`` zone's key (``"Europe/Paris"``), a dateutil zone file as pandas'
+    ``"dateutil/Europe/Paris"`` (so the release keeps the frame's dtype), pytz's zone name, a fixed offset
+    as ``"UTC+02:00"``.  A zone with no such name -- ``dateutil.tz.tzlocal()``, whatever the machine's clock
+    says -- is a SchemaError naming the column: a release must not depend on where it is sampled."""
+    if tz is None:
+        return None
+    key = getattr(tz, "key", None) or getattr(tz, "zone", None)  # zoneinfo, pytz
+    if isinstance(key, str):
+        return key
+    path = getattr(tz, "_filename", None)  # dateutil's tzfile: the zone file it read
+    if isinstance(path, str) and type(tz).__module__.startswith("dateutil"):
+        key = path.split("zoneinfo/")[-1] if "zoneinfo/" in path else path
+        if not key.startswith("/"):
+            return f"dateutil/{key}"
+    if type(tz).__name__ == "tzutc":
+        return "UTC"
+    if type(tz).__name__ != "tzlocal":
+        off = tz.utcoffset(None) if hasattr(tz, "utcoffset") else None
+        if isinstance(off, _dt.timedelta) and (type(tz).__name__ in ("tzoffset", "StaticTzInfo")
+                                              or isinstance(tz, _dt.timezone)):
+            return str(_dt.timezone(off))
+        text = str(tz)
+        try:
+            pd.Timestamp("2000-01-01").tz_localize(text)
+            return text
+        except Exception:  # noqa: BLE001 - pandas raises several types for unknown zones
+            pass
+    raise SchemaError(f"column {name!r}: its time zone {tz!r} has no name that reads back as the same zone; "
+                      f"convert the column to an IANA zone first, e.g. df[{name!r}].dt.tz_convert(\"Europe/Paris\")")
+
+
 def check_tz(tz, name: str) -> str | None:
     """``tz`` if it names a time zone pandas knows (``"UTC"``, ``"Europe/Paris"``), else SchemaError."""
     if tz is None:

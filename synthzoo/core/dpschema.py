@@ -642,11 +642,11 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
     return {"type": kind}, ""
 
 
-def _dtype_kind(dtype) -> str | dict:
+def _dtype_kind(dtype, name: str) -> str | dict:
     """:func:`kind_from_dtype`, with a datetime dtype's unit and zone
     (:func:`~synthzoo.core.schema.datetime_dtype_spec`) where it has them, as a partial description."""
     kind = kind_from_dtype(dtype)
-    spec = datetime_dtype_spec(dtype) if kind == "datetime" else {}
+    spec = datetime_dtype_spec(dtype, name) if kind == "datetime" else {}
     return {"type": kind, **spec} if spec else kind
 
 
@@ -665,7 +665,7 @@ def kinds_from_dtypes(df: pd.DataFrame) -> dict[str, str | dict]:
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"kinds_from_dtypes expects a pandas DataFrame, got {type(df).__name__}")
-    return {str(c): _dtype_kind(df[c].dtype) for c in df.columns}
+    return {str(c): _dtype_kind(df[c].dtype, str(c)) for c in df.columns}
 
 
 def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, epsilon=_EPS_DEFAULT,
@@ -770,7 +770,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     private = ledger.private if isinstance(ledger, PrivacyLedger) else (
         (epsilon.value if isinstance(epsilon, _Default) else epsilon) is not None)
     for c in cols:
-        kind = _dtype_kind(df[c].dtype)  # a private run refuses an undeclared column below, before any charge
+        kind = _dtype_kind(df[c].dtype, str(c))  # a private run refuses an undeclared column below, before any charge
         specs.setdefault(c, dict(kind) if isinstance(kind, dict) else {"type": kind})
     for c in integers:
         if c in specs and specs[c]["type"] != "numerical":

@@ -38,7 +38,7 @@ from .errors import ConfigError, SchemaError, quiet_parsing_advice
 
 KINDS = ("categorical", "numerical", "datetime")
 #: Output dtypes a categorical column may declare with its ``"dtype"`` key.
-CATEGORICAL_DTYPES = ("str", "int", "bool", "category", "category[int]")
+CATEGORICAL_DTYPES = ("str", "string", "int", "bool", "category", "category[int]")
 #: Output dtypes a datetime column may declare with its ``"dtype"`` key.
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
 #: Output dtypes a numerical column may declare with its ``"dtype"`` key: numpy's integer and float
@@ -123,8 +123,9 @@ class Column:
         Whether missing values may occur.
     dtype : str, optional
         How synthetic values are typed (see :attr:`output_dtype`): for a categorical column one of
-        ``"str", "int", "bool", "category"``, ``"category[int]"`` (a pandas category column whose
-        categories are integers); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
+        ``"str", "string"`` (pandas' ``StringDtype`` with ``pd.NA`` for missing values, what
+        ``convert_dtypes`` makes), ``"int", "bool", "category"``, ``"category[int]"`` (a pandas category
+        column whose categories are integers); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
         a unit ``"datetime64[s]"``, ``"[ms]"``, ``"[us]"`` or ``"[ns]"``, or ``"string"``; for a numerical column one of :data:`NUMERICAL_DTYPES` (default ``int64``
         for integers, ``Int64`` when missing values may occur, else ``float64``): an integer dtype
         implies ``integer``, numpy's cannot hold missing values, and the bounds must lie in its range.
@@ -381,7 +382,8 @@ class Column:
           otherwise; ``int``/``bool`` become the nullable
           ``Int64``/``boolean`` when missing values are allowed (or an integer width of
           :data:`INTEGER_DTYPES`, as declared), ``str`` is pandas' default string
-          dtype (what ``read_csv`` gives; object before pandas 3), ``category`` a pandas
+          dtype (what ``read_csv`` gives; object before pandas 3), ``string`` pandas' ``StringDtype``
+          with ``pd.NA`` as missing (``"string"``, what ``convert_dtypes`` gives), ``category`` a pandas
           ``CategoricalDtype`` over the schema's categories.
         """
         if self.kind == "datetime":
@@ -401,6 +403,8 @@ class Column:
             return pd.Int64Dtype() if self.missing else np.dtype("int64")
         if kind == "bool":
             return pd.BooleanDtype() if self.missing else np.dtype("bool")
+        if kind == "string":
+            return pd.StringDtype()
         if kind == "category":
             return pd.CategoricalDtype(list(self.categories), ordered=self.ordered)
         if kind == "category[int]":  # a pandas category column over integers: its categories stay integers
@@ -434,8 +438,8 @@ class Column:
                 codes = pd.Categorical(v.where(~na, None), categories=list(self.categories)).codes
                 return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), index=v.index)
             return pd.Series(pd.Categorical(v.where(~na, None), dtype=dtype))
-        if dtype is _STR:
-            return pd.Series(v.to_numpy(dtype=object), dtype=_STR)
+        if dtype is _STR or isinstance(dtype, pd.StringDtype):
+            return pd.Series(v.to_numpy(dtype=object), dtype=dtype)
         if pd.api.types.is_bool_dtype(dtype):
             return v.map({"True": True, "False": False}).astype(dtype)
         return pd.to_numeric(v).astype(dtype)
@@ -690,6 +694,8 @@ class Schema:
                     if s.dtype.ordered:  # an ordered one keeps its order (lowest first), not the sorted one
                         ordered, seen = True, set(cats)
                         cats = [k for k in (category_key(c) for c in s.dtype.categories) if k in seen]
+                elif isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA:
+                    dtype = "string"  # convert_dtypes' text, missing as pd.NA: the frame's dtype, like bool's
                 if dtype is None and all(_INT.fullmatch(c) for c in cats) and str(s.dtype) in INTEGER_DTYPES:
                     dtype = _kept_numerical_dtype(s.dtype, True, missing)  # the frame's width, as for numbers
                 cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype, ordered=ordered))
@@ -840,20 +846,21 @@ def _zone_aware(s: pd.Series) -> bool:
     return bool(s.dropna().astype(str).str.contains(r"(?:Z|[+-]\d\d:?\d\d(?::?\d\d)?)$", regex=True).any())
 
 
-def datetime_dtype_spec(dtype) -> dict:
+def datetime_dtype_spec(dtype, name: str) -> dict:
     """The ``"dtype"`` and ``"tz"`` keys of a column description that keep a pandas datetime dtype's unit and
     zone (``datetime64[us, Europe/Paris]`` -> ``{"dtype": "datetime64[us]", "tz": "Europe/Paris"}``), as
     :meth:`Schema.infer` and :func:`~synthzoo.core.dpschema.kinds_from_dtypes` record them: nothing for the
-    default nanoseconds without a zone.  Read from the dtype alone, never from a value."""
-    tz = getattr(dtype, "tz", None)
+    default nanoseconds without a zone.  Read from the dtype alone, never from a value; the zone's name is
+    :func:`~synthzoo.core.datetimes.tz_name`'s (SchemaError naming column ``name`` where it has none)."""
+    tz = dtm.tz_name(getattr(dtype, "tz", None), name)
     unit = dtype.unit if isinstance(dtype, pd.DatetimeTZDtype) else np.datetime_data(np.dtype(dtype))[0]
-    return {**({"dtype": f"datetime64[{unit}]"} if unit != "ns" else {}), **({"tz": str(tz)} if tz is not None else {})}
+    return {**({"dtype": f"datetime64[{unit}]"} if unit != "ns" else {}), **({"tz": tz} if tz is not None else {})}
 
 
 def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
     """Schema.infer's datetime column: bounds, resolution, zone and text-or-datetime read from the
     frame (not private: Schema.infer has warned)."""
-    spec = datetime_dtype_spec(s.dtype) if pd.api.types.is_datetime64_any_dtype(s.dtype) else {}
+    spec = datetime_dtype_spec(s.dtype, name) if pd.api.types.is_datetime64_any_dtype(s.dtype) else {}
     tz = spec.get("tz")
     text = not pd.api.types.is_datetime64_any_dtype(s.dtype) and all(isinstance(x, str) for x in s.dropna())
     fmt = None

@@ -180,3 +180,47 @@ def test_a_tz_given_as_an_offset_with_seconds_is_refused_with_the_zone_to_declar
     with pytest.raises(SchemaError, match=r"column 't': \"tz\" '\+00:19:32' is an offset with seconds, which pandas "
                                           r"cuts to whole minutes; declare the zone's IANA name"):
         Column("t", "datetime", lower="1900-01-01", upper="1901-01-01", tz="+00:19:32")
+
+
+@pytest.mark.parametrize("zone, recorded", [
+    (lambda: __import__("dateutil.tz").tz.gettz("Europe/Paris"), "dateutil/Europe/Paris"),
+    (lambda: __import__("dateutil.tz").tz.tzutc(), "UTC"),
+    (lambda: __import__("dateutil.tz").tz.tzoffset(None, 5_400), "UTC+01:30"),
+    (lambda: __import__("zoneinfo").ZoneInfo("America/Sao_Paulo"), "America/Sao_Paulo"),
+])
+def test_a_zone_object_of_dateutil_or_zoneinfo_is_recorded_by_a_name_that_reads_back(zone, recorded, tmp_path):
+    # pandas takes "dateutil/Europe/Paris"; str() of dateutil's zone, "tzfile('/usr/share/zoneinfo/...')",
+    # was recorded instead and the fit failed with zoneinfo's ZoneInfoNotFoundError
+    t = _days("1990-01-01").dt.as_unit("us") + pd.Timedelta(hours=12)
+    df = pd.DataFrame({"t": t.dt.tz_localize(zone())})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["t"].to_dict()["tz"] == recorded
+    assert sz.kinds_from_dtypes(df)["t"]["tz"] == recorded
+    back = _save_load_same(_fit(Schema.from_dict(schema.to_dict()), df), tmp_path)
+    # a zone file comes back as the frame's dtype; dateutil's tzutc() and tzoffset as pandas' equal ones
+    assert str(back["t"].dtype.tz) == (recorded if "/" not in recorded else str(df["t"].dtype.tz))
+    lo, hi = df["t"].min(), df["t"].max()
+    assert back["t"].between(lo, hi).all()
+
+
+def test_the_machines_local_zone_is_refused_naming_the_column():
+    from dateutil.tz import tzlocal
+    df = pd.DataFrame({"seen": _days("2000-01-01").dt.tz_localize(tzlocal())})
+    with pytest.raises(SchemaError, match=r"column 'seen': its time zone tzlocal\(\) has no name that reads back as "
+                                          r"the same zone; convert the column to an IANA zone first, e.g. "
+                                          r"df\['seen'\].dt.tz_convert"):
+        sz.kinds_from_dtypes(df)
+
+
+def test_convert_dtypes_text_comes_back_as_pandas_string_dtype_with_na(tmp_path):
+    # df.convert_dtypes() makes text StringDtype with pd.NA; it came back as pandas 3's default str (NaN)
+    df = pd.DataFrame({"x": pd.array(np.random.default_rng(0).choice(["a", "b", "c"], N), dtype="string")})
+    df.loc[::6, "x"] = pd.NA
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["x"].to_dict()["dtype"] == "string"
+    back = _save_load_same(_fit(Schema.from_dict(schema.to_dict()), df), tmp_path)
+    assert back["x"].dtype == df["x"].dtype and back["x"].isna().any() and back["x"].dropna().isin(["a", "b", "c"]).all()
