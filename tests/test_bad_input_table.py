@@ -769,3 +769,38 @@ def test_complex_durations_and_periods_are_refused_naming_the_column(values, wha
             Schema.infer(df)
         with pytest.raises(SchemaError, match=rf"column 'x': {what}"):  # before the schema's charge
             sz.dp_schema(df, kinds={"x": "numerical"}, epsilon=1.0, delta=1e-6)
+
+
+@pytest.mark.parametrize("cell", [{"x": 1}, [1, 2], {"a"}], ids=["dict", "list", "set"])
+@pytest.mark.parametrize("kind", ["categorical", "numerical"])
+def test_a_list_or_dict_in_a_cell_is_refused_naming_the_column_before_any_charge(cell, kind):
+    # a JSON field read as is: pandas' "TypeError: unhashable type: 'dict'" from deep inside Schema.infer and fit,
+    # and dp_schema took "{'x': 1}" as a category, charged, and the fit on its schema then failed
+    values = ["x", "y"] * 100 if kind == "categorical" else list(range(200))
+    df = pd.DataFrame({"c": [cell if i == 7 else v for i, v in enumerate(values)]})
+    what = rf"column 'c': holds {type(cell).__name__} values \(e.g. {re.escape(repr(cell))}\); each cell must be one"
+    with pytest.raises(SchemaError, match=what):
+        Schema.infer(df)
+    spec = ({"type": "categorical", "categories": ["x", "y"]} if kind == "categorical"
+            else {"type": "numerical", "lower": 0, "upper": 200, "integer": True})
+    with pytest.raises(SchemaError, match=what):
+        Schema.from_dict({"columns": {"c": spec}}).validate(df)
+    if kind == "categorical":  # a numerical description of an object column is refused for its dtype already
+        ledger = sz.PrivacyLedger(1.0, 1e-6)
+        with pytest.raises(SchemaError, match=what):
+            sz.dp_schema(df, kinds={"c": "categorical"}, ledger=ledger, share=1.0)
+        assert ledger.charges == []
+
+
+def test_decimal_objects_from_a_database_are_inferred_as_numbers():
+    # pd.read_sql gives NUMERIC columns as Decimal objects: Schema.infer took them as 200 text categories
+    from decimal import Decimal
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"amount": [Decimal(f"{x:.2f}") for x in rng.normal(100, 10, 200)]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        col = Schema.infer(df)["amount"]
+    assert col.kind == "numerical" and col.decimals == 2
+    assert col.lower == float(min(df["amount"])) and col.upper == float(max(df["amount"]))
+    fake, _ = _sample(Schema([col]), df)
+    assert fake["amount"].dtype == np.float64 and fake["amount"].between(col.lower, col.upper).all()

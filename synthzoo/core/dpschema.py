@@ -58,7 +58,7 @@ from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
-                     check_unique_columns, date_layout, datetime_dtype_spec, is_integer_dtype_name,
+                     check_one_value_per_cell, check_unique_columns, date_layout, datetime_dtype_spec, is_integer_dtype_name,
                      nullable_dtype_name, numeric_values, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
@@ -778,6 +778,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         if c in specs:
             specs[c]["integer"] = True
     for c in cols:  # checks of declared facts against dtypes: errors before any charge, never decisions
+        check_one_value_per_cell(df[c], str(c))  # fit would refuse such cells after the charges
         if specs[c]["type"] == "datetime" and "dtype" not in specs[c] and specs[c].get("format"):
             specs[c]["dtype"] = "string"  # a declared text layout: the column is text, and comes back in it
         if not private and specs[c]["type"] == "datetime" and "dtype" not in specs[c] \

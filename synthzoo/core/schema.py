@@ -26,6 +26,7 @@ import datetime as _dt
 import math
 import re
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -653,6 +654,7 @@ class Schema:
             raise SchemaError("cannot infer a schema from an empty table")
         cols = []
         for name in df.columns:
+            check_one_value_per_cell(df[name], name)  # a list or dict in a cell: SchemaError
             kind = infer_kind(df[name], max_categories)
             s = df[name]
             missing = bool(s.isna().any())
@@ -777,67 +779,76 @@ class Schema:
             raise SchemaError("frame is empty (0 rows)")
         out = df
 
-        def no_missing(col: Column, s: pd.Series) -> None:
-            raise SchemaError(f"column {col.name!r}: {int(s.isna().sum())} missing value(s) (NaN) but the schema "
-                              "declares no missing values (set \"missing\": true if they can occur)")
-
         for col in self.columns:
-            s = df[col.name]
-            if col.kind == "categorical":  # the distinct values say all: one hash pass, no row-sized mask
-                if categories:
-                    codes = col.as_categorical(s)  # raises on values outside the schema
-                    if not col.missing and (codes.codes < 0).any():
-                        no_missing(col, s)
-                    if out is df:
-                        out = df.copy(deep=False)
-                    out[col.name] = pd.Series(codes, index=s.index, name=col.name)
-                    continue
-                uniq = pd.Series(_distinct(s))
-                na_u = uniq.isna().to_numpy()
-                if na_u.any() and not col.missing:
-                    no_missing(col, s)
-                col.positions(uniq[~na_u])  # raises on values outside the schema
-                continue
-            na = s.isna().to_numpy()
-            if na.any() and not col.missing:
-                no_missing(col, s)
-            if na.all():
-                continue
-            if (col.kind == "numerical" and pd.api.types.is_integer_dtype(s.dtype) and not na.any()
-                    and col.lower <= s.min() and s.max() <= col.upper):
-                continue  # whole numbers within the bounds: nothing below can fail
-            v = numeric_values(s, col)
-            vv = v[~na]
-            if not np.all(np.isfinite(vv)):
-                raise SchemaError(f"column {col.name!r}: infinite values")
-            if col.integer and not np.all(np.mod(vv, 1) == 0):
-                raise SchemaError(f"column {col.name!r}: declared integer but holds non-integer values "
-                                  f"(e.g. {vv[np.mod(vv, 1) != 0][0]})")
-            if col.kind == "datetime":
-                off = dtm.off_resolution(vv, col.resolution, col.tz)
-                if off.any():
-                    zone = (" (the values carry UTC offsets: declare the column's \"tz\" so that days are "
-                            "days of that zone)" if col.tz is None and col.resolution == "day"
-                            and _zone_aware(s) else "")
-                    raise SchemaError(f"column {col.name!r}: the schema's resolution is {col.resolution!r} but "
-                                      f"{int(off.sum())} value(s) are finer (e.g. {col.show(vv[off][0], exact=True)});"
-                                      f" declare a finer \"resolution\" or round the values{zone}")
-            outside = (vv < col.lower) | (vv > col.upper)
-            if outside.any():
-                msg = (f"column {col.name!r}: {int(outside.sum())} value(s) outside the public bounds "
-                       f"[{col.show(col.lower)}, {col.show(col.upper)}] (e.g. {col.show(vv[outside][0])})")  # on the resolution: checked above
-                if out_of_bounds == "raise":
-                    raise SchemaError(msg + "; pass out_of_bounds='clip' to clip them to the bounds")
-                warnings.warn(msg + "; clipped to the bounds", UserWarning, stacklevel=2)
-                if out is df:
-                    out = df.copy()
-                if col.kind == "numerical":
-                    out[col.name] = s.clip(col.lower, col.upper)
-                else:
-                    clipped = col.datetimes(np.clip(v, col.lower, col.upper), snap=False)
-                    clipped.index = s.index
-                    out[col.name] = clipped
+            with one_value_per_cell(df[col.name], col.name):
+                out = self._validate_column(df, out, col, out_of_bounds, categories)
         return out
+
+    @staticmethod
+    def _validate_column(df: pd.DataFrame, out: pd.DataFrame, col: Column, out_of_bounds: str,
+                         categories: bool) -> pd.DataFrame:
+        """:meth:`validate` on one column: ``out``, copied from ``df`` once something changes."""
+        s = df[col.name]
+        if col.kind == "categorical":  # the distinct values say all: one hash pass, no row-sized mask
+            if categories:
+                codes = col.as_categorical(s)  # raises on values outside the schema
+                if not col.missing and (codes.codes < 0).any():
+                    _no_missing(col, s)
+                if out is df:
+                    out = df.copy(deep=False)
+                out[col.name] = pd.Series(codes, index=s.index, name=col.name)
+                return out
+            uniq = pd.Series(_distinct(s))
+            na_u = uniq.isna().to_numpy()
+            if na_u.any() and not col.missing:
+                _no_missing(col, s)
+            col.positions(uniq[~na_u])  # raises on values outside the schema
+            return out
+        na = s.isna().to_numpy()
+        if na.any() and not col.missing:
+            _no_missing(col, s)
+        if na.all():
+            return out
+        if (col.kind == "numerical" and pd.api.types.is_integer_dtype(s.dtype) and not na.any()
+                and col.lower <= s.min() and s.max() <= col.upper):
+            return out  # whole numbers within the bounds: nothing below can fail
+        v = numeric_values(s, col)
+        vv = v[~na]
+        if not np.all(np.isfinite(vv)):
+            raise SchemaError(f"column {col.name!r}: infinite values")
+        if col.integer and not np.all(np.mod(vv, 1) == 0):
+            raise SchemaError(f"column {col.name!r}: declared integer but holds non-integer values "
+                              f"(e.g. {vv[np.mod(vv, 1) != 0][0]})")
+        if col.kind == "datetime":
+            off = dtm.off_resolution(vv, col.resolution, col.tz)
+            if off.any():
+                zone = (" (the values carry UTC offsets: declare the column's \"tz\" so that days are "
+                        "days of that zone)" if col.tz is None and col.resolution == "day"
+                        and _zone_aware(s) else "")
+                raise SchemaError(f"column {col.name!r}: the schema's resolution is {col.resolution!r} but "
+                                  f"{int(off.sum())} value(s) are finer (e.g. {col.show(vv[off][0], exact=True)});"
+                                  f" declare a finer \"resolution\" or round the values{zone}")
+        outside = (vv < col.lower) | (vv > col.upper)
+        if outside.any():
+            msg = (f"column {col.name!r}: {int(outside.sum())} value(s) outside the public bounds "
+                   f"[{col.show(col.lower)}, {col.show(col.upper)}] (e.g. {col.show(vv[outside][0])})")  # on the resolution: checked above
+            if out_of_bounds == "raise":
+                raise SchemaError(msg + "; pass out_of_bounds='clip' to clip them to the bounds")
+            warnings.warn(msg + "; clipped to the bounds", UserWarning, stacklevel=3)
+            if out is df:
+                out = df.copy()
+            if col.kind == "numerical":
+                out[col.name] = s.clip(col.lower, col.upper)
+            else:
+                clipped = col.datetimes(np.clip(v, col.lower, col.upper), snap=False)
+                clipped.index = s.index
+                out[col.name] = clipped
+        return out
+
+
+def _no_missing(col: Column, s: pd.Series) -> None:
+    raise SchemaError(f"column {col.name!r}: {int(s.isna().sum())} missing value(s) (NaN) but the schema "
+                      "declares no missing values (set \"missing\": true if they can occur)")
 
 
 def _zone_aware(s: pd.Series) -> bool:
@@ -1000,6 +1011,10 @@ def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
     return s.to_numpy(dtype=float, na_value=np.nan)
 
 
+#: What pandas' infer_dtype calls an object column of numbers only
+_NUMBER_OBJECTS = ("decimal", "integer", "floating", "mixed-integer-float")
+
+
 def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
     if pd.api.types.is_datetime64_any_dtype(s.dtype):
         return "datetime"
@@ -1008,6 +1023,8 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
         raise SchemaError(problem)
     if pd.api.types.is_bool_dtype(s.dtype):
         return "categorical"
+    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) in _NUMBER_OBJECTS:
+        s = pd.to_numeric(s)  # Decimal from a database driver, or Python numbers: numbers, not text categories
     if pd.api.types.is_numeric_dtype(s.dtype):
         return "numerical" if s.nunique() > max_categories or not _integral(s) else (
             "numerical" if s.nunique() > 10 else "categorical")
@@ -1152,6 +1169,31 @@ def per_column(schema: Schema, encoders: dict, what: str = "encoder") -> dict:
         raise ConfigError(f"no {what} for column(s) {missing}")
     return {c: encoders[c] for c in schema.names}
 
+
+_CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray)
+
+
+def check_one_value_per_cell(s: pd.Series, name: str) -> None:
+    """SchemaError naming the column when a cell of ``s`` holds a list, dict, set or array (a JSON field read
+    as is): pandas cannot hash or convert it, and text made of it is no category anyone declared."""
+    # infer_dtype is one compiled pass; a list or dict among the values makes it say "mixed" (or "mixed-integer")
+    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) in ("mixed", "mixed-integer"):
+        for v in s.to_numpy():
+            if isinstance(v, _CONTAINERS):
+                raise SchemaError(f"column {name!r}: holds {type(v).__name__} values (e.g. {repr(v)[:40]}); each "
+                                  "cell must be one number, text or date -- spread the values over columns of "
+                                  "their own, or turn them into text")
+
+
+@contextmanager
+def one_value_per_cell(s: pd.Series, name: str):
+    """:func:`check_one_value_per_cell` where pandas raised a TypeError hashing or converting ``s``: costs
+    nothing until something fails."""
+    try:
+        yield
+    except TypeError:
+        check_one_value_per_cell(s, name)
+        raise
 
 def check_unique_columns(df: pd.DataFrame, role: str = "the table") -> None:
     """SchemaError naming a column that appears more than once (pandas allows it; every step here
