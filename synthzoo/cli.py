@@ -172,6 +172,9 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("Use a public schema (Schema.from_json) or measure it with sz.dp_schema.",
                "Give a public schema (--schema FILE) or measure it under DP with --dp-schema EPS."),
               ("read the file with decimal=',' (the command line's --decimal ',')", "pass --decimal ','"),
+              ("read the file with thousands=',' (the command line's --thousands ',')", "pass --thousands ','"),
+              ("read the file with decimal=',' and thousands='.' (the command line's --decimal ',' --thousands '.')",
+               "pass --decimal ',' --thousands '.'"),
               ("(more than max_categories=", "(more than "),
               ("or let dp_schema choose them", "or measure them under DP with --dp-schema EPS"),
               ("declare it in kinds ({'type': 'numerical', 'integer': True}) or integers=[...] for integral "
@@ -278,6 +281,16 @@ def _sep(s: str) -> str:
     return sep
 
 
+def _thousands(s: str) -> str:
+    import argparse
+
+    mark = {"space": " ", "apostrophe": "'"}.get(s.lower(), s)
+    if len(mark) != 1 or mark.isalnum() or mark in "-+":
+        raise argparse.ArgumentTypeError(f"a thousands separator is one character (',', '.', \"'\", or 'space'), "
+                                         f"got {s!r}")
+    return mark
+
+
 def _decimal(s: str) -> str:
     import argparse
 
@@ -354,7 +367,8 @@ def cmd_fit(a) -> int:
     schema_ledger = None
     if a.dp_schema is not None:
         partial = None if not a.schema else _read_schema_doc(a.schema)  # read once: what is checked is what is used
-        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, categories=_listed_categories(partial),
+        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, thousands=a.thousands,
+                      categories=_listed_categories(partial),
                       numerical=_listed_categories(partial, numbers=True))
         with warnings.catch_warnings():  # a misspelt preset, module or parameter is said before the schema's charge
             warnings.simplefilter("ignore")
@@ -364,7 +378,7 @@ def cmd_fit(a) -> int:
         df = sz.conform(df, schema)  # warns with what it changed (exact counts: for your eyes only)
     else:
         schema = _schema(a.schema)
-        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, schema=schema)
+        df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, thousands=a.thousands, schema=schema)
     if schema_ledger is not None:
         over["schema_ledger"] = schema_ledger
     synth = sz.make(a.synth, epsilon=a.epsilon, delta=a.delta, schema=schema, seed=a.seed,
@@ -519,7 +533,7 @@ def cmd_split(a) -> int:
 
     from .core.errors import ConfigError
 
-    df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal)
+    df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, thousands=a.thousands)
     test_size = a.test_size
     if not test_size > 0 or (test_size >= 1 and not float(test_size).is_integer()):
         raise ConfigError(f"--test-size is a fraction in (0, 1) or a whole number of rows, got {test_size:g}")
@@ -778,7 +792,7 @@ def cmd_eval(a) -> int:
     from synthzoo.metrics.html import read_risk_csv, timing_notes
 
     schema = _schema(a.schema)
-    csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "schema": schema}
+    csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "thousands": a.thousands, "schema": schema}
     real = read_csv(a.real, role="real", **csv)
     fake = read_csv(a.fake, role="synthetic", **csv)
     test = None if a.test is None else read_csv(a.test, role="test", **csv)
@@ -887,7 +901,7 @@ def cmd_tune(a) -> int:
         raise ConfigError("--sign signs the model file that --out writes; pass --out tune.json")
     _check_sign_key(a.sign)
     schema = _schema(a.schema)
-    csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "schema": schema}
+    csv = {"sep": a.sep, "encoding": a.encoding, "decimal": a.decimal, "thousands": a.thousands, "schema": schema}
     train = read_csv(a.data, **csv)
     if a.val:
         val = read_csv(a.val, role="val", **csv)
@@ -1023,12 +1037,16 @@ def _metric_help() -> str:
             + ". Metrics: " + ", ".join(m for m in METRICS if m != "mds")).replace("%", "%%")
 
 
-def _csv_options(p, what: str = "input CSV files") -> None:
+def _csv_options(p, what: str = "input CSV files", reads: bool = True) -> None:
     p.add_argument("--sep", type=_sep, default=",",
                    help=f"field separator of the {what} (default ','; e.g. ';', 'tab')")
     p.add_argument("--encoding", help=f"text encoding of the {what} (default utf-8; e.g. latin-1, cp1252)")
     p.add_argument("--decimal", type=_decimal, default=".",
                    help=f"decimal mark of the numbers in the {what} (default '.'; ',' for 3,14)")
+    if reads:  # pandas writes numbers without separators: an option for input only
+        p.add_argument("--thousands", type=_thousands,
+                       help=f"thousands separator of the numbers in the {what} (default none; ',' for 1,234.5, "
+                            "'.' with --decimal ',' for 1.234,5); numbers are written without it")
 
 
 #: What argparse should read as a value, not an option, though it starts with '-': a negative number or a
@@ -1096,7 +1114,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="CSV file to write (compressed when named .gz, .bz2 or .xz)")
     s.add_argument("--trust", metavar="KEY.pub", action="append", default=[],
                    help="load the model only if it is signed by this public key and unchanged since (repeatable)")
-    _csv_options(s, "output CSV")
+    _csv_options(s, "output CSV", reads=False)
     s.set_defaults(func=cmd_sample)
 
     sp = sub.add_parser("split", help="split a CSV into training and held-out test rows (for `eval --test`)",
@@ -1239,6 +1257,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _number_reading_hint(msg: str, decimal: str, thousands: str | None) -> str:
+    """What to pass when a numerical column's values are numbers written with separators the reader was not
+    told of (the values quoted in ``msg``), or ""."""
+    examples = re.findall(r"'(-?[\d.,]*\d)'", msg)
+    if not examples or thousands is not None:
+        return ""
+    if decimal != "," and all(re.fullmatch(r"-?\d{1,3}(,\d{3})+\.\d+", x) for x in examples):
+        return "; its commas separate thousands (the point is the decimal mark): pass --thousands ','"
+    if decimal == "," or not any("," in x for x in examples):
+        return ""
+    one = next((x for x in examples if x.count(",") == 1 and "." not in x), None)
+    if one and all(re.fullmatch(r"-?\d{1,3}(,\d{3})+", x) for x in examples):
+        return (f"; if its commas separate thousands, pass --thousands ',' (--decimal ',' would read {one!r} as "
+                f"{one.replace(',', '.')}); if they are decimal commas, pass --decimal ','")
+    if any("." in x for x in examples):
+        return ("; if the file writes decimals with a comma and thousands with a point, pass --decimal ',' "
+                "--thousands '.'")
+    return "; if the file writes decimals with a comma, pass --decimal ','"
+
+
 def main(argv=None) -> int:
     from synthzoo.core.errors import SchemaError, SynthzooError
 
@@ -1253,16 +1291,8 @@ def main(argv=None) -> int:
             return args.func(args)
         except (SynthzooError, FileNotFoundError) as e:
             msg = _cli_words(str(e))  # say it in the command line's words
-            if (isinstance(e, SchemaError) and "non-numeric" in msg and getattr(args, "decimal", ",") != ","
-                    and re.search(r"'-?\d+,\d+'", msg)):
-                examples = re.findall(r"'(-?\d+(?:,\d+)+)'", msg)
-                one = next((x for x in examples if x.count(",") == 1), None)
-                if one and all(re.fullmatch(r"-?\d{1,3}(,\d{3})+", x) for x in examples):
-                    msg += (f"; if its commas separate thousands, write the numbers without them (--decimal ',' "
-                            f"would read {one!r} as {one.replace(',', '.')}); if they are decimal commas, pass "
-                            "--decimal ','")
-                else:
-                    msg += "; if the file writes decimals with a comma, pass --decimal ','"
+            if isinstance(e, SchemaError) and "non-numeric" in msg:
+                msg += _number_reading_hint(msg, getattr(args, "decimal", "."), getattr(args, "thousands", None))
             print(f"synthzoo: error: {msg}", file=sys.stderr)
             return 2
 

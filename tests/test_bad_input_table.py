@@ -664,8 +664,19 @@ def test_thousands_separators_are_not_called_a_decimal_comma():
         Schema.infer(df)
     said = " ".join(str(w.message) for w in seen)
     assert "column 'mass': its text reads as numbers with a comma every three digits (e.g. '1,936')" in said
-    assert "if the commas separate thousands, write the numbers without them" in said
+    assert "if the commas separate thousands, read the file with thousands=','" in said
     assert "reads as numbers with a decimal comma" not in said
+
+
+def test_numbers_with_commas_for_thousands_and_a_decimal_point_are_named_as_such():
+    # '40,123.45' was taken as 400 text categories with only the warning about too many distinct values
+    df = pd.DataFrame({"pay": [f"{v:,.2f}" for v in np.linspace(900, 90_000, 400)]})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        Schema.infer(df)
+    said = " ".join(str(w.message) for w in seen)
+    assert ("column 'pay': its text reads as numbers with commas separating thousands (e.g. '1,123.31'), taken as "
+            "400 categories; read the file with thousands=','") in said
 
 
 def test_a_misnamed_column_is_shown_beside_the_one_it_replaces():

@@ -765,7 +765,53 @@ def test_a_thousands_separator_is_not_only_called_a_decimal_comma(tmp_path, caps
     assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"),
                  "--out", str(tmp_path / "m.szm")]) == 2
     err = capsys.readouterr().err
-    assert "if its commas separate thousands, write the numbers without them" in err and "--decimal ','" in err
+    assert "if its commas separate thousands, pass --thousands ','" in err and "--decimal ','" in err
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--thousands", ",",
+                 "--out", str(tmp_path / "m.szm")]) == 0
+    assert sz.Synthesizer.load(tmp_path / "m.szm").sample(200, seed=0)["mass"].median() > 100  # not 1.936 to 6.806
+
+
+@pytest.mark.parametrize("european, options, hint", [
+    (False, ["--thousands", ","],
+     "its commas separate thousands (the point is the decimal mark): pass --thousands ','"),
+    (True, ["--decimal", ",", "--thousands", "."],
+     "if the file writes decimals with a comma and thousands with a point, pass --decimal ',' --thousands '.'"),
+])
+def test_numbers_with_thousands_separators_read_with_thousands(tmp_path, capsys, european, options, hint):
+    # '40,123.45' (or '40.123,45' in a semicolon file) in a numerical column: refused as non-numeric with no way to
+    # read it (no --thousands; the hint said to rewrite the file), and without a schema taken as 400 categories
+    values = [f"{v:,.2f}" for v in np.random.default_rng(0).normal(40_000, 9_000, 400)]
+    if european:
+        values = [v.replace(",", "#").replace(".", ",").replace("#", ".") for v in values]
+    sep = ["--sep", ";"] if european else []
+    pd.DataFrame({"salary": values, "k": ["a", "b"] * 200}).to_csv(tmp_path / "d.csv", index=False,
+                                                                    sep=";" if european else ",")
+    schema = {"salary": {"type": "numerical", "lower": 0, "upper": 100_000},
+              "k": {"type": "categorical", "categories": ["a", "b"]}}
+    sz.Schema.from_dict({"columns": schema}).to_json(tmp_path / "s.json")
+    base = ["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--out", str(tmp_path / "m.szm"),
+            *sep]
+    assert main(base) == 2
+    assert hint in capsys.readouterr().err
+    assert main(base + options) == 0
+    fake = sz.Synthesizer.load(tmp_path / "m.szm").sample(200, seed=0)
+    assert fake["salary"].dtype == np.float64 and fake["salary"].median() > 10_000
+    # without a schema, Schema.infer's warning says what to pass
+    assert main(["fit", str(tmp_path / "d.csv"), "--out", str(tmp_path / "m2.szm"), *sep]) == 0
+    assert ("pass --decimal ',' --thousands '.'" if european else "pass --thousands ','") in capsys.readouterr().err
+
+
+def test_a_thousands_separator_that_is_the_decimal_mark_or_a_letter_is_refused(demo_files, tmp_path, capsys):
+    d, _, _ = demo_files
+    base = ["fit", str(d / "data.csv"), "--schema", str(d / "schema.json"), "--out", str(tmp_path / "m.szm")]
+    with pytest.raises(SystemExit):
+        main(base + ["--thousands", "ab"])
+    assert "argument --thousands: a thousands separator is one character" in capsys.readouterr().err
+    assert main(base + ["--thousands", "."]) == 2
+    assert "the thousands separator '.' is also the decimal mark; they must differ (for 1.234,5 pass --decimal ','" \
+        in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # sample writes numbers without separators: no such option there
+        main(["sample", str(d / "model.szm"), "-n", "5", "--out", str(tmp_path / "f.csv"), "--thousands", ","])
 
 
 def test_bad_tune_weights_and_timeout_name_their_own_options(demo_files, tmp_path, capsys):

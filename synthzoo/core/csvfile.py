@@ -12,7 +12,7 @@ _SEP_NAMES = {";": "semicolons", "\t": "tabs", "|": "pipes", ",": "commas"}
 
 
 def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "data", schema=None,
-             decimal: str = ".", categories: dict | None = None, numerical=None):
+             decimal: str = ".", categories: dict | None = None, numerical=None, thousands: str | None = None):
     """Read a CSV the way every command does, with an error that says what to do for the usual
     mistakes: a missing or empty (0-byte) file, a wrong text encoding, a separator other than
     ``sep`` (the file then reads as one column, or as ragged rows).  The categories ``schema`` lists (or
@@ -23,6 +23,9 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
 
     from .errors import ConfigError
 
+    if thousands is not None and thousands == decimal:  # (the field separator may be one: "1,234" is quoted)
+        raise ConfigError(f"{role}: the thousands separator {thousands!r} is also the decimal mark; they must differ"
+                          + (" (for 1.234,5 pass --decimal ',' too)" if thousands == "." else ""))
     p = Path(path)
     if not p.exists():
         raise ConfigError(f"{role}: file {str(p)!r} not found")
@@ -47,7 +50,7 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
     try:
         na = _na_reading(schema, categories, lambda: pd.read_csv(p, sep=sep, encoding=encoding, header=None, nrows=1,
                                                                  dtype=str, keep_default_na=False).iloc[0])
-        df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal, **na)
+        df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal, thousands=thousands, **na)
     except UnicodeDecodeError as e:
         raise ConfigError(f"{role}: {str(p)!r} is not {encoding or 'utf-8'} text ({_undecodable(p, encoding, e)}); "
                           "pass its encoding, e.g. --encoding latin-1") from None

@@ -669,13 +669,21 @@ class Schema:
                     # '4,324': thousands separators, or decimal commas -- a decimal mark must not be guessed
                     warnings.warn(f"column {name!r}: its text reads as numbers with a comma every three digits (e.g. "
                                   f"{grouped[0]!r}), taken as {len(cats):,} categories: if the commas separate "
-                                  "thousands, write the numbers without them; if they are decimal commas, read the "
-                                  "file with decimal=',' (the command line's --decimal ',')", UserWarning,
-                                  stacklevel=2)
+                                  "thousands, read the file with thousands=',' (the command line's --thousands ','); "
+                                  "if they are decimal commas, read the file with decimal=',' (the command line's "
+                                  "--decimal ',')", UserWarning, stacklevel=2)
+                elif len(cats) > 1 and any("," in c for c in cats) and all(_GROUPED_POINT.fullmatch(c) for c in cats):
+                    # '40,123.45': the point is the decimal mark, so the commas can only separate thousands
+                    warnings.warn(f"column {name!r}: its text reads as numbers with commas separating thousands (e.g. "
+                                  f"{next(c for c in cats if ',' in c)!r}), taken as {len(cats):,} categories; read "
+                                  "the file with thousands=',' (the command line's --thousands ',') to have numbers",
+                                  UserWarning, stacklevel=2)
                 elif len(cats) > 1 and all(_DECIMAL_COMMA.fullmatch(c) for c in cats):
+                    how = ("decimal=',' and thousands='.' (the command line's --decimal ',' --thousands '.')"
+                           if any("." in c for c in cats) else "decimal=',' (the command line's --decimal ',')")
                     warnings.warn(f"column {name!r}: its text reads as numbers with a decimal comma (e.g. "
-                                  f"{cats[0]!r}), taken as {len(cats):,} categories; read the file with decimal=',' "
-                                  "(the command line's --decimal ',') to have numbers", UserWarning, stacklevel=2)
+                                  f"{cats[0]!r}), taken as {len(cats):,} categories; read the file with {how} to have "
+                                  "numbers", UserWarning, stacklevel=2)
                 odd = _not_iso_dates(cats)
                 if odd and len(odd) <= 0.1 * len(cats):  # one typo or placeholder turned dates into text
                     warnings.warn(f"column {name!r}: its text reads as ISO dates except {len(odd):,} value(s), e.g. "
@@ -905,6 +913,8 @@ _DECIMAL_COMMA = re.compile(r"-?\d{1,3}(\.\d{3})*,\d+|-?\d+,\d+")
 #: group) a decimal comma; the text alone cannot tell which.
 _GROUPED = re.compile(r"-?\d{1,3}(,\d{3})+")
 _PLAIN_INT = re.compile(r"-?\d{1,3}")
+#: Numbers with a decimal point and, where they are large, a comma every three digits (``40,123.45``, ``17.5``)
+_GROUPED_POINT = re.compile(r"-?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?")
 
 def _decimals(v: pd.Series, most: int = 6, dtype=None) -> int | None:
     """The fewest decimal places (up to ``most``) that every value is written with, or None.
