@@ -85,7 +85,7 @@ from .accounting import SHAPES, TRIAL, TUNER, coin_source, derived_seed, per_tri
 from .objective import (SCORE_ROWS, TERMS, VAL_SHARE, WASSERSTEIN_ROWS, clipped_score, score_sensitivity,
                         score_terms, validation_sketch, weighted)
 from .result import (ABORTED, ACCOUNTED_NOTE, NON_PRIVATE_WARNING, NOTHING_RELEASED, PUBLIC_NOTE, REPLAYABLE_TUNING,
-                     StudySettingsError, TuneResult, TuningAborted, _release_accounted, _zcdp, abort_lost_runs,
+                     StudySettingsError, TuneResult, TuningAborted, _release_accounted, _shown, _zcdp, abort_lost_runs,
                      aborted_message, tuning_statement)
 from .space import MODULE_CHOICES, check_space, default_params, suggest_config
 from .storage import (DEFAULT_STORAGE, STATE_ATTR, STATE_CHUNK, STOPPED_ATTR, _best_complete_value,
@@ -574,7 +574,8 @@ def tune(preset: str, train: pd.DataFrame, val: pd.DataFrame | None = None, *, e
                                callbacks=[lambda _study, frozen: mine.append(frozen)])
                 if verbose and not accounted and mine:
                     last = mine[-1]
-                    shown = f" value={last.values}" if last.state == optuna.trial.TrialState.COMPLETE else ""
+                    shown = (f" value={_shown(last.values if len(last.values) > 1 else last.values[0])}"
+                             if last.state == optuna.trial.TrialState.COMPLETE else "")
                     print(f"  trial {last.number}: {last.state.name}{shown}"
                           + (f" ({last.user_attrs['pruned_reason']})" if "pruned_reason" in last.user_attrs else ""),
                           flush=True)
