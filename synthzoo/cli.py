@@ -533,7 +533,9 @@ def cmd_split(a) -> int:
 
     from .core.errors import ConfigError
 
-    df = read_csv(a.data, a.sep, a.encoding, decimal=a.decimal, thousands=a.thousands)
+    # rows are copied, not read: as typed values, "NA" (North America) and "None" were written back empty, "3" as
+    # "3.0" in a column with a gap, "4.000" as "4.0"
+    df = read_csv(a.data, a.sep, a.encoding, text=True)
     test_size = a.test_size
     if not test_size > 0 or (test_size >= 1 and not float(test_size).is_integer()):
         raise ConfigError(f"--test-size is a fraction in (0, 1) or a whole number of rows, got {test_size:g}")
@@ -566,7 +568,7 @@ def cmd_split(a) -> int:
         if path.exists() and not a.force:
             raise ConfigError(f"{str(path)!r} exists; pass --force to overwrite it, or name other files with "
                               "--train / --test")
-    kw = {"sep": a.sep, "index": False, "encoding": a.encoding, "decimal": a.decimal}
+    kw = {"sep": a.sep, "index": False, "encoding": a.encoding}
     train.to_csv(out_train, **kw)
     test.to_csv(out_test, **kw)
     print(f"wrote {out_train} ({count(len(train), 'row')}: fit on these) and {out_test} "
@@ -1037,10 +1039,12 @@ def _metric_help() -> str:
             + ". Metrics: " + ", ".join(m for m in METRICS if m != "mds")).replace("%", "%%")
 
 
-def _csv_options(p, what: str = "input CSV files", reads: bool = True) -> None:
+def _csv_options(p, what: str = "input CSV files", reads: bool = True, numbers: bool = True) -> None:
     p.add_argument("--sep", type=_sep, default=",",
                    help=f"field separator of the {what} (default ','; e.g. ';', 'tab')")
     p.add_argument("--encoding", help=f"text encoding of the {what} (default utf-8; e.g. latin-1, cp1252)")
+    if not numbers:  # split copies every field as the file writes it
+        return
     p.add_argument("--decimal", type=_decimal, default=".",
                    help=f"decimal mark of the numbers in the {what} (default '.'; ',' for 3,14)")
     if reads:  # pandas writes numbers without separators: an option for input only
@@ -1129,7 +1133,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--train", help="training file to write (default: DATA with .train.csv)")
     sp.add_argument("--test", help="test file to write (default: DATA with .test.csv)")
     sp.add_argument("--force", action="store_true", help="overwrite existing output files")
-    _csv_options(sp, "CSV files (read and written)")
+    _csv_options(sp, "CSV files (read and written; every field is copied as the file writes it)", numbers=False)
     sp.set_defaults(func=cmd_split)
 
     d = sub.add_parser("demo", help="end to end on a built-in generated table (no files needed)")

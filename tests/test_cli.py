@@ -1079,3 +1079,20 @@ def test_eval_unknown_metric_suggests_the_close_name_and_lists_only_what_eval_ta
     err = capsys.readouterr().err
     assert "--metrics: unknown metric or set 'tvd2way' (did you mean 'tvd_2way'?); choose from" in err
     assert "attr_disclosure" in err and "mds" not in err
+
+
+def test_split_copies_every_field_as_the_file_writes_it(tmp_path, capsys):
+    # split read the rows as typed values and wrote them back: "NA" (North America) and "None" became empty fields,
+    # so missing values; 3 became 3.0 in a column with a gap, 4.000 became 4.0 and 1e3 1000.0
+    lines = ["NA,02139,1.50,3", "EU,10001,2.25,", "NA,00501,3.10,7", "EU,02139,1e3,2", "None,10001,4.000,1"] * 6
+    (tmp_path / "d.csv").write_text("region,zip,amount,n\n" + "\n".join(lines) + "\n")
+    for extra in ([], ["--stratify", "region"]):
+        assert main(["split", str(tmp_path / "d.csv"), "--test-size", "10", "--force", *extra]) == 0
+        train = (tmp_path / "d.train.csv").read_text().splitlines()
+        test = (tmp_path / "d.test.csv").read_text().splitlines()
+        assert train[0] == test[0] == "region,zip,amount,n" and len(test) == 11
+        assert sorted(train[1:] + test[1:]) == sorted(lines)
+    assert sorted(x.split(",")[0] for x in test[1:]) == ["EU"] * 4 + ["NA"] * 4 + ["None"] * 2  # stratified
+    with pytest.raises(SystemExit):  # the fields are copied, so no option reads numbers
+        main(["split", str(tmp_path / "d.csv"), "--decimal", ","])
+    assert "unrecognized arguments: --decimal" in capsys.readouterr().err

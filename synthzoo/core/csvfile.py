@@ -12,13 +12,15 @@ _SEP_NAMES = {";": "semicolons", "\t": "tabs", "|": "pipes", ",": "commas"}
 
 
 def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "data", schema=None,
-             decimal: str = ".", categories: dict | None = None, numerical=None, thousands: str | None = None):
+             decimal: str = ".", categories: dict | None = None, numerical=None, thousands: str | None = None,
+             text: bool = False):
     """Read a CSV the way every command does, with an error that says what to do for the usual
     mistakes: a missing or empty (0-byte) file, a wrong text encoding, a separator other than
     ``sep`` (the file then reads as one column, or as ragged rows).  The categories ``schema`` lists (or
     ``categories``, column -> list, where only a partial description exists) are read as themselves even
     where pandas would read them as missing (:func:`_na_reading`), and numbers spelt with a leading zero
-    ("02139") stay text where no schema types the column as numbers (:func:`_keep_leading_zeros`)."""
+    ("02139") stay text where no schema types the column as numbers (:func:`_keep_leading_zeros`).  With
+    ``text=True`` every field is read as the file's text, nothing as missing (what ``split`` copies)."""
     import pandas as pd
 
     from .errors import ConfigError
@@ -50,6 +52,8 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
     try:
         na = _na_reading(schema, categories, lambda: pd.read_csv(p, sep=sep, encoding=encoding, header=None, nrows=1,
                                                                  dtype=str, keep_default_na=False).iloc[0])
+        if text:
+            na = {"dtype": str, "keep_default_na": False}
         df = pd.read_csv(p, sep=sep, encoding=encoding, decimal=decimal, thousands=thousands, **na)
     except UnicodeDecodeError as e:
         raise ConfigError(f"{role}: {str(p)!r} is not {encoding or 'utf-8'} text ({_undecodable(p, encoding, e)}); "
@@ -68,7 +72,7 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
     blank = [i for i, h in enumerate(header) if h == "" and i < df.shape[1]]
     if blank:  # pandas calls it 'Unnamed: i', a name the file does not hold (and the release would write)
         i = blank[0]
-        if df.iloc[:, i].isna().all():
+        if (df.iloc[:, i].isna() | (df.iloc[:, i] == "")).all():  # (text=True reads an empty field as "")
             raise ConfigError(f"{role}: {str(p)!r}: the header's field {i + 1} is empty and so is every value under "
                               "it (a separator at the end of each line?); remove it, or name the column")
         raise ConfigError(f"{role}: {str(p)!r}: column {i + 1} has no name in its header (such as the row index "
@@ -86,10 +90,13 @@ def read_csv(path, sep: str = ",", encoding: str | None = None, role: str = "dat
         raise ConfigError(f"{role}: {str(p)!r} has a header line but no rows")
     if schema is not None:  # said here with the file's name, before any work (the fit said "the table" after it began)
         schema.check_columns(df, f"{role}: {str(p)!r}")
-    def text(cols):
+    if text:
+        return df
+
+    def as_text(cols):
         return pd.read_csv(p, sep=sep, encoding=encoding, usecols=cols, dtype=str, **na)
 
-    return _dates_as_text(_keep_leading_zeros(df, text, schema, numerical, categories), text, schema, numerical)
+    return _dates_as_text(_keep_leading_zeros(df, as_text, schema, numerical, categories), as_text, schema, numerical)
 
 
 def _dates_as_text(df, text, schema, numerical=None):
