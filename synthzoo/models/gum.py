@@ -312,7 +312,7 @@ class GUM(MeasurementModel):
         for i, p in enumerate(one_way):
             rec[:, i] = rng.permutation(np.repeat(np.arange(p.size), allocate(p, n)))
 
-        rounds = int(self.iterations)
+        rounds = int(self.iterations) if targets else 0  # nothing beyond one-way marginals: the draw above is final
         bar = None
         if self.progress is None and rounds:
             from tqdm.auto import tqdm

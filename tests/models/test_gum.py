@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -164,3 +165,22 @@ def test_gum_progress_callback():
     gum.sample(300, np.random.default_rng(0))
     assert [s[0] for s in seen] == [1, 2, 3, 4, 5] and all(s[1] == 5 for s in seen)
     assert seen[-1][2] < seen[0][2]
+
+
+
+def test_gum_with_no_marginals_samples_uniform_codes_without_rounds():
+    # a model file that records no marginal (seen when fuzzing files) ran GUM's rounds over no targets, each taking
+    # the mean of an empty error list: numpy's "Mean of empty slice" RuntimeWarning on every round
+    data = correlated_table(n=500)
+    gum = _exact_fit(data, [("a",)], iterations=50)
+    state = {**json.loads(json.dumps(gum.get_state())), "marginals": []}
+    other, calls = GUM(), []
+    other.set_state(state, data.domain)
+    other.progress = lambda *a: calls.append(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = other.sample(20_000, np.random.default_rng(0))
+    assert calls == [] and x.shape == (20_000, 5)
+    for j, size in enumerate(data.domain.shape):  # every column uniform over its public domain, to the row
+        counts = np.bincount(x[:, j], minlength=size)
+        assert counts.sum() == 20_000 and counts.max() - counts.min() <= 1
