@@ -387,6 +387,14 @@ def test_the_saved_report_text_is_not_trusted(docs):
     d["privacy"]["report"] = "privacy spent: (epsilon=0.00042, delta=1e-12)"
     text = _load(d).privacy_report()
     assert "0.00042" not in text and math.isclose(_load(d).privacy_spent().epsilon, 1.0, rel_tol=1e-6)
+    # not read, but typed as every field of the file is (any JSON value loaded unchecked)
+    for key, value, match in (("report", {"a": [1]}, r"privacy\.report: must be text, got dict"),
+                              ("breakdown", "all yours", r"privacy\.breakdown: must be a list of at most"),
+                              ("breakdown", [[1]] * 3, r"privacy\.breakdown: must be a list of at most")):
+        d = copy.deepcopy(docs["mst"])
+        d["privacy"][key] = value
+        with pytest.raises(ConfigError, match=match):
+            _load(d)
 
 
 @pytest.fixture(scope="module")

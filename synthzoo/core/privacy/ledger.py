@@ -691,6 +691,12 @@ class SavedAccount:
         rd = doc["reserved_delta"]
         if isinstance(rd, bool) or not isinstance(rd, (int, float)):
             raise ConfigError(f"{where}.reserved_delta: must be a number, got {rd!r}")
+        # shown to people only and recomputed here, never read; typed all the same, as every field of the file
+        if not isinstance(doc.get("report", ""), str):
+            raise ConfigError(f"{where}.report: must be text, got {type(doc['report']).__name__}")
+        bd = doc.get("breakdown", [])
+        if not (isinstance(bd, list) and len(bd) <= MAX_CHARGES and all(isinstance(r, dict) for r in bd)):
+            raise ConfigError(f"{where}.breakdown: must be a list of at most {MAX_CHARGES:,} objects")
         rep = doc.get("replayable_noise", False)
         if not isinstance(rep, bool):
             raise ConfigError(f"{where}.replayable_noise: must be true or false, got {rep!r}")
