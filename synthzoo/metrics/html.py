@@ -75,6 +75,31 @@ _CUT = 3.0
 _SPIKE_MIN_VALUES = 12
 
 
+def _cut_tallest(ax, hr: np.ndarray, hs: np.ndarray, left: np.ndarray, right: np.ndarray) -> int | None:
+    """Cut off at the top a bar that flattens the rest (hours-per-week's 40, native-country's
+    United-States at 90 %): the y axis ends a third above the next tallest bar and the cut bar's real /
+    synthetic shares are written beside its top, right of its right edge ``right[k]`` (left of ``left[k]``
+    for the last bar), on no part of it.  ``hr``/``hs``: the real and synthetic heights per bar.  Returns
+    the bar's index, or None when no bar is ``_CUT`` times taller than every other."""
+    tall = np.maximum(hr, hs)
+    if tall.size < 2:
+        return None
+    k = int(tall.argmax())
+    rest = float(np.delete(tall, k).max())
+    if not (rest > 0 and tall[k] > _CUT * rest):
+        return None
+    top_y = 1.35 * rest
+    ax.set_ylim(0, top_y)
+    # a white slash across the bar below the top: it goes on past the axis (a bar that merely reached
+    # the top looked the same)
+    ax.plot([left[k], right[k]], [0.88 * top_y, 0.94 * top_y], color="white", lw=2.5, solid_capstyle="butt",
+            gid="cut-mark")
+    last = k == tall.size - 1
+    ax.annotate(f"{hr[k]:.0%} / {hs[k]:.0%}", (left[k] if last else right[k], top_y), xytext=(-3 if last else 3, -3),
+                textcoords="offset points", ha="right" if last else "left", va="top", fontsize=7, color="#333")
+    return k
+
+
 def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     """Histogram of a number, real filled and synthetic as an outline (they never blend into one
     colour).  A value held by at least 30 % of the real rows (capital-gain's 0) of a column with
@@ -131,16 +156,8 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     ws = np.full(s.size, 1.0 / max(s.size, 1))
     hr = ax.hist(r, bins=edges, weights=wr, color=REAL, alpha=0.45, label="real")[0]
     hs = ax.hist(s, bins=edges, weights=ws, histtype="step", color=SYNTH, linewidth=1.6, label="synthetic")[0]
-    tall = np.maximum(hr, hs)
-    k = int(tall.argmax())
-    rest = float(np.delete(tall, k).max()) if tall.size > 1 else 0.0
-    if rest > 0 and tall[k] > _CUT * rest:
-        # one bar flattening the rest (hours-per-week's 40): cut it off at the top, its shares written on it
-        top_y = 1.35 * rest
-        ax.set_ylim(0, top_y)
-        where = (edges[k] * edges[k + 1]) ** 0.5 if log else (edges[k] + edges[k + 1]) / 2
-        ax.annotate(f"{hr[k]:.0%} / {hs[k]:.0%}", (where, top_y), xytext=(4, -3), textcoords="offset points",
-                    ha="left", va="top", fontsize=7, color="#333")
+    k = _cut_tallest(ax, hr, hs, edges[:-1], edges[1:])
+    if k is not None:
         label = (lambda v: _compact(float(v))) if not is_date else show
         a, b = edges[k], edges[k + 1]
         if whole(both) and not log:
@@ -158,6 +175,15 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=edges[1] - edges[0] == 1))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
     return "; ".join(note)
+
+
+#: at most this many categories a plot; the rest are counted in the caption
+_MAX_BARS = 20
+
+
+def _share(x: float) -> str:
+    """A share of rows as a percentage that does not round a few rows to "0%"."""
+    return "0%" if x == 0 else (f"{x:.0%}" if x >= 0.095 else (f"{x:.1%}" if x >= 0.001 else "<0.1%"))
 
 
 def _column_plots(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> list[tuple[str, str, str]]:
@@ -183,15 +209,29 @@ def _column_figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
             hr = np.bincount(rc, minlength=size) / len(rc)
             hs = np.bincount(sc, minlength=size) / len(sc)
             keep = [i for i in range(size) if (i < k or (i == k and col.missing) or hr[i] + hs[i] > 0)]
-            keep = sorted(keep, key=lambda i: -hr[i])
-            if len(keep) > 20:
-                note = f"{len(keep) - 20} rarer categories not shown"
-                keep = keep[:20]
+            if len(keep) > _MAX_BARS:
+                # the most frequent in either table: a category the release invents or inflates is shown
+                # even where the real rows barely hold it
+                keep = sorted(keep, key=lambda i: -max(hr[i], hs[i]))
+                hidden = keep[_MAX_BARS:]
+                keep = keep[:_MAX_BARS]
+                # how much the reader does not see, not just how many categories
+                note = (f"{len(hidden)} of {len(hidden) + len(keep)} categories not shown, holding real "
+                        f"{_share(hr[hidden].sum())}, synthetic {_share(hs[hidden].sum())} of the rows")
+            keep = sorted(keep, key=lambda i: (-hr[i], -hs[i]))
             x = np.arange(len(keep))
             ax.bar(x - 0.2, hr[keep], 0.4, label="real", color=REAL)
             ax.bar(x + 0.2, hs[keep], 0.4, label="synthetic", color=SYNTH)
+            ax.set_xlim(-0.6, len(keep) - 0.4)
+            cut = _cut_tallest(ax, hr[keep], hs[keep], x - 0.4, x + 0.4)
+            if cut is not None:
+                # native-country's United-States (90 %) left every other bar a line at the bottom
+                note = "; ".join(n for n in (f"{labels[keep[cut]]} is cut off at the top: real {hr[keep[cut]]:.0%}, "
+                                             f"synthetic {hs[keep[cut]]:.0%}", note) if n)
             ax.set_xticks(x)
-            ax.set_xticklabels([labels[i][:18] for i in keep], rotation=60, ha="right", fontsize=7)
+            # a long name cut short says so (Outlying-US(Guam-USVI-etc) read "Outlying-US(Guam-U")
+            ax.set_xticklabels([lb if len(lb) <= 18 else lb[:17] + "\u2026" for lb in (labels[i] for i in keep)],
+                               rotation=60, ha="right", fontsize=7)
             ax.set_ylabel("share of rows", fontsize=7)
         else:
             with warnings.catch_warnings():

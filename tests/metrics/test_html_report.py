@@ -269,3 +269,62 @@ def test_the_notes_are_linked_from_the_sections_line(tmp_path):
     assert "<a href='#notes'>notes</a>" in sections and "<h2 id='notes'>" in text
     assert "time (synthetic, summed over its units)</b>: 3.0 s" in text
     assert "#notes" not in write_html_report(tmp_path / "s.html", table, df.head(30), df.tail(30), schema).read_text()
+
+
+@pytest.fixture(scope="module")
+def countries():
+    """native-country as in adult: 42 categories, one of them 90 % of the rows, a long name among the rare."""
+    cats = ["United-States"] + [f"country-{i:02d}" for i in range(40)] + ["Outlying-US(Guam-USVI-etc)"]
+    p = np.r_[0.9, np.linspace(0.02, 0.0005, 41)]
+    p /= p.sum()
+    schema = Schema([Column("country", "categorical", categories=cats)])
+
+    def draw(seed, probs):
+        return pd.DataFrame({"country": np.random.default_rng(seed).choice(cats, 5000, p=probs)})
+    q = p.copy()
+    q[-1] = 0.01  # the release inflates the rarest category (.05 % of the real rows) twentyfold
+    q /= q.sum()
+    return draw(1, p), draw(2, q), schema
+
+
+def test_a_dominant_category_is_cut_off_and_the_rest_are_readable(countries):
+    real, synth, schema = countries
+    f = _figures(real, synth, schema)["country"]
+    ax = f["ax"]
+    heights = sorted(p.get_height() for p in f["bars"])  # real and synthetic
+    top = ax.get_ylim()[1]
+    # beside United-States at .9 the next bar filled 2 % of the axis: now the axis ends just above it
+    assert heights[-2] > top >= heights[-3] and heights[-3] >= 0.7 * top
+    # the cut bar's shares are written on the plot and in the caption, and it carries a break mark
+    us = np.mean(real["country"] == "United-States")
+    assert any(t.get_text().startswith(f"{us:.0%} / ") for t in ax.texts)
+    assert f["note"].startswith(f"United-States is cut off at the top: real {us:.0%}, synthetic ")
+    assert [ln for ln in ax.lines if ln.get_gid() == "cut-mark"]
+    # the written shares sit right of the bar pair, on no bar of it
+    import matplotlib.pyplot as plt
+    ((_, fig, _),) = _column_figures(real, synth, schema)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    text = [t for t in ax.texts if "/" in t.get_text()][0].get_window_extent(renderer)
+    pair = [p.get_window_extent(renderer) for p in ax.patches if p.get_height() > top]
+    plt.close(fig)
+    assert len(pair) == 2 and text.x0 >= max(b.x1 for b in pair)
+
+
+def test_categories_left_out_are_counted_with_their_share_of_the_rows(countries):
+    real, synth, schema = countries
+    f = _figures(real, synth, schema)["country"]
+    shown = set(f["ticks"])
+    assert len(shown) == 20
+    hidden = [c for c in schema["country"].categories if c not in shown and c[:17] + "\u2026" not in shown]
+    r, s = (np.mean(d["country"].isin(hidden)) for d in (real, synth))
+    # it said "22 rarer categories not shown", not what share of the rows they hold
+    m = re.search(r"(\d+) of (\d+) categories not shown, holding real ([\d.<]+%), synthetic ([\d.<]+%) of the rows",
+                  f["note"])
+    assert m, f["note"]
+    assert (int(m[1]), int(m[2])) == (len(hidden), 42)
+    for said, share in ((m[3], r), (m[4], s)):  # whole percents from 10 %, tenths below
+        assert abs(float(said.strip("<%")) - 100 * share) <= (0.5 if "." not in said else 0.05) + 1e-9, (said, share)
+    # a category the release inflated is shown though the real rows barely hold it, its name cut with an ellipsis
+    assert "Outlying-US(Guam-\u2026" in shown
