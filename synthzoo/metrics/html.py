@@ -293,28 +293,47 @@ def _heatmap_figure(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
 
 
 def _roc_plot(mia: tuple) -> str:
+    return _png(_roc_figure(mia))
+
+
+#: plot text of the wide figures (ROC, risk response), in points: at the PNG's 90 dpi 9 pt is 11 px on the
+#: page (the ROC legend's 7 pt and the risk panels' 6 pt ticks read 7-9 px at 100 %)
+_FS = 9
+
+
+def _roc_figure(mia: tuple):
+    """The attacks' ROC curves: linear axes (the area under them is the table's AUC) and, on log axes, the
+    low false-positive region as the staircase a threshold on the score reaches -- the table's "TPR at
+    1 % FPR" is read off it.  Drawn straight, a block of tied scores (dcr_hamming's integer distances) was a
+    slope above the blind guess where the table said TPR 0."""
     plt = _plt()
     table, det = mia
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     cmap = plt.get_cmap("tab10")
     for k, (name, (fpr, tpr)) in enumerate(det["roc"].items()):
         auc = float(table.loc[table["attack"] == name, "auc"].iloc[0])
-        for ax in axes:
-            ax.plot(fpr, tpr, color=cmap(k), lw=1.5, label=f"{name} (AUC {auc:.3f})")
+        axes[0].plot(fpr, tpr, color=cmap(k), lw=1.5, label=f"{name} (AUC {auc:.3f})")
+        axes[1].plot(fpr, tpr, color=cmap(k), lw=1.5, drawstyle="steps-post")
+    n_neg = int((~det["y"]).sum())
     for ax in axes:
-        ax.plot([1e-4, 1], [1e-4, 1], color="grey", ls="--", lw=1, label="blind guess")
-        ax.set_xlabel("false-positive rate")
-        ax.set_ylabel("true-positive rate")
+        ax.plot([1.0 / n_neg, 1], [1.0 / n_neg, 1], color="grey", ls="--", lw=1, label="blind guess")
+        ax.set_xlabel("false-positive rate (non-members flagged)", fontsize=_FS)
+        ax.set_ylabel("true-positive rate (members found)", fontsize=_FS)
+        ax.tick_params(labelsize=_FS)
         ax.grid(alpha=0.3)
-    axes[0].set_title("ROC curves of the membership attacks", fontsize=10)
+    axes[0].set_title("ROC curves of the membership attacks", fontsize=_FS + 1)
     axes[1].set_xscale("log")
     axes[1].set_yscale("log")
-    n_neg = int((~det["y"]).sum())
+    # the smallest rate the non-members resolve: one false positive
     axes[1].set_xlim(1.0 / n_neg, 1)
     axes[1].set_ylim(1.0 / n_neg, 1)
-    axes[1].set_title("low false-positive region (log scales)", fontsize=10)
-    axes[0].legend(fontsize=7, loc="lower right")
-    return _png(fig)
+    axes[1].set_title("low false-positive region (log scales)", fontsize=_FS + 1)
+    # beside the panels, not inside one: in the linear panel it covered the corner a curve below the
+    # diagonal runs through, and the log panel had none
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=_FS, loc="upper left", bbox_to_anchor=(1.0, 0.92), frameon=False)
+    fig.tight_layout()
+    return fig
 
 
 def _risk_plots(risk: pd.DataFrame) -> tuple[str, str]:
@@ -483,10 +502,31 @@ def _table(sub: pd.DataFrame, nan_reasons: dict | None = None) -> list[str]:
     return parts
 
 
+def _alarms(x: float) -> str:
+    return f"{x:,.0f} false alarm" + ("" if round(x) == 1 else "s") if x >= 0.95 else f"{x:.2g} false alarms"
+
+
 def _mia_table(table: pd.DataFrame) -> str:
-    rows = "".join(f"<tr><td>{html.escape(str(r.attack))}</td><td class='num'>{r.auc:.3f}</td>"
-                   f"<td class='num'>{_fmt(r._3)}</td><td class='num'>{_fmt(r._4)}</td></tr>"
-                   for r in table.itertuples())
+    """One row per attack, and the maximum of each column over the attacks naming the attack that
+    reaches it: the row read "max (dcr_hamming)" beside TPRs that dcr_hamming did not reach (0 at 1 % FPR
+    under the max's .013)."""
+    cols = ("auc", "tpr@0.01", "tpr@0.001")
+    each = table[~table["attack"].astype(str).str.startswith("max")]
+    rows = "".join(f"<tr><td>{html.escape(str(r['attack']))}</td><td class='num'>{r['auc']:.3f}</td>"
+                   f"<td class='num'>{_fmt(r['tpr@0.01'])}</td><td class='num'>{_fmt(r['tpr@0.001'])}</td></tr>"
+                   for _, r in each.iterrows())
+    if len(each):
+        best = []
+        for c in cols:
+            v = each[c]
+            if v.notna().any():
+                i = v.idxmax()
+                num = f"{v[i]:.3f}" if c == "auc" else _fmt(v[i])
+                best.append(f"<td class='num'>{num} <span class='muted'>({html.escape(str(each.at[i, 'attack']))})"
+                            "</span></td>")
+            else:
+                best.append(f"<td class='num'>{_fmt(np.nan)}</td>")
+        rows += "<tr><td><b>max over attacks</b></td>" + "".join(best) + "</tr>"
     return ("<table><tr><th>attack</th><th>AUC</th><th>TPR at 1 % FPR</th><th>TPR at 0.1 % FPR</th></tr>"
             + rows + "<tr class='muted'><td>blind guess</td><td class='num'>0.5</td><td class='num'>0.01</td>"
             "<td class='num'>0.001</td></tr></table>")
@@ -583,10 +623,17 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
     mia = (details or {}).get("mia")
     if mia is not None:
         parts.append("<h2 id='mia'>Membership-inference attacks</h2>")
+        y = np.asarray(mia[1]["y"], bool)
+        n_pos, n_neg = int(y.sum()), int((~y).sum())
+        # what the low-FPR numbers rest on: 0.1 % of 1,000 non-members is one false alarm
         parts.append("<p class='muted'>Training rows (members) and held-out rows (non-members) scored by each "
                      "attack against the release; the other half of the held-out rows is the attacker's "
-                     "reference sample. The dashed line is a blind guess; a curve above it in the log-scale "
-                     "panel means some members are identified with few false alarms.</p>")
+                     f"reference sample ({n_pos:,} members, {n_neg:,} non-members scored). The dashed line is a "
+                     "blind guess. The left panel's area is the AUC; the right panel, on log scales, draws the "
+                     "staircase a threshold on the score reaches (the table's TPR at 1 % and 0.1 % FPR are read "
+                     "off it) down to one false alarm: a curve above the dashed line there means some members are "
+                     f"identified with few false alarms. Of {n_neg:,} non-members, 1 % FPR is {_alarms(n_neg / 100)} "
+                     f"and 0.1 % {_alarms(n_neg / 1000)}: the TPRs there rest on that few rows.</p>")
         parts.append(_mia_table(mia[0]))
         parts.append(f"<img src='{_roc_plot(mia)}' alt='ROC curves of the membership attacks'>")
     if risk is not None and len(risk):

@@ -328,3 +328,78 @@ def test_categories_left_out_are_counted_with_their_share_of_the_rows(countries)
         assert abs(float(said.strip("<%")) - 100 * share) <= (0.5 if "." not in said else 0.05) + 1e-9, (said, share)
     # a category the release inflated is shown though the real rows barely hold it, its name cut with an ellipsis
     assert "Outlying-US(Guam-\u2026" in shown
+
+
+@pytest.fixture(scope="module")
+def mia():
+    """Two attacks on 1,000 members and 1,000 non-members: one with untied scores, one with few integer
+    scores (dcr_hamming's distances: large blocks of ties)."""
+    from synthzoo.metrics.mia import _summarise
+    g = np.random.default_rng(0)
+    y = np.r_[np.ones(1000, bool), np.zeros(1000, bool)]
+    scores = {"smooth": g.normal(size=2000) + 0.3 * y, "tied": -np.round(g.uniform(0, 4, 2000) - 0.2 * y)}
+    return _summarise(y, scores, return_scores=True)
+
+
+def test_the_low_fpr_panel_draws_what_the_table_reads(mia):
+    # the log panel drew a block of tied scores as a straight slope above the blind guess, where the
+    # table's TPR at 1 % FPR (the largest TPR a threshold reaches at that FPR) said 0
+    import matplotlib.pyplot as plt
+    from matplotlib.cbook import STEP_LOOKUP_MAP
+
+    from synthzoo.metrics.html import _roc_figure
+    table, det = mia
+    fig = _roc_figure(mia)
+    log_ax = fig.axes[1]
+    assert log_ax.get_xscale() == "log"
+    for line, (name, _) in zip(log_ax.lines, det["roc"].items()):
+        x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+        style = line.get_drawstyle()
+        if style != "default":
+            x, y = STEP_LOOKUP_MAP[style](x, y)
+        drawn = np.interp(0.01, x, y)  # what the eye reads along the drawn path at 1 % FPR
+        assert drawn == pytest.approx(float(table.loc[table["attack"] == name, "tpr@0.01"].iloc[0]), abs=1e-9), name
+    plt.close(fig)
+
+
+def test_the_roc_legend_covers_no_curve_and_its_text_is_readable(mia):
+    import matplotlib.pyplot as plt
+
+    from synthzoo.metrics.html import _roc_figure
+    fig = _roc_figure(mia)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    # it sat in the linear panel's lower right corner, where a curve below the diagonal runs
+    legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+    assert len(legends) == 1
+    box = legends[0].get_window_extent(r)
+    assert all(not box.overlaps(ax.get_window_extent(r)) for ax in fig.axes)
+    # 7 pt legend text read 9 px at 100 %: every text of the figure is at least 9 pt
+    texts = [t for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()
+             + [ax.xaxis.label, ax.yaxis.label, ax.title] if t.get_text()] + legends[0].get_texts()
+    assert texts and min(t.get_fontsize() for t in texts) >= 9
+    plt.close(fig)
+
+
+def test_the_attack_table_names_the_attack_behind_each_maximum(mia):
+    from synthzoo.metrics.html import _mia_table
+    table, _ = mia
+    text = _mia_table(table)
+    # the row read "max (smooth)" beside a TPR the tied attack reached
+    assert "max (" not in text
+    row = re.search(r"<tr><td><b>max over attacks</b></td>(.*?)</tr>", text).group(1)
+    each = table[~table["attack"].str.startswith("max")].set_index("attack")
+    named = re.findall(r"\((\w+)\)</span>", row)
+    assert named == [each[c].idxmax() for c in ("auc", "tpr@0.01", "tpr@0.001")]
+
+
+def test_the_attack_section_says_how_few_rows_the_low_fpr_numbers_rest_on(mia, tmp_path):
+    from synthzoo.datasets import make_demo
+    df, schema = make_demo(60, seed=0)
+    table = pd.DataFrame([{"metric": "tvd_2way", "group": "fidelity", "value": 0.1, "HALF": 0.05,
+                           "INDEPENDENT": 0.3, "SELF": 0.0, "better": "lower", "description": "d"}])
+    text = write_html_report(tmp_path / "r.html", table, df.head(30), df.tail(30), schema,
+                             details={"mia": mia}).read_text()
+    # TPR at 0.1 % FPR of 1,000 non-members is one false alarm: the page said nothing of it
+    assert "(1,000 members, 1,000 non-members scored)" in text
+    assert "Of 1,000 non-members, 1 % FPR is 10 false alarms and 0.1 % 1 false alarm" in text
