@@ -255,6 +255,29 @@ def _column_figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
 # heatmaps, ROC curves, risk response
 # ---------------------------------------------------------------------------------------
 
+def _lower_triangle(ax, m: pd.DataFrame, cmap, vmin, vmax, fmt, fontsize, dark, labelsize):
+    """A symmetric matrix below its diagonal only, each pair's number written once: both halves wrote
+    every number twice (210 for adult's 105 column pairs), and a diagonal of 1s says nothing.  Rows
+    2..n against columns 1..n-1 (the first row and the last column would hold no cell).  ``dark(v)``:
+    whether a cell is dark enough for white text."""
+    n = len(m)
+    lower = np.where(np.tril(np.ones((n, n), bool), k=-1), m.to_numpy(dtype=float), np.nan)[1:, :-1]
+    im = ax.imshow(lower, cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(n - 1))
+    ax.set_yticks(range(n - 1))
+    ax.set_xticklabels(m.columns[:-1], rotation=60, ha="right", fontsize=labelsize)
+    ax.set_yticklabels(m.index[1:], fontsize=labelsize)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    for i in range(1, n):
+        for j in range(i):
+            v = m.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i - 1, fmt(v), ha="center", va="center", fontsize=fontsize,
+                        color="white" if dark(v) else "black")
+    return im
+
+
 def _heatmap(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> str:
     return _png(_heatmap_figure(real, synth, schema))
 
@@ -271,22 +294,8 @@ def _heatmap_figure(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
     cell = 0.75 if n <= 16 else 0.55
     fig, ax = plt.subplots(figsize=(cell * n + 2.8, cell * n + 1.6))
     vmax = max(0.3, float(np.nanmax(d.to_numpy())))
-    # rows 2..n against columns 1..n-1: the first row and the last column would hold no cell
-    lower = np.where(np.tril(np.ones((n, n), bool), k=-1), d.to_numpy(dtype=float), np.nan)[1:, :-1]
-    im = ax.imshow(lower, cmap="Reds", vmin=0, vmax=vmax)
-    ax.set_xticks(range(n - 1))
-    ax.set_yticks(range(n - 1))
-    ax.set_xticklabels(d.columns[:-1], rotation=60, ha="right", fontsize=10)
-    ax.set_yticklabels(d.index[1:], fontsize=10)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    fs = 10 if n <= 12 else (9 if n <= 16 else 7)
-    for i in range(1, n):
-        for j in range(i):
-            v = d.iat[i, j]
-            if np.isfinite(v):
-                ax.text(j, i - 1, f"{v:.2f}".lstrip("0") if v < 1 else "1", ha="center", va="center",
-                        fontsize=fs, color="white" if v > 0.55 * vmax else "black")
+    im = _lower_triangle(ax, d, "Reds", 0, vmax, lambda v: f"{v:.2f}".lstrip("0") if v < 1 else "1",
+                         10 if n <= 12 else (9 if n <= 16 else 7), lambda v: v > 0.55 * vmax, labelsize=10)
     fig.colorbar(im, ax=ax, shrink=0.7, label="|association(real) - association(synthetic)|")
     ax.set_title("Pairwise association differences (Pearson / Cramér's V / correlation ratio)", fontsize=11)
     return fig
@@ -308,7 +317,7 @@ def _roc_figure(mia: tuple):
     slope above the blind guess where the table said TPR 0."""
     plt = _plt()
     table, det = mia
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
     cmap = plt.get_cmap("tab10")
     for k, (name, (fpr, tpr)) in enumerate(det["roc"].items()):
         auc = float(table.loc[table["attack"] == name, "auc"].iloc[0])
@@ -328,58 +337,87 @@ def _roc_figure(mia: tuple):
     axes[1].set_xlim(1.0 / n_neg, 1)
     axes[1].set_ylim(1.0 / n_neg, 1)
     axes[1].set_title("low false-positive region (log scales)", fontsize=_FS + 1)
-    # beside the panels, not inside one: in the linear panel it covered the corner a curve below the
-    # diagonal runs through, and the log panel had none
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=_FS, loc="upper left", bbox_to_anchor=(1.0, 0.92), frameon=False)
     fig.tight_layout()
+    # under the panels, not inside one: in the linear panel it covered the corner a curve below the
+    # diagonal runs through, and the log panel had none
+    fig.legend(handles, labels, fontsize=_FS, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
+               frameon=False)
     return fig
 
 
-def _risk_plots(risk: pd.DataFrame) -> tuple[str, str]:
-    """Small multiples of each metric against each risk model's level, and the metrics' Spearman
-    correlation over every release."""
+def _risk_plots(risk: pd.DataFrame) -> tuple[list[tuple[str, str]], str]:
+    panels, corr = _risk_figures(risk)
+    return [(m, _png(f)) for m, f in panels], _png(corr)
+
+
+def _risk_key(risk: pd.DataFrame) -> str:
+    """The risk models' colours as a line of the page, above the panels' grid."""
+    from matplotlib.colors import to_hex
+    cmap = _plt().get_cmap("tab10")
+    return " &nbsp; ".join(f"<span style='color:{to_hex(cmap(k % 10))}'>&#8212;{_MARKERS[k % len(_MARKERS)][1]}&#8212;"
+                           f"</span>&nbsp;{html.escape(str(m))}"
+                           for k, m in enumerate(dict.fromkeys(risk.columns.get_level_values(0))))
+
+
+#: the risk models' markers, as matplotlib draws them and as the page's key writes them
+_MARKERS = (("o", "&#9679;"), ("s", "&#9632;"), ("^", "&#9650;"), ("D", "&#9670;"), ("v", "&#9660;"))
+
+
+#: what a risk model's level is, by the model's name (bench_risk.py's leaky, overfit-<model>, dp-<preset>)
+_LEVEL_NAMES = (("leaky", "f, the share of the release copied from the training rows"),
+                ("overfit", "f_o, the training length in multiples of the converged length"),
+                ("dp", "epsilon"))
+
+
+def _risk_levels(risk: pd.DataFrame) -> str:
+    """The levels each risk model of ``risk`` swept, read from its columns: the figure said "leaky f = 0 ... 1,
+    overfit f_o = 1 ... 2, DP epsilon = 1 ... 100" whatever the table held."""
+    out = []
+    for model in dict.fromkeys(risk.columns.get_level_values(0)):
+        what = next((w for p, w in _LEVEL_NAMES if str(model).startswith(p)), "level")
+        levels = ", ".join(f"{float(v):g}" for v in risk[model].columns)
+        out.append(f"{model}: {what} = {levels}")
+    return "; ".join(out)
+
+
+def _risk_figures(risk: pd.DataFrame):
+    """Each metric against each risk model's level, a figure a metric (``[(metric, figure)]``), and the
+    metrics' Spearman correlation over every release (a figure).  Each model's levels are spread evenly from 0 (its lowest risk) to 1
+    (its highest): placed by index, leaky's six levels ended right of the other models' five, as if those
+    stopped short of the most risk."""
     from .risk import correlation_matrix
     plt = _plt()
-    metrics = list(risk.index)
     models = list(dict.fromkeys(risk.columns.get_level_values(0)))
-    ncol = 4
-    nrow = int(np.ceil(len(metrics) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.3 * ncol, 2.4 * nrow), squeeze=False)
     cmap = plt.get_cmap("tab10")
-    for i, m in enumerate(metrics):
-        ax = axes[i // ncol][i % ncol]
+    panels = []
+    # one figure a metric, laid out by the page's grid: one figure of 4 x 4 panels was 1,200 px wide and
+    # shrank its 9 pt text to 6 px at 800 px
+    for m in risk.index:
+        fig, ax = plt.subplots(figsize=(3.3, 2.5))
         for k, model in enumerate(models):
             sub = risk.loc[m, model]
-            x = np.arange(len(sub))
-            ax.plot(x, sub.to_numpy(dtype=float), "o-", color=cmap(k), ms=3, lw=1.2, label=model)
-        ax.set_title(m, fontsize=8)
-        ax.tick_params(labelsize=6)
-        ax.set_xticks([])
+            x = np.linspace(0, 1, len(sub)) if len(sub) > 1 else np.zeros(1)
+            # each model its own marker, each drawn smaller than the one before: curves that coincide
+            # (overfit and DP both at identical_match_risk 0) showed only the last one drawn
+            ax.plot(x, sub.to_numpy(dtype=float), color=cmap(k % 10), marker=_MARKERS[k % len(_MARKERS)][0],
+                    ms=max(7 - 1.5 * k, 3), lw=max(2.2 - 0.5 * k, 1), label=model)
+        ax.set_title(m, fontsize=_FS + 1)
+        ax.tick_params(labelsize=_FS)
+        ax.set_xlim(-0.08, 1.08)
+        ax.set_xticks([0, 1])
+        ax.set_xticklabels(["least risk", "most risk"])
         ax.grid(alpha=0.3)
-    for j in range(len(metrics), nrow * ncol):
-        axes[j // ncol][j % ncol].axis("off")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(models), fontsize=8, frameon=False)
-    fig.text(0.5, -0.01, "each risk model's levels from left to right: leaky f = 0 ... 1, overfit f_o = 1 ... 2, "
-             "DP epsilon = 1 ... 100 (more risk to the right)", ha="center", fontsize=8)
-    curves = _png(fig)
+        panels.append((m, fig))
     corr = correlation_matrix(risk)
     n = len(corr)
-    fig, ax = plt.subplots(figsize=(0.5 * n + 2.8, 0.5 * n + 1.4))
-    im = ax.imshow(corr.to_numpy(), cmap="RdBu_r", vmin=-1, vmax=1)
-    ax.set_xticks(range(n))
-    ax.set_yticks(range(n))
-    ax.set_xticklabels(corr.columns, rotation=60, ha="right", fontsize=7)
-    ax.set_yticklabels(corr.index, fontsize=7)
-    for i in range(n):
-        for j in range(n):
-            v = corr.iat[i, j]
-            if np.isfinite(v):
-                ax.text(j, i, f"{v:.1f}", ha="center", va="center", fontsize=6,
-                        color="white" if abs(v) > 0.6 else "black")
-    fig.colorbar(im, ax=ax, shrink=0.7, label="Spearman correlation over all releases")
-    return curves, _png(fig)
+    cfig, ax = plt.subplots(figsize=(0.55 * n + 3.0, 0.55 * n + 1.8))
+    im = _lower_triangle(ax, corr, "RdBu_r", -1, 1, lambda v: f"{v:.1f}", _FS, lambda v: abs(v) > 0.6,
+                         labelsize=_FS)
+    cfig.colorbar(im, ax=ax, shrink=0.7).set_label("Spearman correlation", fontsize=_FS)
+    ax.set_title(f"Spearman correlation of the metrics over all {risk.shape[1]} releases",
+                 fontsize=_FS + 1)
+    return panels, cfig
 
 
 # ---------------------------------------------------------------------------------------
@@ -641,8 +679,14 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
         parts.append("<h2 id='risk'>Risk response (risk insertion)</h2>")
         parts.append("<p class='muted'>Each privacy metric on releases whose risk was set on purpose (Plasencia "
                      "et al.): a metric that tracks a risk rises from left to right along that risk model's "
-                     "curve. Below: how the metrics move together over all releases.</p>")
-        parts.append(f"<img src='{curves}' alt='risk-response curves'>")
+                     "curve. Each model's levels are spread evenly from its least risk (left) to its most "
+                     f"(right): {html.escape(_risk_levels(risk))}.</p>")
+        parts.append(f"<p style='font-size:13px'>{_risk_key(risk)}</p><div class='grid'>" + "".join(
+            f"<figure><img src='{src}' alt='{html.escape(str(m))} against the risk level'></figure>"
+            for m, src in curves) + "</div>")
+        # its own caption: the levels line under the curves read as the title of this matrix
+        parts.append("<p class='muted'>How the metrics move together: the Spearman correlation of each pair of "
+                     "metrics over every release above, each pair once (1 = they rank the releases alike).</p>")
         parts.append(f"<img src='{corr}' alt='metric correlation matrix'>")
     parts.append("<h2 id='assoc'>Pairwise association differences</h2>")
     parts.append(f"<img src='{_heatmap(train, synthetic, schema)}' alt='association difference heatmap'>")

@@ -403,3 +403,74 @@ def test_the_attack_section_says_how_few_rows_the_low_fpr_numbers_rest_on(mia, t
     # TPR at 0.1 % FPR of 1,000 non-members is one false alarm: the page said nothing of it
     assert "(1,000 members, 1,000 non-members scored)" in text
     assert "Of 1,000 non-members, 1 % FPR is 10 false alarms and 0.1 % 1 false alarm" in text
+
+
+def _risk_frame(models: dict) -> pd.DataFrame:
+    """A risk-response table as bench_risk.py writes it: metrics x (risk model, level)."""
+    g = np.random.default_rng(0)
+    cols = pd.MultiIndex.from_tuples([(m, float(v)) for m, levels in models.items() for v in levels],
+                                     names=["risk_model", "level"])
+    metrics = ["dcr_risk", "identical_match_risk", "domias_auc", "mia_tpr_1pct", "canary_exposure"]
+    df = pd.DataFrame(g.random((len(metrics), len(cols))), index=metrics, columns=cols)
+    df.loc["identical_match_risk", [c for c in cols if c[0] != "leaky"]] = 0.0  # two models' curves coincide
+    return df
+
+
+RISK = {"leaky": (0, .2, .4, .6, .8, 1), "overfit-tvae": (1, 1.25, 1.5, 1.75, 2), "dp-mst": (1, 5, 10, 50, 100)}
+
+
+def test_risk_models_with_different_level_counts_share_one_axis():
+    # placed by index, leaky's 6 levels ran to x=5 and the other models' 5 stopped at x=4, as if short of
+    # their most risk; now each runs from its least risk (0) to its most (1)
+    import matplotlib.pyplot as plt
+
+    from synthzoo.metrics.html import _risk_figures
+    panels, corr = _risk_figures(_risk_frame(RISK))
+    for m, fig in panels:
+        lines = fig.axes[0].lines
+        assert len(lines) == 3
+        assert all(np.isclose(min(ln.get_xdata()), 0) and np.isclose(max(ln.get_xdata()), 1) for ln in lines), m
+        assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["least risk", "most risk"]
+        # curves that coincide (identical_match_risk 0 for two models) stay told apart by marker and size
+        assert len({ln.get_marker() for ln in lines}) == 3
+        assert len({ln.get_markersize() for ln in lines}) == 3
+        plt.close(fig)
+    plt.close(corr)
+
+
+def test_risk_text_is_readable_and_the_correlations_are_written_once():
+    import matplotlib.pyplot as plt
+
+    from synthzoo.metrics.html import _risk_figures
+    risk = _risk_frame(RISK)
+    panels, corr = _risk_figures(risk)
+    # the panels' ticks were 6 pt and their titles 8 pt (7-10 px at 100 %); the matrix's numbers 6 pt
+    for fig in [f for _, f in panels] + [corr]:
+        ax = fig.axes[0]
+        texts = [t for t in ax.get_xticklabels() + ax.get_yticklabels() + ax.texts + [ax.title] if t.get_text()]
+        assert texts and min(t.get_fontsize() for t in texts) >= 9
+    n = len(risk)
+    numbers = corr.axes[0].texts
+    # the symmetric matrix wrote each pair twice and a diagonal of 1.0
+    assert len(numbers) == n * (n - 1) // 2
+    assert [t.get_text() for t in corr.axes[0].get_yticklabels()] == list(risk.index[1:])
+    for _, f in panels:
+        plt.close(f)
+    plt.close(corr)
+
+
+def test_the_risk_section_names_the_levels_of_the_table_it_plots(tmp_path):
+    from synthzoo.datasets import make_demo
+    df, schema = make_demo(60, seed=0)
+    table = pd.DataFrame([{"metric": "tvd_2way", "group": "fidelity", "value": 0.1, "HALF": 0.05,
+                           "INDEPENDENT": 0.3, "SELF": 0.0, "better": "lower", "description": "d"}])
+    risk = _risk_frame({"leaky": (0, .5, 1), "dp-aim": (1, 10)})
+    text = write_html_report(tmp_path / "r.html", table, df.head(30), df.tail(30), schema, risk=risk).read_text()
+    section = text[text.index("<h2 id='risk'>"):text.index("<h2 id='assoc'>")]
+    # the figure said "leaky f = 0 ... 1, overfit f_o = 1 ... 2, DP epsilon = 1 ... 100" whatever was swept
+    assert "leaky: f, the share of the release copied from the training rows = 0, 0.5, 1" in section
+    assert "dp-aim: epsilon = 1, 10" in section and "overfit" not in section
+    # one figure a metric in the page's grid (one 1,200 px figure shrank its text to 6 px at 800 px),
+    # under a key of the models' colours
+    assert section.count("<figure><img") == len(risk)
+    assert re.search(r"<p style='font-size:13px'><span style='color:#[0-9a-f]{6}'>.*?</span>&nbsp;leaky", section)
