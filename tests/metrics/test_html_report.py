@@ -474,3 +474,13 @@ def test_the_risk_section_names_the_levels_of_the_table_it_plots(tmp_path):
     # under a key of the models' colours
     assert section.count("<figure><img") == len(risk)
     assert re.search(r"<p style='font-size:13px'><span style='color:#[0-9a-f]{6}'>.*?</span>&nbsp;leaky", section)
+
+
+def test_two_readable_categories_are_not_cut():
+    # income's <=50K (76 %) beside >50K (24 %) was cut off to a bar no taller than its neighbour
+    g = np.random.default_rng(0)
+    schema = Schema([Column("income", "categorical", categories=["<=50K", ">50K"])])
+    real, synth = (pd.DataFrame({"income": g.choice(["<=50K", ">50K"], 4000, p=[.76, .24])}) for _ in range(2))
+    f = _figures(real, synth, schema)["income"]
+    assert "cut off" not in f["note"] and not f["ax"].texts
+    assert f["ax"].get_ylim()[1] >= max(p.get_height() for p in f["bars"])
