@@ -472,6 +472,11 @@ def _verdict(row) -> str:
             return ""
         gap = sign * (v - h)
         scale = abs(h) if row["metric"] != "ci_overlap" else abs(1 - h)
+        if row["metric"] == "ks_significant":
+            # a count of columns: "per column: 4 off the real-data floor" read as a distance of 4 in each column
+            more = v - h
+            return ("as many columns as the real-data floor or fewer" if more <= 0 else
+                    f"{more:g} column{'s' if more != 1 else ''} more than the real-data floor")
         return "per column: near the real-data floor" if gap <= max(0.5 * scale, 1e-12) else \
             f"per column: {gap:.3g} off the real-data floor"
     priv = row["group"] == "privacy"

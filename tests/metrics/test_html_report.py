@@ -484,3 +484,12 @@ def test_two_readable_categories_are_not_cut():
     f = _figures(real, synth, schema)["income"]
     assert "cut off" not in f["note"] and not f["ax"].texts
     assert f["ax"].get_ylim()[1] >= max(p.get_height() for p in f["bars"])
+
+
+def test_a_count_of_significant_columns_reads_as_columns():
+    # it read "per column: 4 off the real-data floor", as if each column were 4 off
+    row = {"metric": "ks_significant", "group": "fidelity", "value": 5.0, "HALF": 1.0, "INDEPENDENT": 2.0,
+           "SELF": 0.0, "better": "lower", "description": "d"}
+    assert _verdict(row) == "4 columns more than the real-data floor"
+    assert _verdict({**row, "value": 2.0}) == "1 column more than the real-data floor"
+    assert _verdict({**row, "value": 1.0}) == "as many columns as the real-data floor or fewer"
