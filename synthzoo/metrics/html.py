@@ -388,9 +388,9 @@ def _risk_levels(risk: pd.DataFrame) -> str:
 
 def _risk_figures(risk: pd.DataFrame):
     """Each metric against each risk model's level, a figure a metric (``[(metric, figure)]``), and the
-    metrics' Spearman correlation over every release (a figure).  Each model's levels are spread evenly from 0 (its lowest risk) to 1
-    (its highest): placed by index, leaky's six levels ended right of the other models' five, as if those
-    stopped short of the most risk."""
+    metrics' Spearman correlation over every release (a figure).  Each model's levels are spread evenly
+    from 0 (its lowest risk) to 1 (its highest): placed by index, leaky's six levels ended right of the other
+    models' five, as if those stopped short of the most risk."""
     from .risk import correlation_matrix
     plt = _plt()
     models = list(dict.fromkeys(risk.columns.get_level_values(0)))
