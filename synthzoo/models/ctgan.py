@@ -44,9 +44,8 @@ from ..core.privacy.dpsgd import DPSGD, schedule
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved,
-                             load_json_state, resolve_device, sample_precision_of, sample_rows, state_dict_to_json,
-                             torch_module)
+from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, build_for_saved, load_json_state,
+                             resolve_device, state_dict_to_json, torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): CTGAN")
@@ -308,22 +307,10 @@ class CTGAN(OnePassGenerator, Model):
         generator runs as :class:`~.torch_features.SamplingNet` (batch norm folded, the
         condition gathered): the same network, fewer operations."""
         self._require_fit()
-        torch = torch_module()
-        precision = sample_precision_of(self)
-        if self._sampler is None or self._sampler.dtype != getattr(torch, precision):
-            G = self._gen
-            self._sampler = SamplingNet([(r.fc, r.bn, "residual") for r in G.body] + [(G.out, None, "linear")],
-                                               self._cond.dim, int(self.embedding_dim), dtype=precision)
-        cond, net, emb = self._cond, self._sampler, int(self.embedding_dim)
-
-        def decode(m, gen):
-            column = None
-            if cond.dim:
-                blk, cat = cond.draw_codes(m, rng)
-                column = cond.offsets[blk] + cat
-            return net(torch.randn(m, emb, generator=gen), column)
-
-        return sample_rows(self.domain_, self._check_n(n), rng, decode)
+        G = self._gen
+        return self._sample_generator(
+            n, rng, lambda: [(r.fc, r.bn, "residual") for r in G.body] + [(G.out, None, "linear")],
+            int(self.embedding_dim))
 
     # ------------------------------------------------------------------ state
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}

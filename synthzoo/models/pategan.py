@@ -76,9 +76,8 @@ from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
-from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, SamplingNet, build_for_saved,
-                             load_json_state, resolve_device, sample_precision_of, sample_rows, state_dict_to_json,
-                             torch_module)
+from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, build_for_saved, load_json_state,
+                             resolve_device, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -483,22 +482,13 @@ class PATEGAN(OnePassGenerator, Model):
         :class:`~.torch_features.SamplingNet` (the condition gathered): the same network,
         fewer operations."""
         self._require_fit()
-        torch = torch_module()
-        precision = sample_precision_of(self)
-        if self._sampler is None or self._sampler.dtype != getattr(torch, precision):
-            linears = [mod for mod in self._gen if isinstance(mod, torch.nn.Linear)]  # _mlp: Linear, ReLU, ..., Linear
-            layers = [(fc, None, "relu") for fc in linears[:-1]] + [(linears[-1], None, "linear")]
-            self._sampler = SamplingNet(layers, self._cond.dim, int(self.noise_dim), dtype=precision)
-        cond, net, emb = self._cond, self._sampler, int(self.noise_dim)
 
-        def decode(m, gen):
-            column = None
-            if cond.dim:
-                blk, cat = cond.draw_codes(m, rng)
-                column = cond.offsets[blk] + cat
-            return net(torch.randn(m, emb, generator=gen), column)
+        def layers():
+            # _mlp: Linear, ReLU, ..., Linear
+            linears = [m for m in self._gen if isinstance(m, torch_module().nn.Linear)]
+            return [(fc, None, "relu") for fc in linears[:-1]] + [(linears[-1], None, "linear")]
 
-        return sample_rows(self.domain_, self._check_n(n), rng, decode)
+        return self._sample_generator(n, rng, layers, int(self.noise_dim))
 
     _state_spec = {"total": NUMBER, "frequencies": [("nonempty", [NUMBER])], "weights": ("map", TENSOR)}
 

@@ -504,6 +504,25 @@ class OnePassGenerator:
     def _saved_params(self) -> dict:
         return saved_sampling_params(self.get_params())
 
+    def _sample_generator(self, n: int, rng: np.random.Generator, layers, noise_dim: int) -> np.ndarray:
+        """``n`` feature rows from the generator run as :class:`SamplingNet` over ``layers()`` (``(linear,
+        batch norm or None, activation)`` triples, built on the first sample and again when the precision
+        changes), each row conditioned on a category drawn by the (noisy) frequencies ``self._cond``."""
+        torch = torch_module()
+        precision = sample_precision_of(self)
+        if self._sampler is None or self._sampler.dtype != getattr(torch, precision):
+            self._sampler = SamplingNet(layers(), self._cond.dim, int(noise_dim), dtype=precision)
+        cond, net, emb = self._cond, self._sampler, int(noise_dim)
+
+        def decode(m, gen):
+            column = None
+            if cond.dim:
+                blk, cat = cond.draw_codes(m, rng)
+                column = cond.offsets[blk] + cat
+            return net(torch.randn(m, emb, generator=gen), column)
+
+        return sample_rows(self.domain_, self._check_n(n), rng, decode)
+
 
 #: The precisions a model's sampling passes may run in (``sample_precision``; :class:`SamplingNet`'s ``dtype``).
 SAMPLE_PRECISIONS = ("float32", "bfloat16")
