@@ -6,6 +6,7 @@ import argparse
 import codecs
 import contextlib
 import difflib
+import io
 import json
 import math
 import os
@@ -493,11 +494,27 @@ def cmd_sample(a) -> int:
     t0 = time.perf_counter()
     # n None: the model's DP estimate of the training rows; written chunk by chunk, so memory does not
     # grow with n (the rows are those synth.sample(n, seed) returns, whatever the chunk size)
-    rows = synth.sample_to_csv(a.out, a.n, chunk=a.chunk, seed=a.seed, progress=None, sep=a.sep,
-                               encoding=a.encoding, decimal=a.decimal)
-    print(f"sampled {rows:,} row{'s' if rows != 1 else ''} in {time.perf_counter() - t0:.1f}s -> {a.out}",
-          file=sys.stderr)
-    print(_cli_words(synth.privacy_report()))
+    to_stdout = a.out == "-"  # the rows on standard output (a pipe), everything else on standard error
+    out = a.out
+    if to_stdout:
+        out = io.TextIOWrapper(sys.stdout.buffer, encoding=a.encoding or "utf-8", newline="", write_through=True) \
+            if a.encoding and hasattr(sys.stdout, "buffer") else sys.stdout
+    try:
+        rows = synth.sample_to_csv(out, a.n, chunk=a.chunk, seed=a.seed, progress=None, sep=a.sep,
+                                   encoding=a.encoding, decimal=a.decimal)
+    except BrokenPipeError:
+        if not to_stdout:
+            raise
+        # the reader took what it wanted (`| head`): stop, as other tools do, without a traceback, and point
+        # standard output at nothing so that Python's flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("synthzoo: standard output was closed by its reader; sampling stopped", file=sys.stderr)
+        return 0
+    if to_stdout and out is not sys.stdout:
+        out.detach()  # leave sys.stdout's buffer open
+    print(f"sampled {rows:,} row{'s' if rows != 1 else ''} in {time.perf_counter() - t0:.1f}s -> "
+          f"{'standard output' if to_stdout else a.out}", file=sys.stderr)
+    print(_cli_words(synth.privacy_report()), file=sys.stderr if to_stdout else sys.stdout)
     return 0
 
 
@@ -1115,7 +1132,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "model's, float32). bfloat16 draws slightly different rows; it is faster on CPUs with native "
                         "bf16 instructions (ctgan to CSV 1.7x on an AVX512-BF16 core), a little slower on other "
                         "AVX-512 CPUs and tens of times slower on AVX2-only ones (it warns there)")
-    s.add_argument("--out", required=True, help="CSV file to write (compressed when named .gz, .bz2 or .xz)")
+    s.add_argument("--out", required=True, help="CSV file to write (compressed when named .gz, .bz2 or .xz); '-' "
+                                                 "writes the rows to standard output, messages to standard error")
     s.add_argument("--trust", metavar="KEY.pub", action="append", default=[],
                    help="load the model only if it is signed by this public key and unchanged since (repeatable)")
     _csv_options(s, "output CSV", reads=False)
@@ -1288,7 +1306,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     with plain_warnings():
         try:
-            if getattr(args, "out", None):
+            if getattr(args, "out", None) and not (args.cmd == "sample" and args.out == "-"):
                 _check_output(args.out)
                 _check_out_is_not_an_input(args)
             _check_encoding(getattr(args, "encoding", None))

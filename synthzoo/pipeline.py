@@ -518,13 +518,23 @@ class Synthesizer:
         keywords go to :meth:`pandas.DataFrame.to_csv` (``sep``, ``encoding``, ...).  The rows go
         to ``<path>.part``, renamed to ``path`` once complete (an interrupted run leaves no file
         that looks finished); a ``path`` that exists and is not a regular file (``/dev/null``, a pipe)
-        is written directly, never replaced.  Returns the number of rows written."""
+        is written directly, never replaced, and so is an open text file (``sys.stdout``).  Returns the
+        number of rows written."""
         to_csv.setdefault("index", False)
         encoding = to_csv.pop("encoding", None)
         rows = 0
         self._check_fitted()
         n = self._sample_size(n)
         chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
+        if hasattr(path, "write"):  # an open text stream: written as it is, by its own encoding
+            for part in chunks:
+                try:
+                    part.to_csv(path, header=rows == 0, **to_csv)
+                except UnicodeEncodeError as e:
+                    raise ConfigError(_unencodable(part, getattr(path, "encoding", None) or "utf-8", e)) from None
+                rows += len(part)
+            path.flush()
+            return rows
         path = Path(path)
         special = path.exists() and not path.is_file() and not path.is_dir()
         opener = open if special else _csv_opener(path)  # a .gz name gets gzip, as pandas' to_csv does

@@ -65,6 +65,10 @@ def test_list(capsys):
 # the command line as people use it: one test per row of the behaviour table
 import argparse  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -1096,3 +1100,24 @@ def test_split_copies_every_field_as_the_file_writes_it(tmp_path, capsys):
     with pytest.raises(SystemExit):  # the fields are copied, so no option reads numbers
         main(["split", str(tmp_path / "d.csv"), "--decimal", ","])
     assert "unrecognized arguments: --decimal" in capsys.readouterr().err
+
+
+def test_sample_out_dash_writes_the_rows_to_standard_output(demo_files, tmp_path, capsys, monkeypatch):
+    # `sample --out -` wrote a file named '-'; the rows are for a pipe, the messages for the terminal
+    d, _, _ = demo_files
+    monkeypatch.chdir(tmp_path)
+    assert main(["sample", str(d / "model.szm"), "-n", "50", "--seed", "3", "--out", "-"]) == 0
+    got = capsys.readouterr()
+    assert not (tmp_path / "-").exists()
+    assert main(["sample", str(d / "model.szm"), "-n", "50", "--seed", "3", "--out", "f.csv"]) == 0
+    assert got.out == (tmp_path / "f.csv").read_text()  # the same rows, nothing else
+    assert "sampled 50 rows" in got.err and "standard output" in got.err and "privacy spent" in got.err
+    # a reader that stops early (`| head -1`) ends the sampling quietly, not with a BrokenPipeError traceback
+    proc = subprocess.Popen([sys.executable, "-m", "synthzoo", "sample", str(d / "model.szm"), "-n", "3e6", "--out",
+                             "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ,
+                             "PYTHONPATH": str(Path(sz.__file__).parents[1])})
+    assert proc.stdout.readline().decode().startswith("age,")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err
+    assert "standard output was closed by its reader; sampling stopped" in err
