@@ -522,17 +522,24 @@ class Synthesizer:
         number of rows written."""
         to_csv.setdefault("index", False)
         encoding = to_csv.pop("encoding", None)
-        rows = 0
         self._check_fitted()
         n = self._sample_size(n)
         chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
-        if hasattr(path, "write"):  # an open text stream: written as it is, by its own encoding
+        rows = 0
+
+        def write(fh, code: str, room=None) -> None:
+            nonlocal rows
             for part in chunks:
                 try:
-                    part.to_csv(path, header=rows == 0, **to_csv)
+                    part.to_csv(fh, header=rows == 0, **to_csv)
                 except UnicodeEncodeError as e:
-                    raise ConfigError(_unencodable(part, getattr(path, "encoding", None) or "utf-8", e)) from None
+                    raise ConfigError(_unencodable(part, code, e)) from None
                 rows += len(part)
+                if room is not None and rows == len(part) and rows < n:
+                    room(fh)
+
+        if hasattr(path, "write"):  # an open text stream: written as it is, by its own encoding
+            write(path, getattr(path, "encoding", None) or "utf-8")
             path.flush()
             return rows
         path = Path(path)
@@ -541,14 +548,8 @@ class Synthesizer:
         part_path = path if special else path.with_name(path.name + ".part")
         try:
             with opener(part_path, "wt", newline="", encoding=encoding or "utf-8") as fh:
-                for part in chunks:
-                    try:
-                        part.to_csv(fh, header=rows == 0, **to_csv)
-                    except UnicodeEncodeError as e:
-                        raise ConfigError(_unencodable(part, encoding or "utf-8", e)) from None
-                    rows += len(part)
-                    if rows == len(part) and rows < n and not special:
-                        _check_disk_room(fh, part_path, path, rows, n)
+                write(fh, encoding or "utf-8", None if special else
+                      (lambda f: _check_disk_room(f, part_path, path, rows, n)))
             if not special:
                 part_path.replace(path)
         finally:
