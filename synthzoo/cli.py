@@ -1281,22 +1281,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _number_reading_hint(msg: str, decimal: str, thousands: str | None) -> str:
     """What to pass when a numerical column's values are numbers written with separators the reader was not
-    told of (the values quoted in ``msg``), or ""."""
+    told of (the values quoted in ``msg``; :func:`~synthzoo.core.schema.number_layout`), or ""."""
+    from .core.schema import number_layout
+
     examples = re.findall(r"'(-?[\d.,]*\d)'", msg)
-    if not examples or thousands is not None:
-        return ""
-    if decimal != "," and all(re.fullmatch(r"-?\d{1,3}(,\d{3})+\.\d+", x) for x in examples):
+    layout = number_layout(examples) if thousands is None and decimal != "," else None
+    if layout == "thousands":
         return "; its commas separate thousands (the point is the decimal mark): pass --thousands ','"
-    if decimal == "," or not any("," in x for x in examples):
-        return ""
-    one = next((x for x in examples if x.count(",") == 1 and "." not in x), None)
-    if one and all(re.fullmatch(r"-?\d{1,3}(,\d{3})+", x) for x in examples):
+    one = next((x for x in examples if x.count(",") == 1), None)
+    if layout == "comma" and one:
         return (f"; if its commas separate thousands, pass --thousands ',' (--decimal ',' would read {one!r} as "
                 f"{one.replace(',', '.')}); if they are decimal commas, pass --decimal ','")
-    if any("." in x for x in examples):
+    if layout == "comma":  # 1,234,567: more than one comma is no decimal mark
+        return "; its commas separate thousands: pass --thousands ','"
+    if layout == "decimal comma, thousands point":
         return ("; if the file writes decimals with a comma and thousands with a point, pass --decimal ',' "
                 "--thousands '.'")
-    return "; if the file writes decimals with a comma, pass --decimal ','"
+    if layout == "decimal comma":
+        return "; if the file writes decimals with a comma, pass --decimal ','"
+    return ""
 
 
 def main(argv=None) -> int:

@@ -654,8 +654,7 @@ class Schema:
             raise SchemaError("cannot infer a schema from an empty table")
         cols = []
         for name in df.columns:
-            check_one_value_per_cell(df[name], name)  # a list or dict in a cell: SchemaError
-            kind = infer_kind(df[name], max_categories)
+            kind = infer_kind(df[name], max_categories)  # a list or dict in a cell: SchemaError
             s = df[name]
             missing = bool(s.isna().any())
             if kind == "categorical":
@@ -664,23 +663,23 @@ class Schema:
                     raise SchemaError(f"column {name!r}: every value is missing, so nothing says what it holds; "
                                       "drop it, or describe it in a schema (its type and public bounds or "
                                       "categories)")
-                grouped = [c for c in cats if _GROUPED.fullmatch(c)]
-                if len(cats) > 1 and grouped and all(c in grouped or _PLAIN_INT.fullmatch(c) for c in cats):
+                layout = number_layout(cats) if len(cats) > 1 else None
+                if layout == "comma":
                     # '4,324': thousands separators, or decimal commas -- a decimal mark must not be guessed
                     warnings.warn(f"column {name!r}: its text reads as numbers with a comma every three digits (e.g. "
-                                  f"{grouped[0]!r}), taken as {len(cats):,} categories: if the commas separate "
-                                  "thousands, read the file with thousands=',' (the command line's --thousands ','); "
-                                  "if they are decimal commas, read the file with decimal=',' (the command line's "
-                                  "--decimal ',')", UserWarning, stacklevel=2)
-                elif len(cats) > 1 and any("," in c for c in cats) and all(_GROUPED_POINT.fullmatch(c) for c in cats):
-                    # '40,123.45': the point is the decimal mark, so the commas can only separate thousands
+                                  f"{next(c for c in cats if ',' in c)!r}), taken as {len(cats):,} categories: if the "
+                                  "commas separate thousands, read the file with thousands=',' (the command line's "
+                                  "--thousands ','); if they are decimal commas, read the file with decimal=',' (the "
+                                  "command line's --decimal ',')", UserWarning, stacklevel=2)
+                elif layout == "thousands":
                     warnings.warn(f"column {name!r}: its text reads as numbers with commas separating thousands (e.g. "
                                   f"{next(c for c in cats if ',' in c)!r}), taken as {len(cats):,} categories; read "
                                   "the file with thousands=',' (the command line's --thousands ',') to have numbers",
                                   UserWarning, stacklevel=2)
-                elif len(cats) > 1 and all(_DECIMAL_COMMA.fullmatch(c) for c in cats):
+                elif layout is not None:
                     how = ("decimal=',' and thousands='.' (the command line's --decimal ',' --thousands '.')"
-                           if any("." in c for c in cats) else "decimal=',' (the command line's --decimal ',')")
+                           if layout == "decimal comma, thousands point" else
+                           "decimal=',' (the command line's --decimal ',')")
                     warnings.warn(f"column {name!r}: its text reads as numbers with a decimal comma (e.g. "
                                   f"{cats[0]!r}), taken as {len(cats):,} categories; read the file with {how} to have "
                                   "numbers", UserWarning, stacklevel=2)
@@ -916,6 +915,24 @@ _PLAIN_INT = re.compile(r"-?\d{1,3}")
 #: Numbers with a decimal point and, where they are large, a comma every three digits (``40,123.45``, ``17.5``)
 _GROUPED_POINT = re.compile(r"-?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?")
 
+
+def number_layout(texts) -> str | None:
+    """How text values that read as numbers are written, when a reader told of no separator left them text:
+    ``"comma"`` (``4,324``: thousands separators or decimal commas -- the text cannot tell), ``"thousands"``
+    (``40,123.45``: the point is the decimal mark, so the commas separate thousands), ``"decimal comma"``
+    (``3,14``), ``"decimal comma, thousands point"`` (``1.234,5``), or None (not numbers so written).  The
+    one home of these patterns, for :meth:`Schema.infer`'s warning and the command line's error."""
+    texts = [str(t) for t in texts]
+    if not texts or not any("," in t for t in texts):
+        return None
+    if all(_GROUPED.fullmatch(t) or _PLAIN_INT.fullmatch(t) for t in texts):
+        return "comma"
+    if all(_GROUPED_POINT.fullmatch(t) for t in texts):
+        return "thousands"
+    if all(_DECIMAL_COMMA.fullmatch(t) for t in texts):
+        return "decimal comma, thousands point" if any("." in t for t in texts) else "decimal comma"
+    return None
+
 def _decimals(v: pd.Series, most: int = 6, dtype=None) -> int | None:
     """The fewest decimal places (up to ``most``) that every value is written with, or None.
 
@@ -1033,7 +1050,10 @@ def infer_kind(s: pd.Series, max_categories: int = 50) -> str:
         raise SchemaError(problem)
     if pd.api.types.is_bool_dtype(s.dtype):
         return "categorical"
-    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) in _NUMBER_OBJECTS:
+    # one compiled pass over an object column says both: numbers only, or containers among the values
+    inferred = pd.api.types.infer_dtype(s, skipna=True) if s.dtype == object else None
+    check_one_value_per_cell(s, str(s.name), inferred)
+    if inferred in _NUMBER_OBJECTS:
         s = pd.to_numeric(s)  # Decimal from a database driver, or Python numbers: numbers, not text categories
     if pd.api.types.is_numeric_dtype(s.dtype):
         return "numerical" if s.nunique() > max_categories or not _integral(s) else (
@@ -1183,11 +1203,14 @@ def per_column(schema: Schema, encoders: dict, what: str = "encoder") -> dict:
 _CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray)
 
 
-def check_one_value_per_cell(s: pd.Series, name: str) -> None:
+def check_one_value_per_cell(s: pd.Series, name: str, inferred: str | None = None) -> None:
     """SchemaError naming the column when a cell of ``s`` holds a list, dict, set or array (a JSON field read
-    as is): pandas cannot hash or convert it, and text made of it is no category anyone declared."""
+    as is): pandas cannot hash or convert it, and text made of it is no category anyone declared.
+    ``inferred``: ``pd.api.types.infer_dtype(s, skipna=True)`` where the caller has it already."""
+    if s.dtype != object:
+        return
     # infer_dtype is one compiled pass; a list or dict among the values makes it say "mixed" (or "mixed-integer")
-    if s.dtype == object and pd.api.types.infer_dtype(s, skipna=True) in ("mixed", "mixed-integer"):
+    if (inferred or pd.api.types.infer_dtype(s, skipna=True)) in ("mixed", "mixed-integer"):
         for v in s.to_numpy():
             if isinstance(v, _CONTAINERS):
                 raise SchemaError(f"column {name!r}: holds {type(v).__name__} values (e.g. {repr(v)[:40]}); each "
@@ -1204,6 +1227,7 @@ def one_value_per_cell(s: pd.Series, name: str):
     except TypeError:
         check_one_value_per_cell(s, name)
         raise
+
 
 def check_unique_columns(df: pd.DataFrame, role: str = "the table") -> None:
     """SchemaError naming a column that appears more than once (pandas allows it; every step here
