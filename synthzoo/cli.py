@@ -1276,7 +1276,23 @@ def build_parser() -> argparse.ArgumentParser:
             sub.choices[action.dest].description = action.help
     for parser in (p, *sub.choices.values()):  # '--weights -1,1,1' is a value (argparse took only '-1' for one)
         parser._negative_number_matcher = _NEGATIVE_VALUE
+    p.commands = sub.choices
     return p
+
+
+def _parse(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """``parse_args``, but an option the command does not take is refused by that command, with its usage
+    and the nearest option names (argparse refuses it with the top level's usage, which lists no option)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = parser.commands[args.cmd]
+        known = [o for a in command._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+        near = sorted({m for x in extra if x.startswith("-")
+                       for m in difflib.get_close_matches(x.split("=")[0], known)})
+        command.error(f"unrecognized arguments: {' '.join(extra)}"
+                      + (f" (did you mean {', '.join(near)}?)" if near else "")
+                      + f"; `synthzoo {args.cmd} --help` lists its options")
+    return args
 
 
 def _number_reading_hint(msg: str, decimal: str, thousands: str | None) -> str:
@@ -1306,7 +1322,7 @@ def main(argv=None) -> int:
     from synthzoo.core.errors import SchemaError, SynthzooError
 
     single_thread_defaults()  # OpenMP spin-waiting hurts on small machines; a user's setting is kept
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), argv)
     with plain_warnings():
         try:
             if getattr(args, "out", None) and not (args.cmd == "sample" and args.out == "-"):

@@ -96,6 +96,18 @@ def test_preset_is_another_name_for_synth():
         assert build_parser().parse_args(cmd + ["--synth", "mst"]).synth == "mst"
 
 
+def test_an_option_a_command_does_not_take_is_refused_with_that_commands_usage(capsys):
+    # argparse refused it with the top level's usage ("synthzoo [-h] [--version] COMMAND ..."), no option listed
+    for argv, said in ((["fit", "d.csv", "--epsilom", "1", "--out", "m.szm"], "(did you mean --epsilon?)"),
+                       (["eval", "r.csv", "f.csv", "--html", "r.html"], "unrecognized arguments: --html r.html;"),
+                       (["eval", "r.csv", "f.csv", "--tset=t.csv"], "(did you mean --seed, --sep, --test?)")):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and said in err and f"usage: synthzoo {argv[0]} [-h]" in err
+        assert f"synthzoo {argv[0]} --help` lists its options" in err and "--help?" not in err
+
+
 def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
