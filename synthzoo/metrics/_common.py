@@ -375,7 +375,8 @@ def join_parts(parts) -> pd.DataFrame:
 LAZY_IMPORTS = ("scipy.optimize", "scipy.spatial", "scipy.special", "scipy.stats", "sklearn.decomposition",
                 "sklearn.ensemble", "sklearn.linear_model", "sklearn.metrics", "sklearn.model_selection",
                 "sklearn.neighbors", "sklearn.neural_network", "sklearn.preprocessing", "sklearn.utils",
-                "synthzoo.metrics._distance_numba", "synthzoo.metrics._singling_numba")
+                "synthzoo.metrics._distance_numba", "synthzoo.metrics._singling_numba",
+                "synthzoo.metrics._transport_numba")
 #: optional libraries: imported beforehand when installed (xgboost and catboost only when named)
 OPTIONAL_LAZY_IMPORTS = ("lightgbm", "ot", "ot.lp.emd_wrap")
 _IMPORT_LOCK = threading.Lock()

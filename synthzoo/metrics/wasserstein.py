@@ -18,9 +18,10 @@ other marginal is solved as an exact transport problem with POT (``ot.emd2``) on
 sample of ``max_rows`` rows of each table, as the paper does (it samples 3,000 rows when a
 table has more than 5,000; the default here is 2,000 for speed).  Identical points in the sample
 are merged with their weights first, which leaves the optimum unchanged and makes low-cardinality
-pairs cheap.  A numeric x categorical pair without missing values -- on adult, the costly pairs
-of a near-unique number like fnlwgt with each category -- is solved as the same optimum on a
-sparse graph (:func:`_emd_number_category`), a few thousand arcs instead of millions.
+pairs cheap; larger problems are solved on a few arcs and priced (:func:`_emd_by_pricing`: the same
+optimum, in a half to a third of the time).  A numeric x categorical pair without missing values --
+on adult, the costly pairs of a near-unique number like fnlwgt with each category -- is solved as
+the same optimum on a sparse graph (:func:`_emd_number_category`), a few thousand arcs instead of millions.
 """
 
 from __future__ import annotations
@@ -66,22 +67,93 @@ def _column_cost(a: np.ndarray, b: np.ndarray, categorical: bool) -> np.ndarray:
     return c
 
 
-def _unique_weighted(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _unique_counted(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # NaN never equals itself, so encode missing as -inf (finite values only reach here) first
     key = np.where(np.isnan(x), -np.inf, x)
     u, counts = np.unique(key, axis=0, return_counts=True)
-    u = np.where(np.isneginf(u), np.nan, u)
-    return u, counts / counts.sum()
+    return np.where(np.isneginf(u), np.nan, u), counts
 
 
 def _emd(r: np.ndarray, s: np.ndarray, is_cat: np.ndarray) -> float:
-    ur, wr = _unique_weighted(r)
-    us, ws = _unique_weighted(s)
+    ur, cr = _unique_counted(r)
+    us, cs = _unique_counted(s)
+    wr, ws = cr / cr.sum(), cs / cs.sum()
+    if len(ur) * len(us) > _PRICING_FROM and _has_sparse_solver():
+        got = _emd_by_pricing(ur, cr, us, cs, is_cat)
+        if got is not None:
+            return got
     ot = _pot()
     cost = _column_cost(ur[:, 0], us[:, 0], bool(is_cat[0]))
     for k in range(1, r.shape[1]):  # summed in column order, in place
         cost += _column_cost(ur[:, k], us[:, k], bool(is_cat[k]))
     return float(ot.emd2(wr, ws, cost, numItermax=10_000_000))
+
+
+def _pair_costs(ur: np.ndarray, us: np.ndarray, is_cat: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """The ground costs of the pairs (ur[i], us[j]), summed in column order as the dense matrix's."""
+    cost = np.zeros(len(i))
+    for k in range(ur.shape[1]):
+        a, b = ur[i, k], us[j, k]
+        if is_cat[k]:
+            cost += a != b
+            continue
+        c = np.abs(a - b)
+        na, nb = np.isnan(a), np.isnan(b)
+        c[na & nb] = 0.0
+        c[na ^ nb] = 1.0
+        cost += c
+    return cost
+
+
+def _emd_by_pricing(ur, cr, us, cs, is_cat, neighbours: int = 16, per_row: int = 20, rounds: int = 100):
+    """The dense transport problem's optimum by column generation: solved on a few arcs, then every
+    pair priced against that solution's duals, and the most violated pairs added, until none is.
+
+    The optimum of a transport problem restricted to some arcs is the full problem's once no pair
+    has a negative reduced cost ``c_ij - alpha_i - beta_j`` under the restricted problem's duals
+    (LP duality), so the result is the dense solver's (``ur``/``us``: distinct points, ``cr``/``cs``:
+    their counts), up to the tolerance of that test (``_PRICE_TOL``, 1e-9: the duals carry rounding of about 1e-11)
+    times the unit mass (a test compares the two).  The first arcs are each point's
+    ``neighbours`` nearest points of the other table (cheap arcs, where an optimal plan mostly
+    lies) and the north-west-corner plan along both tables' sorted points (so that the restricted
+    problem is feasible); each round adds each row's ``per_row`` most negative pairs and each
+    column's most negative one (the pricing runs compiled, :mod:`._transport_numba`, without storing the
+    cost matrix).  On the 38 such problems of a housing release (2,000 x 2,000 sampled points) it
+    takes a few rounds and about a third of the dense solver's time, which is mostly the network
+    simplex's pivots over four million arcs.  ``None`` (and the dense solver) if the rounds run out
+    or the restricted problem is not solved to optimality."""
+    from scipy.spatial import cKDTree
+
+    from ot.lp.emd_wrap import emd_c_sparse
+
+    from . import _transport_numba
+    n, m = len(ur), len(us)
+    wr, ws = cr / cr.sum(), cs / cs.sum()
+    # kd-trees on the points with a missing number at -1 (1 from the bounds' 0) and codes 2 apart
+    emb_r, emb_s = (np.where(np.isnan(u), -1.0, u) * np.where(is_cat, 2.0, 1.0) for u in (ur, us))
+    k_r, k_s = min(neighbours, m), min(neighbours, n)
+    arcs = [np.repeat(np.arange(n), k_r) * m + cKDTree(emb_s).query(emb_r, k_r, p=1)[1].reshape(-1),
+            cKDTree(emb_r).query(emb_s, k_s, p=1)[1].reshape(-1) * m + np.repeat(np.arange(m), k_s)]
+    # the north-west corner on integer masses: cumulative counts scaled to a common total
+    oi, oj = np.lexsort(emb_r.T[::-1]), np.lexsort(emb_s.T[::-1])
+    up_r, up_s = np.cumsum(cr[oi]) * cs.sum(), np.cumsum(cs[oj]) * cr.sum()
+    start = np.r_[0, np.union1d(up_r[:-1], up_s[:-1])]
+    arcs.append(oi[np.searchsorted(up_r, start, side="right")] * m + oj[np.searchsorted(up_s, start, side="right")])
+    key = np.unique(np.concatenate(arcs).astype(np.int64))
+    row_j, col_i = np.empty((n, per_row), np.int64), np.empty(m, np.int64)
+    for _ in range(rounds):
+        i, j = key // m, key % m
+        *_, cost, alpha, beta, code = emd_c_sparse(wr, ws, i.astype(np.uint64), j.astype(np.uint64),
+                                                   _pair_costs(ur, us, is_cat, i, j), 100_000_000)
+        if code != 1:  # not optimal (POT's code 1): leave it to the dense solver
+            return None
+        col_i[:] = -1
+        if _transport_numba.price(ur, us, is_cat, alpha, beta, per_row, _PRICE_TOL, row_j, col_i) >= -_PRICE_TOL:
+            return float(cost)
+        add_i = np.r_[np.repeat(np.arange(n), per_row)[row_j.ravel() >= 0], col_i[col_i >= 0]]
+        add_j = np.r_[row_j.ravel()[row_j.ravel() >= 0], np.flatnonzero(col_i >= 0)]
+        key = np.union1d(key, add_i * m + add_j)
+    return None
 
 
 def _emd_number_category(r: np.ndarray, s: np.ndarray) -> float:
@@ -229,6 +301,10 @@ def _has_sparse_solver() -> bool:
 
 #: dense problems (distinct real x distinct synthetic points) above this size use the sparse graph
 _SPARSE_FROM = 250_000
+#: other dense problems above this size are solved by pricing (:func:`_emd_by_pricing`)
+_PRICING_FROM = 250_000
+#: the pricing's optimality test: no reduced cost below -_PRICE_TOL (an optimality gap under it)
+_PRICE_TOL = 1e-9
 
 
 def wasserstein_fidelity(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, max_rows: int | None = 2000,
