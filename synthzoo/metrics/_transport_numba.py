@@ -1,6 +1,6 @@
 """Compiled pricing step of :func:`.wasserstein._emd_by_pricing` (numba): the ground costs of every
 (real point, synthetic point) pair, less the duals of a restricted transport problem, scanned row by
-row without storing the cost matrix.  The costs are the metric's (:func:`.wasserstein._column_cost`):
+row without storing the cost matrix.  The costs are the metric's (:func:`.wasserstein._cost`):
 categorical columns cost 1 when the codes differ, numeric ones ``|x - y|``, 1 between a missing and
 a present value and 0 between two missing ones.  Compiled once and cached on disk (``cache=True``);
 ``nogil`` lets ``evaluate``'s threads price side by side.

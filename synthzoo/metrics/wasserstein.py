@@ -21,7 +21,8 @@ are merged with their weights first, which leaves the optimum unchanged and make
 pairs cheap; larger problems are solved on a few arcs and priced (:func:`_emd_by_pricing`: the same
 optimum, in a half to a third of the time).  A numeric x categorical pair without missing values --
 on adult, the costly pairs of a near-unique number like fnlwgt with each category -- is solved as
-the same optimum on a sparse graph (:func:`_emd_number_category`), a few thousand arcs instead of millions.
+the same optimum on a sparse graph (:func:`_emd_number_category`), a few thousand arcs instead of
+millions.
 """
 
 from __future__ import annotations
@@ -56,15 +57,21 @@ def _features(views, schema: Schema) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(cols, axis=1), np.asarray(is_cat)
 
 
-def _column_cost(a: np.ndarray, b: np.ndarray, categorical: bool) -> np.ndarray:
+def _cost(a: np.ndarray, b: np.ndarray, categorical: bool) -> np.ndarray:
+    """One column's ground cost between the values of ``a`` and ``b`` (broadcast together)."""
     if categorical:
-        return (a[:, None] != b[None, :]).astype(float)
-    c = np.abs(a[:, None] - b[None, :])
+        return (a != b).astype(float)
+    c = np.abs(a - b)
     na, nb = np.isnan(a), np.isnan(b)
     if na.any() or nb.any():  # (the masks cost four passes over the matrix: only when needed)
-        c[na[:, None] & nb[None, :]] = 0.0
-        c[na[:, None] ^ nb[None, :]] = 1.0
+        c[na & nb] = 0.0
+        c[na ^ nb] = 1.0
     return c
+
+
+def _column_cost(a: np.ndarray, b: np.ndarray, categorical: bool) -> np.ndarray:
+    """The cost matrix of one column: every value of ``a`` against every value of ``b``."""
+    return _cost(a[:, None], b[None, :], categorical)
 
 
 def _unique_counted(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,15 +100,7 @@ def _pair_costs(ur: np.ndarray, us: np.ndarray, is_cat: np.ndarray, i: np.ndarra
     """The ground costs of the pairs (ur[i], us[j]), summed in column order as the dense matrix's."""
     cost = np.zeros(len(i))
     for k in range(ur.shape[1]):
-        a, b = ur[i, k], us[j, k]
-        if is_cat[k]:
-            cost += a != b
-            continue
-        c = np.abs(a - b)
-        na, nb = np.isnan(a), np.isnan(b)
-        c[na & nb] = 0.0
-        c[na ^ nb] = 1.0
-        cost += c
+        cost += _cost(ur[i, k], us[j, k], bool(is_cat[k]))
     return cost
 
 
@@ -109,15 +108,15 @@ def _emd_by_pricing(ur, cr, us, cs, is_cat, neighbours: int = 16, per_row: int =
     """The dense transport problem's optimum by column generation: solved on a few arcs, then every
     pair priced against that solution's duals, and the most violated pairs added, until none is.
 
-    The optimum of a transport problem restricted to some arcs is the full problem's once no pair
-    has a negative reduced cost ``c_ij - alpha_i - beta_j`` under the restricted problem's duals
-    (LP duality), so the result is the dense solver's (``ur``/``us``: distinct points, ``cr``/``cs``:
-    their counts), up to the tolerance of that test (``_PRICE_TOL``, 1e-9: the duals carry rounding of about 1e-11)
-    times the unit mass (a test compares the two).  The first arcs are each point's
-    ``neighbours`` nearest points of the other table (cheap arcs, where an optimal plan mostly
-    lies) and the north-west-corner plan along both tables' sorted points (so that the restricted
-    problem is feasible); each round adds each row's ``per_row`` most negative pairs and each
-    column's most negative one (the pricing runs compiled, :mod:`._transport_numba`, without storing the
+    ``ur``/``us``: the distinct points, ``cr``/``cs``: their counts.  The optimum of a transport
+    problem restricted to some arcs is the full problem's once no pair has a negative reduced cost
+    ``c_ij - alpha_i - beta_j`` under the restricted problem's duals (LP duality), so the result is
+    the dense solver's up to the tolerance of that test (``_PRICE_TOL``, 1e-9, times the unit mass:
+    the duals carry rounding of about 1e-11; a test compares the two solvers).  The first arcs are
+    each point's ``neighbours`` nearest points of the other table (cheap arcs, where an optimal
+    plan mostly lies) and the north-west-corner plan along both tables' sorted points (so that the
+    restricted problem is feasible); each round adds each row's ``per_row`` most negative pairs and
+    each column's most negative one (priced compiled, :mod:`._transport_numba`, without storing the
     cost matrix).  On the 38 such problems of a housing release (2,000 x 2,000 sampled points) it
     takes a few rounds and about a third of the dense solver's time, which is mostly the network
     simplex's pivots over four million arcs.  ``None`` (and the dense solver) if the rounds run out
