@@ -421,6 +421,11 @@ class Synthesizer:
                 f"this fit's delta={self.delta:g}, past its epsilon={self.epsilon:g}: a release on a schema dp_schema "
                 "measured reports their total, so ask for a larger epsilon, or measure the schema with a smaller "
                 "one") from None
+        if ledger.private and not ledger.rho_remaining > 1e-12 * ledger.total_rho:
+            raise BudgetExceededError(
+                f"the schema's DP measurement (schema_ledger) spent all of this fit's epsilon={self.epsilon:g}, so "
+                "nothing is left to fit the synthesizer with: a release on a schema dp_schema measured reports their "
+                "total, so ask for a larger epsilon than the schema's, or measure the schema with a smaller one")
         self._stage_rho = ledger.rho_remaining
         return ledger
 

@@ -223,6 +223,18 @@ def test_schema_ledger_over_the_request_is_refused(demo):
         s.fit(private_df)
 
 
+def test_a_schema_that_spent_the_whole_request_is_refused_before_the_fit(demo):
+    # dp_schema(epsilon=1) then fit(epsilon=1): the rare-category merge said "give preprocessing a share"
+    df, public = demo
+    schema, led = sz.dp_schema(df, kinds={c.name: c.kind for c in public}, epsilon=1.0, delta=1e-5, noise_seed=0)
+    with pytest.warns(UserWarning):
+        private_df = sz.conform(df, schema)
+    s = sz.make("mst", epsilon=1.0, delta=1e-5, schema=schema, seed=0)
+    with pytest.raises(sz.BudgetExceededError, match=r"spent all of this fit's epsilon=1, so nothing is left"):
+        s.fit(private_df)
+    assert not hasattr(s, "ledger_")  # refused as the ledger is made, before any stage runs
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"preprocess": [{"name": "privtree", "max_depth": -1}]}, "max_depth"),
     ({"preprocess": [{"name": "uniform", "bins": 0}]}, "bins"),

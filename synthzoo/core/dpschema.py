@@ -59,7 +59,7 @@ from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
                      check_one_value_per_cell, check_unique_columns, date_layout, datetime_dtype_spec, is_integer_dtype_name,
-                     nullable_dtype_name, numeric_values, unsupported_numbers)
+                     nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -779,6 +779,16 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             specs[c]["integer"] = True
     for c in cols:  # checks of declared facts against dtypes: errors before any charge, never decisions
         check_one_value_per_cell(df[c], str(c))  # fit would refuse such cells after the charges
+        d = specs[c].get("dtype")
+        if specs[c]["type"] == "categorical" and "categories" not in specs[c]:
+            if d == "bool":
+                specs[c]["categories"] = ["False", "True"]  # the declared dtype lists them: nothing to measure
+            elif other is not None and (d in ("int", "category[int]") or is_integer_dtype_name(d)
+                                        or period_dtype(d) is not None):
+                raise SchemaError(f"column {c!r}: measured categories need the catch-all {other!r} for the values "
+                                  f"they do not release, which dtype {d!r} cannot hold; list the column's public "
+                                  "categories in kinds" + (", or declare it {'type': 'numerical', 'integer': True} "
+                                                           "to measure its bounds" if period_dtype(d) is None else ""))
         if specs[c]["type"] == "datetime" and "dtype" not in specs[c] and specs[c].get("format"):
             specs[c]["dtype"] = "string"  # a declared text layout: the column is text, and comes back in it
         if not private and specs[c]["type"] == "datetime" and "dtype" not in specs[c] \

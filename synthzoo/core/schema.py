@@ -92,6 +92,31 @@ def is_integer_dtype_name(name) -> bool:
     return isinstance(name, str) and name in NUMERICAL_DTYPES and "int" in name.lower()
 
 
+def period_dtype(name) -> pd.PeriodDtype | None:
+    """The pandas period dtype a categorical column's ``"dtype"`` names (``"period[M]"``,
+    ``"period[Q-DEC]"``: ``str`` of the dtype), or None for any other value."""
+    if not (isinstance(name, str) and name.startswith("period[") and name.endswith("]")):
+        return None
+    try:
+        with warnings.catch_warnings():  # (pandas deprecates business-day periods with a FutureWarning)
+            warnings.simplefilter("ignore", FutureWarning)
+            dtype = pd.api.types.pandas_dtype(name)
+    except (TypeError, ValueError):
+        return None
+    return dtype if isinstance(dtype, pd.PeriodDtype) else None
+
+
+def _period_text(text: str, dtype: pd.PeriodDtype) -> str | None:
+    """``text`` read as a period of ``dtype`` and printed back (None if it does not read): pandas reads
+    "2020-01-15" as the period 2020-01, so a category is a period's only where the two agree."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return str(pd.Period(text, freq=dtype.freq))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def _near_categories(bad, categories) -> str:
     """A hint for values that are a listed category but for spaces around them or letter case (" Adelie",
     "adelie"): the usual slips of a hand-made CSV, which the error alone leaves to be spotted."""
@@ -126,7 +151,8 @@ class Column:
         How synthetic values are typed (see :attr:`output_dtype`): for a categorical column one of
         ``"str", "string"`` (pandas' ``StringDtype`` with ``pd.NA`` for missing values, what
         ``convert_dtypes`` makes), ``"int", "bool", "category"``, ``"category[int]"`` (a pandas category
-        column whose categories are integers); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
+        column whose categories are integers), or a pandas period dtype (``"period[M]"``, the categories
+        written as pandas prints its periods); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
         a unit ``"datetime64[s]"``, ``"[ms]"``, ``"[us]"`` or ``"[ns]"``, or ``"string"``; for a numerical column one of :data:`NUMERICAL_DTYPES` (default ``int64``
         for integers, ``Int64`` when missing values may occur, else ``float64``): an integer dtype
         implies ``integer``, numpy's cannot hold missing values, and the bounds must lie in its range.
@@ -194,9 +220,11 @@ class Column:
         if self.dtype is not None:
             allowed = {"categorical": CATEGORICAL_DTYPES + INTEGER_DTYPES, "datetime": DATETIME_DTYPES,
                        "numerical": NUMERICAL_DTYPES}[self.kind]
-            if not isinstance(self.dtype, str) or self.dtype not in allowed:
+            if not isinstance(self.dtype, str) or (self.dtype not in allowed and not (
+                    self.kind == "categorical" and period_dtype(self.dtype) is not None)):
+                period = " or a pandas period dtype ('period[M]')" if self.kind == "categorical" else ""
                 raise SchemaError(f"column {self.name!r}: 'dtype' of a {self.kind} column must be one of "
-                                  f"{allowed}; got {str(self.dtype)[:40]!r}")
+                                  f"{allowed}{period}; got {str(self.dtype)[:40]!r}")
         if not isinstance(self.integer, (bool, np.bool_)) or not isinstance(self.missing, (bool, np.bool_)):
             raise SchemaError(f"column {self.name!r}: 'integer' and 'missing' must be true or false")
         if not isinstance(self.ordered, (bool, np.bool_)):
@@ -234,6 +262,11 @@ class Column:
                 self._check_width(min(ints), max(ints), "categories")
             if self.dtype == "bool" and not set(self.categories) <= {"True", "False"}:
                 raise SchemaError(f"column {self.name!r}: dtype 'bool' needs the categories True/False")
+            if (period := period_dtype(self.dtype)) is not None:
+                bad = [c for c in self.categories if _period_text(c, period) != c]
+                if bad:
+                    raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs categories written as "
+                                      f"periods of that frequency (as pandas prints them); got {bad[0][:40]!r}")
         else:
             if self.lower is None or self.upper is None:
                 raise SchemaError(
@@ -410,7 +443,7 @@ class Column:
             return pd.CategoricalDtype(list(self.categories), ordered=self.ordered)
         if kind == "category[int]":  # a pandas category column over integers: its categories stay integers
             return pd.CategoricalDtype(pd.Index([int(c) for c in self.categories], dtype="int64"), ordered=self.ordered)
-        return _STR
+        return period_dtype(kind) or _STR
 
     def typed(self, values) -> pd.Series:
         """Decoded values (schema strings for categories, floats / wall-clock seconds otherwise) as a
@@ -441,6 +474,10 @@ class Column:
             return pd.Series(pd.Categorical(v.where(~na, None), dtype=dtype))
         if dtype is _STR or isinstance(dtype, pd.StringDtype):
             return pd.Series(v.to_numpy(dtype=object), dtype=dtype)
+        if isinstance(dtype, pd.PeriodDtype):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                return pd.Series(pd.PeriodIndex(v.where(~na, None).to_list(), dtype=dtype), index=v.index)
         if pd.api.types.is_bool_dtype(dtype):
             return v.map({"True": True, "False": False}).astype(dtype)
         return pd.to_numeric(v).astype(dtype)
@@ -703,6 +740,9 @@ class Schema:
                     if s.dtype.ordered:  # an ordered one keeps its order (lowest first), not the sorted one
                         ordered, seen = True, set(cats)
                         cats = [k for k in (category_key(c) for c in s.dtype.categories) if k in seen]
+                elif isinstance(s.dtype, pd.PeriodDtype):  # periods come back as periods, listed in time order
+                    dtype = str(s.dtype)
+                    cats = [str(p) for p in sorted(s.dropna().unique())]
                 elif isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA:
                     dtype = "string"  # convert_dtypes' text, missing as pd.NA: the frame's dtype, like bool's
                 if dtype is None and all(_INT.fullmatch(c) for c in cats) and str(s.dtype) in INTEGER_DTYPES:

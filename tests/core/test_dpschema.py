@@ -1,6 +1,7 @@
 """DP schema measurement (synthzoo.core.dpschema) and the ledger's additive-delta charges."""
 
 import math
+import re
 import warnings
 
 import dp_accounting as dpa
@@ -85,6 +86,23 @@ def test_dp_schema_ledger_argument_errors():
         dp_schema(df, kinds_from_dtypes(df), ledger=PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7), share=1.5)
     with pytest.raises(ConfigError, match="selection_delta"):
         dp_schema(df, kinds_from_dtypes(df), epsilon=1.0, delta=1e-6, selection_delta=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int", "Int16", "category[int]", "period[M]"])
+def test_measured_categories_of_a_dtype_without_room_for_the_catch_all_are_refused_before_any_charge(dtype):
+    # the catch-all '__other__' made the Column refuse itself after the categories were charged: "dtype 'int'
+    # needs integer categories"
+    df = pd.DataFrame({"k": pd.Series(pd.period_range("2020-01", periods=5, freq="M")).repeat(40).to_numpy()
+                       if dtype.startswith("period") else np.arange(200) % 5})
+    led = PrivacyLedger(1.0, 1e-6)
+    with pytest.raises(SchemaError, match=rf"column 'k': measured categories need the catch-all '__other__' .* "
+                                          rf"which dtype '{re.escape(dtype)}' cannot hold; list the column's public"):
+        dp_schema(df, {"k": {"type": "categorical", "dtype": dtype}}, ledger=led)
+    assert not led.charges
+    # a declared bool dtype lists its categories: only the missing values are measured
+    b = pd.DataFrame({"b": np.arange(200) % 3 == 0})
+    schema, led = dp_schema(b, {"b": {"type": "categorical", "dtype": "bool"}}, epsilon=1.0, delta=1e-6)
+    assert schema["b"].categories == ["False", "True"] and [c.note for c in led.charges] == ["b: missing values"]
 
 
 def test_budget_too_small_for_a_stage_is_refused_before_noise():

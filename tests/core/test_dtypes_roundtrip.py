@@ -214,6 +214,34 @@ def test_the_machines_local_zone_is_refused_naming_the_column():
         sz.kinds_from_dtypes(df)
 
 
+@pytest.mark.parametrize("freq", ["M", "Q", "W", "D"])
+def test_period_columns_come_back_as_periods(freq, tmp_path):
+    # a period column was taken as text categories and came back as str ('2020-01')
+    rng = np.random.default_rng(0)
+    periods = pd.period_range("2019-11-01", periods=12, freq=freq)
+    df = pd.DataFrame({"p": pd.Series(periods[rng.integers(0, 12, N)]), "x": rng.normal(size=N)})
+    df.loc[::9, "p"] = pd.NaT
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["p"].categories == [str(q) for q in periods] and schema["p"].dtype == str(df["p"].dtype)
+    back = _save_load_same(_fit(Schema.from_dict(schema.to_dict()), df), tmp_path)
+    assert back["p"].dtype == df["p"].dtype and back["p"].isna().any() and back["p"].dropna().isin(periods).all()
+    # the CSV of a period column is its text; a schema declaring the dtype reads it and returns periods
+    again = _fit(schema, pd.read_csv(pd.io.common.StringIO(df.to_csv(index=False)))).sample(50, seed=1)
+    assert again["p"].dtype == df["p"].dtype
+
+
+def test_period_categories_are_refused_unless_written_as_periods_of_the_dtype():
+    # pandas reads "2020-01-15" as the month 2020-01: a category it would silently rename
+    with pytest.raises(SchemaError, match=r"column 'c': dtype 'period\[M\]' needs categories written as periods of "
+                                          r"that frequency .*got '2020-01-15'"):
+        Schema.from_dict({"columns": {"c": {"type": "categorical", "categories": ["2020-01", "2020-01-15"],
+                                            "dtype": "period[M]"}}})
+    with pytest.raises(SchemaError, match=r"or a pandas period dtype \('period\[M\]'\); got 'period\[xyz\]'"):
+        Schema.from_dict({"columns": {"c": {"type": "categorical", "categories": ["a"], "dtype": "period[xyz]"}}})
+
+
 def test_convert_dtypes_text_comes_back_as_pandas_string_dtype_with_na(tmp_path):
     # df.convert_dtypes() makes text StringDtype with pd.NA; it came back as pandas 3's default str (NaN)
     df = pd.DataFrame({"x": pd.array(np.random.default_rng(0).choice(["a", "b", "c"], N), dtype="string")})
