@@ -54,3 +54,61 @@ def price(ur, us, is_cat, alpha, beta, q, tol, row_j, col_i):  # pragma: no cove
             if r < worst:
                 worst = r
     return worst
+
+
+@njit(cache=True, nogil=True)
+def _sift_up(key, mass, i):  # pragma: no cover - compiled
+    while i > 0:
+        p = (i - 1) // 2
+        if key[p] >= key[i]:
+            break
+        key[p], key[i] = key[i], key[p]
+        mass[p], mass[i] = mass[i], mass[p]
+        i = p
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(key, mass, size):  # pragma: no cover - compiled
+    i = 0
+    while True:
+        a, b, top = 2 * i + 1, 2 * i + 2, i
+        if a < size and key[a] > key[top]:
+            top = a
+        if b < size and key[b] > key[top]:
+            top = b
+        if top == i:
+            return
+        key[top], key[i] = key[i], key[top]
+        mass[top], mass[i] = mass[i], mass[top]
+        i = top
+
+
+@njit(cache=True, nogil=True)
+def isotonic_l1(target, weight, last):  # pragma: no cover - compiled
+    """``min sum weight |h - target|`` over nondecreasing ``h`` pinned to 0 before the first point and
+    to ``last`` after the last one (a weight above all others pins a value), by slope trick: each
+    point adds its breakpoint to a max-heap of the cost's left slopes, and the mass above it moves
+    down to it at a cost of the distance (:func:`.wasserstein._one_number_with_missing`)."""
+    n = target.shape[0]
+    pin = 2.0 * weight.sum() + 1.0
+    key, mass = np.empty(n + 2), np.empty(n + 2)
+    size, total = 0, 0.0
+    for s in range(n + 2):
+        t = 0.0 if s == 0 else (last if s == n + 1 else target[s - 1])
+        w = pin if (s == 0 or s == n + 1) else weight[s - 1]
+        left, moved = w, 0.0
+        while left > 0.0 and size > 0 and key[0] > t:
+            take = min(mass[0], left)
+            total += take * (key[0] - t)
+            left -= take
+            moved += take
+            if mass[0] > take:
+                mass[0] -= take
+            else:  # the top is used up: the last leaf replaces it
+                size -= 1
+                key[0], mass[0] = key[size], mass[size]
+                _sift_down(key, mass, size)
+        key[size], mass[size] = t, w + moved
+        _sift_up(key, mass, size)
+        size += 1
+    return total

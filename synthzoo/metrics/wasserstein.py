@@ -166,10 +166,9 @@ def _one_number_with_missing(x: np.ndarray, y: np.ndarray) -> float | None:
     cost ``e``, and the rest moves along it: with ``D`` the running surplus of present values over
     the line's gaps ``dx`` and ``H`` the running inflow (nondecreasing, 0 before the first value,
     ``e`` after the last), the cost is ``e + min sum dx |D + H|`` -- an L1 isotonic regression of
-    ``-D``, solved by slope trick on a heap (O(k log k) in the k distinct values).  ``None`` when
-    present values lie more than 2 apart (values beyond the public bounds), where the two costs
+    ``-D``, solved by slope trick on a heap (compiled, O(k log k) in the k distinct values).  ``None``
+    when present values lie more than 2 apart (values beyond the public bounds), where the two costs
     differ: the sampled dense problem then."""
-    import heapq
     mx, my = np.isnan(x), np.isnan(y)
     px, py = float(mx.mean()), float(my.mean())
     vx, vy = x[~mx], y[~my]
@@ -181,26 +180,9 @@ def _one_number_with_missing(x: np.ndarray, y: np.ndarray) -> float | None:
     u, inv = np.unique(np.concatenate([vx, vy]), return_inverse=True)
     if u[-1] - u[0] > 2.0:
         return None
+    from . import _transport_numba
     net = np.bincount(inv[:len(vx)], minlength=len(u)) / len(x) - np.bincount(inv[len(vx):], minlength=len(u)) / len(y)
-    target, weight = -np.cumsum(net)[:-1], np.diff(u)
-    # minimise sum w |h - t| over nondecreasing h pinned to 0 before and to the surplus after (a
-    # weight above all others pins a value): each point adds its breakpoint to the max-heap of the
-    # cost's left slopes, and mass above it moves down to it at a cost of its distance
-    pin = 2.0 * float(weight.sum()) + 1.0
-    heap, total = [], 0.0
-    for t, w in zip(itertools.chain([0.0], target.tolist(), [surplus]),
-                    itertools.chain([pin], weight.tolist(), [pin])):
-        left, moved = w, 0.0
-        while left > 0 and heap and -heap[0][0] > t:
-            b, m = heapq.heappop(heap)
-            take = min(m, left)
-            total += take * (-b - t)
-            left -= take
-            moved += take
-            if m > take:
-                heapq.heappush(heap, (b, m - take))
-        heapq.heappush(heap, (-t, w + moved))
-    return surplus + total
+    return surplus + float(_transport_numba.isotonic_l1(-np.cumsum(net)[:-1], np.diff(u), surplus))
 
 
 def _emd_number_category(r: np.ndarray, s: np.ndarray) -> float:
