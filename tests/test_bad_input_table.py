@@ -803,6 +803,24 @@ def test_a_list_or_dict_in_a_cell_is_refused_naming_the_column_before_any_charge
         assert ledger.charges == []
 
 
+@pytest.mark.parametrize("mixed", [False, True], ids=["all-bytes", "bytes-among-text"])
+def test_bytes_cells_are_refused_naming_the_column_and_the_decode_before_any_charge(mixed):
+    # bytes were taken as the text "b'cd'": categories nobody wrote, which the release printed
+    df = pd.DataFrame({"c": [b"cd", b"ef", None] * 60})
+    if mixed:
+        df.loc[4, "c"] = "cd"
+    what = r"column 'c': holds bytes values \(e.g. b'cd'\); decode them to text first: df\['c'\].str.decode\('utf-8'\)"
+    with pytest.raises(SchemaError, match=what):
+        Schema.infer(df)
+    spec = {"type": "categorical", "categories": ["cd", "ef"], "missing": True}
+    with pytest.raises(SchemaError, match=what):
+        Schema.from_dict({"columns": {"c": spec}}).validate(df)
+    ledger = sz.PrivacyLedger(1.0, 1e-6)
+    with pytest.raises(SchemaError, match=what):
+        sz.dp_schema(df, kinds={"c": "categorical"}, ledger=ledger, share=1.0)
+    assert ledger.charges == []
+
+
 def test_decimal_objects_from_a_database_are_inferred_as_numbers():
     # pd.read_sql gives NUMERIC columns as Decimal objects: Schema.infer took them as 200 text categories
     from decimal import Decimal

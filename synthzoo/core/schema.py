@@ -510,6 +510,7 @@ class Column:
         index = {c: i for i, c in enumerate(self.categories)}
         pos = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
         if (pos < 0).any():
+            check_one_value_per_cell(pd.Series(values, dtype=object), self.name)  # bytes: say so, not "b'cd'"
             bad = sorted({k for k, p in zip(keys, pos) if p < 0})
             raise SchemaError(f"column {self.name!r}: value(s) {bad[:5]} not among the schema's categories "
                               f"({len(bad)} unseen){_near_categories(bad[:5], self.categories)}")
@@ -1250,12 +1251,16 @@ def check_one_value_per_cell(s: pd.Series, name: str, inferred: str | None = Non
     if s.dtype != object:
         return
     # infer_dtype is one compiled pass; a list or dict among the values makes it say "mixed" (or "mixed-integer")
-    if (inferred or pd.api.types.infer_dtype(s, skipna=True)) in ("mixed", "mixed-integer"):
+    inferred = inferred or pd.api.types.infer_dtype(s, skipna=True)
+    if inferred in ("mixed", "mixed-integer", "bytes"):
         for v in s.to_numpy():
             if isinstance(v, _CONTAINERS):
                 raise SchemaError(f"column {name!r}: holds {type(v).__name__} values (e.g. {repr(v)[:40]}); each "
                                   "cell must be one number, text or date -- spread the values over columns of "
                                   "their own, or turn them into text")
+            if isinstance(v, (bytes, bytearray)):  # str() of them is "b'...'": text nobody wrote
+                raise SchemaError(f"column {name!r}: holds bytes values (e.g. {repr(v)[:40]}); decode them to text "
+                                  f"first: df[{name!r}].str.decode('utf-8'), or the encoding they were written in")
 
 
 @contextmanager
