@@ -57,14 +57,16 @@ def price(ur, us, is_cat, alpha, beta, q, tol, row_j, col_i):  # pragma: no cove
 
 
 @njit(cache=True, nogil=True)
+def _swap(key, mass, i, j):  # pragma: no cover - compiled
+    key[i], key[j] = key[j], key[i]
+    mass[i], mass[j] = mass[j], mass[i]
+
+
+@njit(cache=True, nogil=True)
 def _sift_up(key, mass, i):  # pragma: no cover - compiled
-    while i > 0:
-        p = (i - 1) // 2
-        if key[p] >= key[i]:
-            break
-        key[p], key[i] = key[i], key[p]
-        mass[p], mass[i] = mass[i], mass[p]
-        i = p
+    while i > 0 and key[(i - 1) // 2] < key[i]:
+        _swap(key, mass, i, (i - 1) // 2)
+        i = (i - 1) // 2
 
 
 @njit(cache=True, nogil=True)
@@ -78,8 +80,7 @@ def _sift_down(key, mass, size):  # pragma: no cover - compiled
             top = b
         if top == i:
             return
-        key[top], key[i] = key[i], key[top]
-        mass[top], mass[i] = mass[i], mass[top]
+        _swap(key, mass, i, top)
         i = top
 
 
