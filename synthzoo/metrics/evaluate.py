@@ -364,12 +364,17 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
     if ml_names:
         _check_stop(stop)
         t0 = time.perf_counter()
-        df = ml_scores(ml_train if ml_train is not None else real, synth, test, schema,
-                       evaluators=opts["evaluators"], seed=opts["seed"])
-        for m in ml_names:
-            out[m] = (float(df["gap"].mean()),) if m == "ml_affinity" else \
-                (float(df.loc[df["score"] == _ML[m], "synthetic"].mean()),)
-        out["_ml_detail"] = df
+        # a table these models cannot learn from (a regression target with missing values the schema
+        # allows) is NaN with its reason, as for the other metrics: it ended the whole evaluation
+        df = _or_nan(lambda: ml_scores(ml_train if ml_train is not None else real, synth, test, schema,
+                                       evaluators=opts["evaluators"], seed=opts["seed"]), why, *ml_names)
+        if isinstance(df, dict):
+            out.update(dict.fromkeys(ml_names, (np.nan,)))
+        else:
+            for m in ml_names:
+                out[m] = (float(df["gap"].mean()),) if m == "ml_affinity" else \
+                    (float(df.loc[df["score"] == _ML[m], "synthetic"].mean()),)
+            out["_ml_detail"] = df
         times["ml (" + ", ".join(ml_names) + ")"] = time.perf_counter() - t0
     priv = [m for m in names if m in _PRIV_KEY]
     if priv:

@@ -465,3 +465,20 @@ def test_tiny_training_table_gives_nan_with_reason(tables):
         "domias_auc": "domias_auc: the training table needs at least 10 rows (as the holdout), got 1",
         "mia_max_auc": "membership_attacks: the training table needs at least 10 rows (as the holdout), got 1",
         "mia_classifier_f1": "mia_classifier: needs at least 8 training rows, got 1"}
+
+
+def test_regression_target_with_missing_values_gives_nan_with_reason(tables):
+    # before: a regression target the schema lets be missing, missing in some synthetic rows, ended
+    # the whole evaluation with ml_scores' ConfigError instead of scoring the other metrics
+    train, fake, test, schema = tables
+    d = schema.to_dict()
+    d["target"], d["task"] = "z", "regression"
+    d["columns"]["z"]["missing"] = True
+    schema = Schema.from_dict(d)
+    fake = fake.assign(z=fake["z"].where(fake.index >= 10))
+    with pytest.warns(UserWarning, match=r"ml_r2 \(synthetic table: the regression target 'z' has missing values"):
+        t, details = evaluate(train, fake, test=test, schema=schema, metrics=["ml_rmse", "ml_r2", "tvd_2way"],
+                              baselines=False, evaluators=("linear",), return_details=True)
+    t = t.set_index("metric")["value"]
+    assert t[["ml_rmse", "ml_r2"]].isna().all() and np.isfinite(t["tvd_2way"])
+    assert set(details["nan_reasons"]) == {"ml_rmse", "ml_r2"}
