@@ -49,6 +49,8 @@ def _task(schema: Schema, target: str | None, task: str | None) -> tuple[str, st
     if target not in schema:
         raise ConfigError(f"target: {target!r} is not a schema column")
     col = schema[target]
+    if len(schema.columns) < 2:  # no feature: numpy's "need at least one array to concatenate" said it
+        raise ConfigError(f"target {target!r}: the schema has no other column to predict it from")
     if task is not None:
         task = task_kind(task)
     elif schema.meta.get("task") is not None:

@@ -482,3 +482,18 @@ def test_regression_target_with_missing_values_gives_nan_with_reason(tables):
     t = t.set_index("metric")["value"]
     assert t[["ml_rmse", "ml_r2"]].isna().all() and np.isfinite(t["tvd_2way"])
     assert set(details["nan_reasons"]) == {"ml_rmse", "ml_r2"}
+
+
+def test_a_target_with_no_other_column_gives_nan_with_reason(tables):
+    # before: a schema of the target alone ended the evaluation with numpy's ValueError "need at least
+    # one array to concatenate" from the feature encoding
+    train, fake, test, schema = tables
+    one = Schema.from_dict({"target": "c", "columns": {"c": schema.to_dict()["columns"]["c"]}})
+    metrics = ["ml_f1", "ml_cv_f1_diff", "auroc_diff", "tvd_2way"]
+    with pytest.warns(UserWarning, match="target 'c': the schema has no other column to predict it from"):
+        t, details = evaluate(train[["c"]], fake[["c"]], test=test[["c"]], schema=one, metrics=metrics,
+                              baselines=False, evaluators=("linear",), cv_evaluators=("linear",),
+                              return_details=True)
+    t = t.set_index("metric")["value"]
+    assert t[["ml_f1", "ml_cv_f1_diff", "auroc_diff"]].isna().all() and np.isfinite(t["tvd_2way"])
+    assert set(details["nan_reasons"]) == {"ml_f1", "ml_cv_f1_diff", "auroc_diff"}
