@@ -302,6 +302,8 @@ def attribute_disclosure(train, synthetic, schema: Schema, holdout=None, columns
     from sklearn.metrics import f1_score, precision_score, recall_score
     t = _tables(train, synthetic, holdout, schema)
     schema = t.schema
+    if len(schema.columns) < 2:  # each column is predicted from the others (scikit-learn: "0 feature(s)")
+        raise ConfigError("attribute_disclosure: needs at least two columns (each is predicted from the others)")
     cols = list(schema.names) if columns is None else list(columns)
     bad = [c for c in cols if c not in schema]
     if bad:

@@ -352,12 +352,12 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "attr_disclosure":
             # a part: some of the columns (one forest each, on the same rows whichever others run)
             cols = None if part is None else schema.names[part[0]::part[1]]
-            r = D.attribute_disclosure(t(), None, schema, columns=cols, n_estimators=opts["attr_trees"],
-                                       max_rows=opts["attr_rows"], seed=opts["seed"])
+            r = _or_nan(lambda: D.attribute_disclosure(t(), None, schema, columns=cols, n_estimators=opts["attr_trees"],
+                                                       max_rows=opts["attr_rows"], seed=opts["seed"]), why, m)
             if part is None:
-                out[m] = (r["accuracy"],)
-            else:
-                out["_part"] = (m, part, r["columns"])
+                out[m] = (r.get("accuracy", np.nan),)
+            else:  # no columns from a part that could not run: the joined mean is NaN
+                out["_part"] = (m, part, r.get("columns", pd.DataFrame(columns=["column", "accuracy"])))
         if m in out or "_part" in out:
             times[m] = time.perf_counter() - t0
     ml_names = [m for m in names if m in _ML or m == "ml_affinity"]

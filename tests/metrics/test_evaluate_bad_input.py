@@ -497,3 +497,15 @@ def test_a_target_with_no_other_column_gives_nan_with_reason(tables):
     t = t.set_index("metric")["value"]
     assert t[["ml_f1", "ml_cv_f1_diff", "auroc_diff"]].isna().all() and np.isfinite(t["tvd_2way"])
     assert set(details["nan_reasons"]) == {"ml_f1", "ml_cv_f1_diff", "auroc_diff"}
+
+
+def test_attribute_disclosure_on_one_column_gives_nan_with_reason(tables):
+    # before: a one-column table ended metrics="full" with scikit-learn's ValueError "Found array with
+    # 0 feature(s)": attribute disclosure predicts each column from the others, and there are none
+    train, fake, test, schema = tables
+    one = Schema.from_dict({"columns": {"x": schema.to_dict()["columns"]["x"]}})
+    with pytest.warns(UserWarning, match=r"attr_disclosure \(attribute_disclosure: needs at least two columns"):
+        t = evaluate(train[["x"]], fake[["x"]], test=test[["x"]], schema=one, metrics=["attr_disclosure", "dcr_risk"],
+                     attr_trees=5).set_index("metric")
+    assert np.isnan(t.loc["attr_disclosure", "value"]) and np.isfinite(t.loc["dcr_risk", "value"])
+    assert np.isnan(t.loc["attr_disclosure", "HALF"])  # the baselines, in parts, say the same
