@@ -210,6 +210,13 @@ def discretise_pair(real: ColumnViews, synth: ColumnViews, schema: Schema, bins:
     return np.stack(rc, axis=1), np.stack(sc, axis=1), np.asarray(sizes, dtype=np.int64)
 
 
+def check_column_pairs(schema: Schema, metric: str) -> None:
+    """``ConfigError`` for a metric over pairs of columns on a one-column table: with no pair, its 0 read as
+    a perfect score (and the report's reading as "at least as good as both references")."""
+    if len(schema.columns) < 2:
+        raise ConfigError(f"{metric}: needs at least two columns (it compares pairs of columns)")
+
+
 def check_positive_int(value, name: str, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.schema import Schema
-from ._common import prepare, resolve_schema
+from ._common import check_column_pairs, prepare, resolve_schema
 
 
 def _pearson(x, y) -> float:
@@ -91,7 +91,7 @@ def association_matrices(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Sc
 
 def association_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> float:
     """Mean absolute difference of the pairwise associations (off-diagonal; lower is better)."""
+    check_column_pairs(resolve_schema(schema, real), "association_difference")
     a, b = association_matrices(real, synthetic, schema)
     d = np.abs(a.to_numpy() - b.to_numpy())
-    iu = np.triu_indices(len(d), 1)
-    return float(d[iu].mean()) if iu[0].size else 0.0
+    return float(d[np.triu_indices(len(d), 1)].mean())

@@ -287,8 +287,8 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
             out[m] = (tvd_1way(real, synth, schema),)
         elif m == "tvd_2way":
             out[m] = (tvd_2way(real, synth, schema),)
-        elif m == "association_diff":
-            out[m] = (association_difference(real, synth, schema),)
+        elif m == "association_diff":  # one column: no pair, NaN with that reason (its 0 read as perfect)
+            out[m] = (_or_nan(lambda: {"v": association_difference(real, synth, schema)}, why, m).get("v", np.nan),)
         elif m == "query_error_3way":
             out[m] = (query_error_3way(real, synth, schema, n_queries=opts["n_queries"], seed=opts["seed"]),)
         elif m in ("ks_distance", "ks_significant"):
@@ -305,11 +305,12 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
         elif m == "ci_overlap":
             out[m] = (_or_nan(lambda: S.ci_overlap(real, synth, schema), why, m).get("avg_overlap", np.nan),)
         elif m == "mi_diff":
-            out[m] = (S.mutual_information_difference(real, synth, schema),)
+            out[m] = (_or_nan(lambda: {"v": S.mutual_information_difference(real, synth, schema)}, why, m).get("v",
+                                                                                                           np.nan),)
         elif m == "dwm":
             out[m] = (_or_nan(lambda: {"v": S.dimensionwise_means(real, synth, schema)}, why, m).get("v", np.nan),)
         elif m == "corr_diff":
-            out[m] = (S.correlation_difference(real, synth, schema),)
+            out[m] = (_or_nan(lambda: {"v": S.correlation_difference(real, synth, schema)}, why, m).get("v", np.nan),)
         elif m == "ml_cv_f1_diff":
             # a part: some of the evaluators (each evaluator's folds are the same whichever others run)
             evs = opts["cv_evaluators"] if part is None else opts["cv_evaluators"][part[0]::part[1]]

@@ -699,7 +699,10 @@ def write_html_report(path, table: pd.DataFrame, train: pd.DataFrame, synthetic:
                      "metrics over every release above, each pair once (1 = they rank the releases alike).</p>")
         parts.append(f"<img src='{corr}' alt='metric correlation matrix'>")
     parts.append("<h2 id='assoc'>Pairwise association differences</h2>")
-    parts.append(f"<img src='{_heatmap(train, synthetic, schema)}' alt='association difference heatmap'>")
+    if len(schema.columns) > 1:
+        parts.append(f"<img src='{_heatmap(train, synthetic, schema)}' alt='association difference heatmap'>")
+    else:  # an empty frame (and matplotlib's warnings about its limits) drew no pair
+        parts.append("<p class='muted'>One column: no pair of columns to compare.</p>")
     parts.append("<h2 id='columns'>Per-column distributions</h2><p class='muted'>Real rows in blue, synthetic in "
                  "orange: side-by-side bars for categories; for numbers the real histogram filled and the "
                  "synthetic one outlined.</p><div class='grid'>")

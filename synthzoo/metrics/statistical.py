@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import ColumnViews, check_positive_int, prepare, resolve_schema
+from ._common import ColumnViews, check_column_pairs, check_positive_int, prepare, resolve_schema
 from .association import pairwise_matrix
 
 
@@ -403,6 +403,7 @@ def mutual_information_difference(real: pd.DataFrame, synthetic: pd.DataFrame, s
     in SynthEval every distinct value is a label -- of a number too, so a near-unique numeric
     column has high NMI with everything; 0 = equal matrices."""
     schema = resolve_schema(schema, real)
+    check_column_pairs(schema, "mutual_information_difference")
     r, s = prepare(real, synthetic, schema)
     return float(np.linalg.norm(mutual_information_matrix(r, schema) - mutual_information_matrix(s, schema)))
 
@@ -451,6 +452,7 @@ def correlation_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: 
     between the real and synthetic mixed correlation matrices (:func:`mixed_correlation`);
     undefined entries (a constant column) are left out.  0 = equal matrices."""
     schema = resolve_schema(schema, real)
+    check_column_pairs(schema, "correlation_difference")
     r, s = prepare(real, synthetic, schema)
     diff = mixed_correlation(r, schema) - mixed_correlation(s, schema)
     return float(np.sqrt(np.nansum(diff ** 2)))

@@ -509,3 +509,22 @@ def test_attribute_disclosure_on_one_column_gives_nan_with_reason(tables):
                      attr_trees=5).set_index("metric")
     assert np.isnan(t.loc["attr_disclosure", "value"]) and np.isfinite(t.loc["dcr_risk", "value"])
     assert np.isnan(t.loc["attr_disclosure", "HALF"])  # the baselines, in parts, say the same
+
+
+def test_pairwise_metrics_on_one_column_are_nan_not_a_perfect_zero(tables, tmp_path):
+    # before: a one-column table has no pair of columns, yet association_diff, mi_diff and corr_diff
+    # scored 0, which the report read as "at least as good as both references", and its heatmap was
+    # an empty frame that leaked matplotlib's "identical low and high xlims" warnings
+    from synthzoo.metrics import write_html_report
+    train, fake, test, schema = tables
+    one = Schema.from_dict({"columns": {"x": schema.to_dict()["columns"]["x"]}})
+    pairwise = ["association_diff", "mi_diff", "corr_diff"]
+    with pytest.warns(UserWarning, match=r"mi_diff \(mutual_information_difference: needs at least two columns"):
+        t, details = evaluate(train[["x"]], fake[["x"]], schema=one, metrics=[*pairwise, "tvd_2way"],
+                              baselines=False, return_details=True)
+    assert t.set_index("metric")["value"][pairwise].isna().all() and set(details["nan_reasons"]) == set(pairwise)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        page = write_html_report(tmp_path / "r.html", t, train[["x"]], fake[["x"]], one,
+                                 details=details).read_text(encoding="utf-8")
+    assert "association difference heatmap" not in page and "no pair of columns to compare" in page
