@@ -192,6 +192,11 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
         drop |= {m for m in METRICS if m.startswith("ml_")} | _NEEDS_CLASSIFICATION
     named = [m for m in (metrics or []) if m in METRICS and m in drop]  # asked for by name, not via a group
     why = (f"the schema's task is {task!r}" if task is not None else "the schema names no \"target\"")
+    if task is None and metrics is not None and not explicit:  # a named set, as without test: never in silence
+        gone = [m for m in dict.fromkeys(names) if m in drop and m not in named]
+        if gone:
+            warnings.warn(f"metrics {gone} of {list(metrics)} predict a target column and {why}: they are left out "
+                          "(add \"target\" and \"task\" to the schema to score them)", UserWarning, stacklevel=3)
     names = [m for m in dict.fromkeys(names) if m not in drop]
     if named:
         msg = (f"metrics {named} do not apply here: {why} (ml_f1, ml_auc: classification; ml_rmse, ml_r2: "

@@ -616,3 +616,13 @@ def test_a_set_without_test_warns_about_what_it_drops():
     with pytest.warns(UserWarning, match="need real held-out rows.*test="):
         r = evaluate(tr, make_demo(200, seed=2)[0], schema=s, metrics="privacy", baselines=False, n_jobs=1)
     assert set(r["metric"]) == {"hitting_rate", "eps_identifiability"}
+
+
+def test_a_set_without_a_target_warns_about_what_it_drops():
+    # metrics="full" on a schema without "target" (what Schema.infer and `synthzoo eval` without --schema
+    # give) left its seven ML metrics out in silence; without test, the same set says what it drops
+    from synthzoo.metrics.evaluate import _resolve_metrics
+    with pytest.warns(UserWarning, match=r"\['ml_f1', .*'auroc_diff'\] of \['full'\] predict a target column and "
+                                         r"the schema names no \"target\": they are left out"):
+        names = _resolve_metrics("full", True, False, None)
+    assert not any(m.startswith("ml_") or m == "auroc_diff" for m in names)
