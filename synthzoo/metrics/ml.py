@@ -186,9 +186,7 @@ def _fit_score(name, task, X, y, Xt, yt, n_classes, seed) -> dict:
     y_scale = 1.0
     if task == "classification":
         classes = np.unique(y)
-        if classes.size < 2:
-            warnings.warn(f"training table holds a single target class; evaluator {name!r} predicts it always",
-                          UserWarning, stacklevel=3)
+        if classes.size < 2:  # said by ml_scores, naming the table
             return _scores(_Constant(classes[0], task), Xt, yt, task, n_classes, classes, 1.0)
         ymap = np.searchsorted(classes, y)
         model = _make_model(name, task, seed, len(y))
@@ -259,6 +257,12 @@ def ml_scores(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, 
     Xr = encode_features(tr, schema, target, "train")
     yr = _target(tr, schema, target, task, "train")
     test_key = _digest(Xt, yt)
+    # said here, naming the table, not in the cached fit: "training table" read as the real rows when it
+    # was the release, and a fit served from the cache said nothing
+    for role, y in (("synthetic", ys), ("train", yr)):
+        if task == "classification" and np.unique(y).size < 2:
+            warnings.warn(f"{role} table holds a single target class; the evaluators trained on it predict it always",
+                          UserWarning, stacklevel=2)
     # the release's models first, then the real rows': jobs scoring several releases side by side
     # reach the shared real-row models after their own, at different times, and one fits each while
     # the others are still busy with theirs (instead of waiting for it)
