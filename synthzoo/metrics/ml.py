@@ -344,13 +344,18 @@ def ml_cross_validated(train: pd.DataFrame, synthetic: pd.DataFrame, schema: Sch
     xr2, yr2 = (xr, yr) if n == len(yr) else resample(xr, yr, False)
     xs2, ys2 = resample(xs, ys, len(ys) < n)
     for role, y_ in (("real", yr2), ("synthetic", ys2)):  # sklearn's ValueError named neither table nor target
-        most = int(np.unique(y_, return_counts=True)[1].max())
-        if most < k_folds:
+        sizes = np.unique(y_, return_counts=True)[1]
+        if sizes.max() < k_folds:
             raise ConfigError(f"ml_cross_validated: {k_folds}-fold stratified cross-validation needs at least "
                               f"{k_folds} {role} rows of one class of {target!r}; of the "
-                              f"{count(len(y_), role + ' row')} scored, at most {most} share a class")
+                              f"{count(len(y_), role + ' row')} scored, at most {sizes.max()} share a class")
+        if sizes.min() < k_folds:  # said here, naming the table and target (sklearn's own warning named neither)
+            warnings.warn(f"ml_cross_validated: a class of {target!r} has only "
+                          f"{count(int(sizes.min()), role + ' row')}, fewer than the {k_folds} folds: some folds hold "
+                          "none of it", UserWarning, stacklevel=2)
     kf = StratifiedKFold(k_folds, shuffle=True, random_state=seed)
-    folds = list(zip(kf.split(xr2, yr2), kf.split(xs2, ys2)))
+    with quiet_library_warnings():
+        folds = list(zip(kf.split(xr2, yr2), kf.split(xs2, ys2)))
     # every synthetic fold first, the real ones after (cached and shared between releases; see ml_scores)
     tstr = {(name, f): _fit_f1(name, xs2[tr_s], ys2[tr_s], xr2[te_r], yr2[te_r], average, seed)
             for name in evaluators for f, ((_, te_r), (tr_s, _)) in enumerate(folds)}

@@ -528,3 +528,18 @@ def test_pairwise_metrics_on_one_column_are_nan_not_a_perfect_zero(tables, tmp_p
         page = write_html_report(tmp_path / "r.html", t, train[["x"]], fake[["x"]], one,
                                  details=details).read_text(encoding="utf-8")
     assert "association difference heatmap" not in page and "no pair of columns to compare" in page
+
+
+def test_cross_validation_with_a_rare_class_names_it_not_scikit_learn(tables):
+    # before: scikit-learn's "The least populated class in y has only 3 members, which is less than
+    # n_splits=5." reached the user, naming neither the table nor the target
+    from synthzoo.metrics import ml_cross_validated
+    train, fake, test, schema = tables
+    rare = pd.concat([train[train["c"] == "hi"].iloc[:30], train[train["c"] == "lo"].iloc[:3]], ignore_index=True)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        ml_cross_validated(rare, fake, schema, evaluators=("linear",))
+    said = [str(w.message) for w in got]
+    assert "ml_cross_validated: a class of 'c' has only 3 real rows, fewer than the 5 folds: some folds hold none " \
+           "of it" in said
+    assert not [s for s in said if "least populated" in s]
