@@ -493,3 +493,10 @@ def test_a_count_of_significant_columns_reads_as_columns():
     assert _verdict(row) == "4 columns more than the real-data floor"
     assert _verdict({**row, "value": 2.0}) == "1 column more than the real-data floor"
     assert _verdict({**row, "value": 1.0}) == "as many columns as the real-data floor or fewer"
+
+
+def test_a_risk_is_placed_from_zero_not_from_a_negative_half():
+    # inference risk .17 (CI -.04 to .38) beside a HALF of -.72 read "close to copying": placed between
+    # HALF and SELF it sat 52 % of the way, though R is already 0 for unseen rows and 1 for a copy
+    r = _privacy(metric="inference_risk", value=0.1692, HALF=-0.7222, ci_low=-0.0446, ci_high=0.383)
+    assert _verdict(r) == "some leakage (17% of the way to a copy)"
