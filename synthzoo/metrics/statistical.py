@@ -279,6 +279,9 @@ def pca_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) 
     if len(a) < d or len(b) < d:  # a full PCA of d components needs d rows
         raise ConfigError(f"pca_difference: needs at least {d} rows without missing numbers in each table (one per "
                           f"numeric column), got {len(a)} real and {len(b)} synthetic")
+    if ((a.std(0) > 0) | (b.std(0) > 0)).sum() < 2:  # one axis only: both tables' PCAs agree, 0 for any release
+        raise ConfigError("pca_difference: needs at least two numeric columns that vary (a constant column has no "
+                          "principal axis)")
 
     def std(x):
         sd = x.std(0)

@@ -543,3 +543,18 @@ def test_cross_validation_with_a_rare_class_names_it_not_scikit_learn(tables):
     assert "ml_cross_validated: a class of 'c' has only 3 real rows, fewer than the 5 folds: some folds hold none " \
            "of it" in said
     assert not [s for s in said if "least populated" in s]
+
+
+def test_pca_with_one_varying_number_is_nan_not_a_perfect_zero(tables):
+    # before: beside a constant column (lower == upper, which the schema allows) a single varying number
+    # gave both tables one principal axis, the same one: pca_eigval_diff and pca_angle_diff scored 0 for
+    # any release, read as "at least as good as the real-data floor"
+    train, fake, test, schema = tables
+    d = schema.to_dict()
+    d["columns"]["z"].update(lower=2, upper=2)
+    schema = Schema.from_dict(d)
+    train, fake = train.assign(z=2.0), fake.assign(z=2.0, x=-fake["x"] * 3)  # x: another distribution
+    with pytest.warns(UserWarning, match="pca_difference: needs at least two numeric columns that vary"):
+        t, details = evaluate(train, fake, schema=schema, metrics=["pca_eigval_diff", "pca_angle_diff"],
+                              baselines=False, return_details=True)
+    assert t["value"].isna().all() and set(details["nan_reasons"]) == {"pca_eigval_diff", "pca_angle_diff"}
