@@ -111,7 +111,7 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     many other values is shown as its own share in the caption, not as a bar that flattens the rest;
     the rest is binned over the 0.5-99.5 percentile range -- values beyond it are *left out and
     counted*, never piled into the end bins -- on a log axis when it spans more than two orders of
-    magnitude.  A column of few integer values gets one bar per value.  Tick labels are compact
+    magnitude with its median in the lowest fifth of that range (a heavy tail).  A column of few integer values gets one bar per value.  Tick labels are compact
     (350k, not 350000) and a datetime column's are dates.  Returns a note for the caption."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
     note = []
@@ -136,7 +136,9 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     lo, hi = np.quantile(both, [0.005, 0.995])
     if hi <= lo:
         lo, hi = float(both.min()), float(both.max()) + (1 if both.max() == both.min() else 0)
-    log = not is_date and lo > 0 and hi / lo > 100
+    # a heavy tail: over two orders of magnitude with the bulk near the low end; a uniform share in (0, 1]
+    # spans them too (its 0.5 percentile .005), and a log axis drew it as a density rising towards 1
+    log = not is_date and lo > 0 and hi / lo > 100 and np.median(both) - lo < 0.2 * (hi - lo)
     # bins as the rows allow: 40 bins over 30 rows drew a comb of single rows (2 sqrt(n), 10 to 40)
     nb = int(np.clip(np.ceil(2 * np.sqrt(min(r.size, s.size) if s.size else r.size)), 10, 40))
     if log:

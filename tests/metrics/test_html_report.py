@@ -500,3 +500,12 @@ def test_a_risk_is_placed_from_zero_not_from_a_negative_half():
     # HALF and SELF it sat 52 % of the way, though R is already 0 for unseen rows and 1 for a copy
     r = _privacy(metric="inference_risk", value=0.1692, HALF=-0.7222, ci_low=-0.0446, ci_high=0.383)
     assert _verdict(r) == "some leakage (17% of the way to a copy)"
+
+
+def test_a_uniform_share_is_drawn_on_a_linear_axis():
+    # a share uniform on (0, 1] spans two orders of magnitude (its 0.5 percentile is about .005) and was
+    # drawn on a log axis, as a density rising towards 1; a log axis is for a heavy tail (capital-gain)
+    g = np.random.default_rng(0)
+    real, synth = (pd.DataFrame({"share": g.uniform(0, 1, 500)}) for _ in range(2))
+    schema = Schema([Column("share", "numerical", lower=0, upper=1)])
+    assert _figures(real, synth, schema)["share"]["scale"] == "linear"
