@@ -135,7 +135,9 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
         return "; ".join(note)
     lo, hi = np.quantile(both, [0.005, 0.995])
     if hi <= lo:
-        lo, hi = float(both.min()), float(both.max()) + (1 if both.max() == both.min() else 0)
+        lo, hi = float(both.min()), float(both.max())
+        if hi == lo and not whole(both):  # one value: a bin around it (a whole one gets its own bar below)
+            lo, hi = lo - 0.5, hi + 0.5  # hi + 1 drew a constant 5 beside an empty bar at 6, a value it never had
     # a heavy tail: over two orders of magnitude with the bulk near the low end; a uniform share in (0, 1]
     # spans them too (its 0.5 percentile .005), and a log axis drew it as a density rising towards 1
     log = not is_date and lo > 0 and hi / lo > 100 and np.median(both) - lo < 0.2 * (hi - lo)
@@ -180,6 +182,8 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
         ax.set_xlabel("log scale", fontsize=7)
     else:
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=edges[1] - edges[0] == 1))
+        if edges.size == 2 and whole(both):  # one whole value: its tick (the locator wants two: 4.4 ... 5.6)
+            ax.set_xticks([edges[0] + 0.5])
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _compact(v)))
     return "; ".join(note)
 

@@ -509,3 +509,11 @@ def test_a_uniform_share_is_drawn_on_a_linear_axis():
     real, synth = (pd.DataFrame({"share": g.uniform(0, 1, 500)}) for _ in range(2))
     schema = Schema([Column("share", "numerical", lower=0, upper=1)])
     assert _figures(real, synth, schema)["share"]["scale"] == "linear"
+
+
+def test_a_constant_column_is_one_bar_at_its_value():
+    # a constant 5 (lower == upper) was drawn as a bar at 5 beside an empty one at 6, a value it never had
+    real = synth = pd.DataFrame({"const": np.full(50, 5.0)})
+    f = _figures(real, synth, Schema([Column("const", "numerical", lower=5, upper=5)]))["const"]
+    filled = [p for p in f["bars"] if p.get_fill()]
+    assert len(filled) == 1 and filled[0].get_x() == 4.5 and filled[0].get_width() == 1 and f["ticks"] == ["5"]
