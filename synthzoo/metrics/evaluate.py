@@ -22,7 +22,7 @@ from ._common import (HoldoutWarning, check_bool, check_frames, check_positive_i
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
-from .mds import CopySynthesizer, IndependentSynthesizer, membership_disclosure
+from .mds import CopySynthesizer, IndependentSynthesizer, check_options as check_mds_options, membership_disclosure
 from .ml import DEFAULT_EVALUATORS, EVALUATORS, ml_scores, task_kind
 from .mia import membership_attacks
 from .privacy import privacy_scores
@@ -725,6 +725,9 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
         wasserstein_rows = check_positive_int(wasserstein_rows, "wasserstein_rows", 10)
     if attr_rows is not None:
         attr_rows = check_positive_int(attr_rows, "attr_rows")
+    if synthesizer_factory is not None:  # an odd shadow count failed only once every other metric had run
+        mds_shadow_models, mds_samples = check_mds_options(synthesizer_factory, mds_shadow_models, mds_samples,
+                                                           ("mds_shadow_models", "mds_samples"))
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
     caveats = _table_caveats(train, test, names)
@@ -782,10 +785,13 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                "caveats": [msg for msg, _ in caveats]}
     if "mds" in names:
         t1 = time.perf_counter()
-        res = membership_disclosure(train, schema, synthesizer_factory, mds_shadow_models, mds_samples, seed=seed)
-        main["mds"] = (res["mds"],)
-        details["mds"] = res
-        if baselines:
+        # too few distinct training records for the shadow splits: NaN with the reason, as for the other metrics
+        res = _or_nan(lambda: membership_disclosure(train, schema, synthesizer_factory, mds_shadow_models,
+                                                    mds_samples, seed=seed), reasons, "mds")
+        main["mds"] = (res.get("mds", np.nan),)
+        if res:
+            details["mds"] = res
+        if baselines and res:
             for b, fac in (("INDEPENDENT", IndependentSynthesizer), ("SELF", CopySynthesizer)):
                 base_vals[b]["mds"] = (membership_disclosure(train, schema, fac, mds_shadow_models, 1, seed=seed)["mds"],)
         timings["mds"] = time.perf_counter() - t1

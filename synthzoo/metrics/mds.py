@@ -30,6 +30,19 @@ from .baselines import independent_sample
 from .distance import GowerSpace
 
 
+def check_options(synthesizer_factory, n_shadow, n_samples, names=("n_shadow", "n_samples")) -> tuple[int, int]:
+    """``(n_shadow, n_samples)`` checked, or ``ConfigError`` under ``names`` (``evaluate`` checks its
+    ``mds_*`` options here before any metric runs)."""
+    n_shadow = check_positive_int(n_shadow, names[0], 2)
+    if n_shadow % 2:
+        raise ConfigError(f"{names[0]} must be even so that each record is a member of exactly half the shadow "
+                          f"models, got {n_shadow}")
+    n_samples = check_positive_int(n_samples, names[1])
+    if not callable(synthesizer_factory):
+        raise ConfigError("synthesizer_factory must be a callable seed -> synthesizer with fit(df) and sample(n)")
+    return n_shadow, n_samples
+
+
 def membership_disclosure(data: pd.DataFrame, schema: Schema, synthesizer_factory: Callable, n_shadow: int = 4,
                           n_samples: int = 1, sample_size: int | None = None, seed: int = 0,
                           max_records: int | None = None) -> dict:
@@ -43,13 +56,7 @@ def membership_disclosure(data: pd.DataFrame, schema: Schema, synthesizer_factor
     the shadow splits) to bound the distance computations.
     """
     schema = resolve_schema(schema, data)
-    n_shadow = check_positive_int(n_shadow, "n_shadow", 2)
-    if n_shadow % 2:
-        raise ConfigError(f"n_shadow must be even so that each record is a member of exactly half the shadow "
-                          f"models, got {n_shadow}")
-    n_samples = check_positive_int(n_samples, "n_samples")
-    if not callable(synthesizer_factory):
-        raise ConfigError("synthesizer_factory must be a callable seed -> synthesizer with fit(df) and sample(n)")
+    n_shadow, n_samples = check_options(synthesizer_factory, n_shadow, n_samples)
     data = check_frame(data, schema, "data")
     # duplicates would be members and non-members at once; the paper drops them
     data = data.loc[~data.astype(str).duplicated()].reset_index(drop=True)

@@ -558,3 +558,18 @@ def test_pca_with_one_varying_number_is_nan_not_a_perfect_zero(tables):
         t, details = evaluate(train, fake, schema=schema, metrics=["pca_eigval_diff", "pca_angle_diff"],
                               baselines=False, return_details=True)
     assert t["value"].isna().all() and set(details["nan_reasons"]) == {"pca_eigval_diff", "pca_angle_diff"}
+
+
+def test_mds_on_too_few_records_is_nan_with_reason_and_its_options_fail_at_once(tables):
+    # before: three distinct training records ended the evaluation with membership_disclosure's
+    # ConfigError once every other metric had run, and so did an odd mds_shadow_models
+    from synthzoo.metrics import IndependentSynthesizer
+    train, fake, test, schema = tables
+    few = pd.concat([train.iloc[:3]] * 4, ignore_index=True)
+    with pytest.warns(UserWarning, match=r"mds \(membership_disclosure: needs at least 4 distinct records\)"):
+        t = evaluate(few, fake, schema=schema, metrics=["tvd_2way", "mds"], synthesizer_factory=IndependentSynthesizer)
+    t = t.set_index("metric")
+    assert np.isnan(t.loc["mds", "value"]) and np.isfinite(t.loc["tvd_2way", "value"])
+    with pytest.raises(ConfigError, match="mds_shadow_models must be even"):
+        evaluate(train, fake, schema=schema, metrics=["tvd_2way", "mds"], synthesizer_factory=IndependentSynthesizer,
+                 mds_shadow_models=3, progress=lambda *a: pytest.fail("a metric ran before the option was checked"))
