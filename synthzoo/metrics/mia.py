@@ -158,7 +158,8 @@ def no_box_scores(targets: pd.DataFrame, synthetic: pd.DataFrame, reference: pd.
                     cache["p_r"] = _KDE(zr).logpdf(zt)
                 out[a] = cache["p_s"] - cache["p_r"]
         elif a == "domias_1nn":
-            t = _Tables(targets, synthetic, reference, schema)
+            # named as the other attacks name them: the targets (half holdout rows) are no "train table"
+            t = _Tables(targets, synthetic, reference, schema, labels={"train": "targets", "holdout": "reference"})
             d_s = t.nn("train", "synthetic", 1)[0][:, 0]
             d_r = t.nn("train", "holdout", 1)[0][:, 0]
             out[a] = np.log(d_r + 1e-6) - np.log(d_s + 1e-6)

@@ -109,11 +109,16 @@ class _Tables:
     evaluations that hold the same frames share their encodings and neighbour searches, on
     threads: ``evaluate`` scores a release and its three baselines, which search the same
     holdout-to-training and training-to-training neighbours.  Two roles with one token must hold
-    the same rows."""
+    the same rows.  ``labels`` name a role's frame in messages where it holds other rows than the
+    role's name says (a membership attack's targets in the "train" role)."""
 
-    def __init__(self, train, synthetic, holdout, schema: Schema, shared=None, tokens: dict | None = None):
+    def __init__(self, train, synthetic, holdout, schema: Schema, shared=None, tokens: dict | None = None,
+                 labels: dict | None = None):
         self.schema = resolve_schema(schema, train)
-        f = check_frames(self.schema, train=train, synthetic=synthetic, holdout=holdout)
+        self._labels = {"train": "train", "synthetic": "synthetic", "holdout": "holdout", **(labels or {})}
+        f = check_frames(self.schema, **{self._labels[r]: df for r, df in
+                                         (("train", train), ("synthetic", synthetic), ("holdout", holdout))})
+        f = {r: f.get(self._labels[r]) for r in ("train", "synthetic", "holdout")}
         self.train, self.synthetic, self.holdout = f["train"], f["synthetic"], f.get("holdout")
         self._tokens = {r: ("frame", r) for r in ("train", "synthetic", "holdout")}
         if tokens:
@@ -146,7 +151,7 @@ class _Tables:
         return self._tokens[a] == self._tokens[b]
 
     def enc(self, role: str) -> dict:
-        return self.memo(("gower-encoding", role), lambda: self.space.encode(getattr(self, role), role))
+        return self.memo(("gower-encoding", role), lambda: self.space.encode(getattr(self, role), self._labels[role]))
 
     def nn(self, query: str, ref: str, k: int = 2):
         """The ``k`` nearest ``ref`` rows of each ``query`` row (cached; ``k <= 2`` always searches the
