@@ -32,6 +32,12 @@ def _plt():
     return plt
 
 
+def _label(text) -> str:
+    """A name from the data as matplotlib text: its "$" escaped, or a category "$0-$50" is mathtext and
+    reads "0-50" (and a column "a_$b$" a subscript)."""
+    return str(text).replace("$", r"\$")
+
+
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -111,8 +117,9 @@ def _numeric_panel(ax, r: np.ndarray, s: np.ndarray, col) -> str:
     many other values is shown as its own share in the caption, not as a bar that flattens the rest;
     the rest is binned over the 0.5-99.5 percentile range -- values beyond it are *left out and
     counted*, never piled into the end bins -- on a log axis when it spans more than two orders of
-    magnitude with its median in the lowest fifth of that range (a heavy tail).  A column of few integer values gets one bar per value.  Tick labels are compact
-    (350k, not 350000) and a datetime column's are dates.  Returns a note for the caption."""
+    magnitude with its median in the lowest fifth of that range (a heavy tail).  A column of few
+    integer values gets one bar per value.  Tick labels are compact (350k, not 350000) and a
+    datetime column's are dates.  Returns a note for the caption."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
     note = []
     is_date = col.kind == "datetime"
@@ -241,8 +248,8 @@ def _column_figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
                                              f"synthetic {hs[keep[cut]]:.0%}", note) if n)
             ax.set_xticks(x)
             # a long name cut short says so (Outlying-US(Guam-USVI-etc) read "Outlying-US(Guam-U")
-            ax.set_xticklabels([lb if len(lb) <= 18 else lb[:17] + "\u2026" for lb in (labels[i] for i in keep)],
-                               rotation=60, ha="right", fontsize=7)
+            ax.set_xticklabels([_label(lb if len(lb) <= 18 else lb[:17] + "\u2026")
+                                for lb in (labels[i] for i in keep)], rotation=60, ha="right", fontsize=7)
             ax.set_ylabel("share of rows", fontsize=7)
         else:
             with warnings.catch_warnings():
@@ -254,7 +261,7 @@ def _column_figures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema):
             if col.missing:
                 note = "; ".join(x for x in (note, f"missing: real {miss[0]:.0%}, synthetic {miss[1]:.0%}") if x)
         ax.tick_params(labelsize=7)
-        ax.set_title(col.name, fontsize=9, loc="left")
+        ax.set_title(_label(col.name), fontsize=9, loc="left")
         if ax.get_legend_handles_labels()[0]:  # a column with no value to draw has no legend (matplotlib warned)
             # above the plot, beside the title: inside it, "best" still covered bars of a dense histogram
             ax.legend(fontsize=7, frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
@@ -276,8 +283,8 @@ def _lower_triangle(ax, m: pd.DataFrame, cmap, vmin, vmax, fmt, fontsize, dark, 
     im = ax.imshow(lower, cmap=cmap, vmin=vmin, vmax=vmax)
     ax.set_xticks(range(n - 1))
     ax.set_yticks(range(n - 1))
-    ax.set_xticklabels(m.columns[:-1], rotation=60, ha="right", fontsize=labelsize)
-    ax.set_yticklabels(m.index[1:], fontsize=labelsize)
+    ax.set_xticklabels([_label(c) for c in m.columns[:-1]], rotation=60, ha="right", fontsize=labelsize)
+    ax.set_yticklabels([_label(c) for c in m.index[1:]], fontsize=labelsize)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     for i in range(1, n):

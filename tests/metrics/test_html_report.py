@@ -517,3 +517,15 @@ def test_a_constant_column_is_one_bar_at_its_value():
     f = _figures(real, synth, Schema([Column("const", "numerical", lower=5, upper=5)]))["const"]
     filled = [p for p in f["bars"] if p.get_fill()]
     assert len(filled) == 1 and filled[0].get_x() == 4.5 and filled[0].get_width() == 1 and f["ticks"] == ["5"]
+
+
+def test_dollar_signs_in_names_are_drawn_as_written():
+    # a category "$0-$50" was matplotlib mathtext: its tick read "0-50", the dollars gone; a column name
+    # with two "$" likewise lost them in its title
+    g = np.random.default_rng(0)
+    bands = ["$0-$50", "$50-$100"]
+    real, synth = (pd.DataFrame({"pay $ (in $)": g.choice(bands, 50)}) for _ in range(2))
+    ax = _figures(real, synth, Schema([Column("pay $ (in $)", "categorical", categories=bands)]))["pay $ (in $)"]["ax"]
+    # what matplotlib draws: the text as written, not parsed as math
+    drawn = [t._preprocess_math(t.get_text()) for t in [*ax.get_xticklabels(), ax._left_title]]
+    assert sorted(drawn) == [("$0-$50", False), ("$50-$100", False), ("pay $ (in $)", False)]
