@@ -428,7 +428,8 @@ MIN_HOLDOUT_ROWS = 40
 MIN_TRAIN_ROWS = 40
 
 
-def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[str]) -> list[tuple[str, type]]:
+def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[str],
+                   schema: Schema) -> list[tuple[str, type]]:
     """``(message, warning class)`` for each way the tables cannot support the metrics ``names``:
     the holdout (privacy metrics only, :class:`HoldoutWarning`) is the training rows (all privacy
     risks then compare the release with its own training rows and read ~0 for a verbatim copy),
@@ -438,7 +439,7 @@ def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[s
     out = []
     privacy = any(METRICS[m][0] == "privacy" for m in names)
     if test is not None and privacy:
-        overlap, chance = holdout_overlap(train, test)
+        overlap, chance = holdout_overlap(train, test, schema)
         if overlap >= 0.999 and len(test) == len(train):
             out.append(("evaluate: the holdout (test) holds the same rows as the training table: every privacy risk "
                         "compares the release with its own training rows and is meaningless; pass real rows the "
@@ -730,7 +731,7 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                                                            ("mds_shadow_models", "mds_samples"))
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
-    caveats = _table_caveats(train, test, names)
+    caveats = _table_caveats(train, test, names, schema)
     for msg, category in caveats:
         warnings.warn(msg, category, stacklevel=2)
     if any(m.startswith("ml_") for m in names) and task is None:
