@@ -1072,6 +1072,7 @@ def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
         conv = pd.to_numeric(s, errors="coerce")
         bad = s[conv.isna() & s.notna()]
         if len(bad) or pd.api.types.is_bool_dtype(s.dtype):
+            check_one_value_per_cell(bad, col.name)  # a list in a cell: said so, not pandas' "unhashable type"
             ex = list(bad.unique()[:3]) if len(bad) else list(s.unique()[:3])
             raise SchemaError(f"column {col.name!r}: declared numerical but holds non-numeric values "
                               f"(e.g. {ex}, dtype {s.dtype})")

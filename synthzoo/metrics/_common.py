@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, SchemaError
-from ..core.schema import Column, Schema, _near_categories, category_key, check_unique_columns, numeric_values
+from ..core.schema import (Column, Schema, _near_categories, category_key, check_unique_columns, numeric_values,
+                           one_value_per_cell)
 
 
 class OutOfSchemaWarning(UserWarning):
@@ -111,8 +112,13 @@ def category_codes(s: pd.Series, col: Column, role: str = "synthetic", warn: boo
     out = np.full(len(s), k, dtype=np.int64)
     if (~na).any():
         vals = s[~na].to_numpy(dtype=object)
-        # factorise once (hash-based, in C), then look up each distinct value's code
-        inv, uniq = pd.factorize(vals)
+        # factorise once (hash-based, in C), then look up each distinct value's code; a list in a cell (a
+        # JSON field read as is) is said naming the table and column, not as pandas' "unhashable type"
+        try:
+            with one_value_per_cell(s, col.name):
+                inv, uniq = pd.factorize(vals)
+        except SchemaError as e:
+            raise SchemaError(f"{role} table: {e}") from None
         lookup = {u: index.get(category_key(u), k + 1) for u in uniq}
         codes = np.fromiter((lookup[u] for u in uniq), dtype=np.int64, count=len(uniq))[inv]
         out[~na] = codes

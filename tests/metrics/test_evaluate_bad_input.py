@@ -587,3 +587,13 @@ def test_out_of_schema_holdout_values_are_not_said_of_the_training_table(tables)
         membership_attacks(train, fake, test, schema, attacks=("domias_1nn",), n_targets=50)
     said = [str(w.message) for w in got if issubclass(w.category, OutOfSchemaWarning)]
     assert said and not [s for s in said if s.startswith("train table")], said
+
+
+@pytest.mark.parametrize("column", ["g", "x"])
+def test_a_list_in_a_cell_is_a_schema_error_naming_table_and_column(tables, column):
+    # before: a release holding lists (a JSON field read as is) ended the evaluation with pandas'
+    # TypeError "unhashable type: 'list'", naming neither the table nor the column
+    train, fake, test, schema = tables
+    fake = fake.assign(**{column: [[v] for v in fake[column]]})
+    with pytest.raises(SchemaError, match=f"synthetic table: column '{column}': holds list values"):
+        evaluate(train, fake, test=test, schema=schema, metrics=["tvd_2way"], baselines=False)
