@@ -1063,6 +1063,7 @@ def unsupported_numbers(s: pd.Series, name) -> str | None:
 
 def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
     """A numeric or datetime column as float64 (datetimes in epoch seconds), NaN for missing."""
+    check_one_value_per_cell(s, col.name)  # a list in a cell: said so, not pandas' "unhashable type"
     if col.kind == "datetime":
         return dtm.to_seconds(s, col.name, tz=col.tz, fmt=col.format)
     problem = unsupported_numbers(s, col.name)
@@ -1072,7 +1073,6 @@ def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
         conv = pd.to_numeric(s, errors="coerce")
         bad = s[conv.isna() & s.notna()]
         if len(bad) or pd.api.types.is_bool_dtype(s.dtype):
-            check_one_value_per_cell(bad, col.name)  # a list in a cell: said so, not pandas' "unhashable type"
             ex = list(bad.unique()[:3]) if len(bad) else list(s.unique()[:3])
             raise SchemaError(f"column {col.name!r}: declared numerical but holds non-numeric values "
                               f"(e.g. {ex}, dtype {s.dtype})")
