@@ -179,7 +179,10 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
             elif m in METRICS:
                 names.append(m)
             else:
-                close = difflib.get_close_matches(m, [*PRESETS, *GROUPS, *METRICS], n=1)
+                # in any letter case, and a name's start ('TVD_2WAY', 'dcr' got no hint)
+                known = [*PRESETS, *GROUPS, *METRICS]
+                close = (difflib.get_close_matches(m.strip().lower(), known, n=1)
+                         or [k for k in known if m.strip() and k.startswith(m.strip().lower())][:1])
                 raise ConfigError(f"{field}: unknown metric or set {m!r}"
                                   + (f" (did you mean {close[0]!r}?)" if close else "")
                                   + f"; choose from {metric_names(field)}")

@@ -643,3 +643,11 @@ def test_the_training_rows_as_holdout_are_seen_through_another_dtype():
     test = tr.assign(k=tr["k"].astype(float), g=tr["g"].astype("category"))
     with pytest.warns(HoldoutWarning, match="holds the same rows as the training table"):
         evaluate(tr, tr, test=test, schema=schema, metrics=["dcr_risk"], baselines=False, n_jobs=1)
+
+
+@pytest.mark.parametrize("given, hint", [("TVD_2WAY", "tvd_2way"), ("dcr", "dcr_risk"), ("Full", "full")])
+def test_an_unknown_metric_name_gets_a_hint_in_any_letter_case_and_from_its_start(given, hint):
+    # 'TVD_2WAY' and 'dcr' got no "did you mean" (difflib compares letter case; 'dcr' is far from 'dcr_risk')
+    from synthzoo.metrics.evaluate import _resolve_metrics
+    with pytest.raises(ConfigError, match=f"unknown metric or set '{given}' \\(did you mean '{hint}'\\?\\)"):
+        _resolve_metrics([given], True, False, None)
