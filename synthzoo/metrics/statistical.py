@@ -279,13 +279,18 @@ def pca_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) 
     if len(a) < d or len(b) < d:  # a full PCA of d components needs d rows
         raise ConfigError(f"pca_difference: needs at least {d} rows without missing numbers in each table (one per "
                           f"numeric column), got {len(a)} real and {len(b)} synthetic")
-    if ((a.std(0) > 0) | (b.std(0) > 0)).sum() < 2:  # one axis only: both tables' PCAs agree, 0 for any release
+    # max - min, not the sd: the sd of 60 equal numbers is 7e-16, not 0
+    if ((np.ptp(a, 0) > 0) | (np.ptp(b, 0) > 0)).sum() < 2:  # one axis only: both PCAs agree, 0 for any release
         raise ConfigError("pca_difference: needs at least two numeric columns that vary (a constant column has no "
                           "principal axis)")
+    for x, role in ((a, "real"), (b, "synthetic")):  # no variance at all: 0/0 ratios, NaN with no reason given
+        if not (np.ptp(x, 0) > 0).any():
+            raise ConfigError(f"pca_difference: the {role} table's numbers do not vary (every row the same); a PCA "
+                              "needs some variance")
 
-    def std(x):
+    def std(x):  # a constant column stays 0 (its sd of 7e-16 blew its rounding errors up to unit variance)
         sd = x.std(0)
-        return (x - x.mean(0)) / np.where(sd > 0, sd, 1.0)
+        return (x - x.mean(0)) / np.where(np.ptp(x, 0) > 0, sd, 1.0)
     pa, pb = PCA(n_components=d).fit(std(a)), PCA(n_components=d).fit(std(b))
     factor = d / (d + d - 2)
     eig = factor * float(np.abs(pa.explained_variance_ratio_ - pb.explained_variance_ratio_).sum())

@@ -597,3 +597,18 @@ def test_a_list_in_a_cell_is_a_schema_error_naming_table_and_column(tables, colu
     fake = fake.assign(**{column: [[v] for v in fake[column]]})
     with pytest.raises(SchemaError, match=f"synthetic table: column '{column}': holds list values"):
         evaluate(train, fake, test=test, schema=schema, metrics=["tvd_2way"], baselines=False)
+
+
+def test_pca_of_a_table_whose_rows_are_all_alike_says_why_it_is_nan(tables):
+    # before: a release of one row repeated gave pca_eigval_diff NaN with no reason (numpy's "invalid value
+    # encountered in divide" from 0/0 variance ratios) and pca_angle_diff an arbitrary 0.5: the sd of equal
+    # numbers is 7e-16, not 0, so the check for a constant column let it through
+    train, fake, test, schema = tables
+    same = pd.concat([fake.iloc[:1]] * 60, ignore_index=True)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        t, details = evaluate(train, same, schema=schema, metrics=["pca_eigval_diff", "pca_angle_diff"],
+                              baselines=False, return_details=True)
+    assert t["value"].isna().all() and not [w for w in got if issubclass(w.category, RuntimeWarning)]
+    assert details["nan_reasons"]["pca_angle_diff"].startswith("pca_difference: the synthetic table's numbers do "
+                                                                "not vary")
