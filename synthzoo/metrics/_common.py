@@ -220,6 +220,12 @@ def discretise_pair(real: ColumnViews, synth: ColumnViews, schema: Schema, bins:
     return np.stack(rc, axis=1), np.stack(sc, axis=1), np.asarray(sizes, dtype=np.int64)
 
 
+def varies(x: np.ndarray) -> bool:
+    """Whether the numbers ``x`` (no NaN) take more than one value: max > min, not an sd > 0 -- the sd of
+    100 copies of 0.1 is 1.4e-17, and a correlation of that rounding noise read as an association."""
+    return x.size > 0 and bool(np.ptp(x) > 0)
+
+
 def check_column_pairs(schema: Schema, metric: str) -> None:
     """``ConfigError`` for a metric over pairs of columns on a one-column table: with no pair, its 0 read as
     a perfect score (and the report's reading as "at least as good as both references")."""

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.schema import Schema
-from ._common import check_column_pairs, prepare, resolve_schema
+from ._common import check_column_pairs, prepare, resolve_schema, varies
 
 
 def _pearson(x, y) -> float:
@@ -24,10 +24,9 @@ def _pearson(x, y) -> float:
     if ok.sum() < 3:
         return 0.0
     x, y = x[ok], y[ok]
-    sx, sy = x.std(), y.std()
-    if sx == 0 or sy == 0:
+    if not (varies(x) and varies(y)):  # a constant column: no association (its sd may be rounding noise)
         return 0.0
-    return float(np.mean((x - x.mean()) * (y - y.mean())) / (sx * sy))
+    return float(np.mean((x - x.mean()) * (y - y.mean())) / (x.std() * y.std()))
 
 
 def _cramers_v(a, b) -> float:
@@ -46,7 +45,7 @@ def _cramers_v(a, b) -> float:
 def _eta(cat, x) -> float:
     ok = ~np.isnan(x)
     cat, x = cat[ok], x[ok]
-    if x.size < 3 or x.var() == 0:
+    if x.size < 3 or not varies(x):
         return 0.0
     u, inv = np.unique(cat, return_inverse=True)
     counts = np.bincount(inv)

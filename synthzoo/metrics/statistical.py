@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..core.errors import ConfigError
 from ..core.schema import Schema
-from ._common import ColumnViews, check_column_pairs, check_positive_int, prepare, resolve_schema
+from ._common import ColumnViews, check_column_pairs, check_positive_int, prepare, resolve_schema, varies
 from .association import pairwise_matrix
 
 
@@ -430,7 +430,7 @@ def _cramers_v2(a: np.ndarray, b: np.ndarray) -> float:
 def _eta2(cat: np.ndarray, x: np.ndarray) -> float:
     ok = ~np.isnan(x)
     cat, x = cat[ok], x[ok]
-    if x.size == 0:
+    if not varies(x):  # a constant number: 0, not rounding noise over 0 (a ZeroDivisionError for 2.718281828)
         return 0.0
     _, inv = np.unique(cat, return_inverse=True)
     counts = np.bincount(inv)
@@ -452,7 +452,7 @@ def mixed_correlation(v: ColumnViews, schema: Schema) -> np.ndarray:
 
 def _pearson_complete(x: np.ndarray, y: np.ndarray) -> float:
     ok = ~(np.isnan(x) | np.isnan(y))
-    return float(np.corrcoef(x[ok], y[ok])[0, 1]) if ok.sum() > 1 and x[ok].std() > 0 and y[ok].std() > 0 else np.nan
+    return float(np.corrcoef(x[ok], y[ok])[0, 1]) if varies(x[ok]) and varies(y[ok]) else np.nan
 
 
 def correlation_difference(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> float:

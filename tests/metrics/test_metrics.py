@@ -651,3 +651,16 @@ def test_an_unknown_metric_name_gets_a_hint_in_any_letter_case_and_from_its_star
     from synthzoo.metrics.evaluate import _resolve_metrics
     with pytest.raises(ConfigError, match=f"unknown metric or set '{given}' \\(did you mean '{hint}'\\?\\)"):
         _resolve_metrics([given], True, False, None)
+
+
+def test_a_constant_column_has_no_association_whatever_its_value():
+    # a release whose x is constant: its sd is rounding noise (1.4e-17 for 0.1), not 0, and the correlations
+    # of that noise made association_diff .59 for x = 0.1 against .19 for x = 0.5; for x = 2.718281828
+    # corr_diff ended with Python's ZeroDivisionError (eta^2's numerator noise over a zero denominator)
+    from synthzoo.metrics.statistical import correlation_difference
+    df, schema = toy(300)
+    real, fake = df.iloc[:150].reset_index(drop=True), df.iloc[150:].reset_index(drop=True)
+    releases = {v: fake.assign(x=v) for v in (0.5, 0.1, 1 / 3, 2.718281828)}
+    got = {v: (association_difference(real, f, schema), correlation_difference(real, f, schema))
+           for v, f in releases.items()}
+    assert all(g == pytest.approx(got[0.5], abs=1e-12) for g in got.values()), got
