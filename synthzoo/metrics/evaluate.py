@@ -395,6 +395,8 @@ def _score_table(real, synth, test, schema, names, opts, ml_train=None, shared=N
                                                 n_attacks=opts["n_attacks"], seed=opts["seed"]), why, m)
             out[m] = (np.nan,) if isinstance(df, dict) else (df["risk"].iloc[0], df["ci_low"].iloc[0],
                                                               df["ci_high"].iloc[0])
+            if not isinstance(df, dict) and np.isnan(df["risk"].iloc[0]) and df["detail"].iloc[0].get("why"):
+                why[m] = df["detail"].iloc[0]["why"]  # a NaN an attack explains in its result (singling out)
         times["privacy attacks (" + ", ".join(priv) + ")"] = time.perf_counter() - t0
     out["_times"] = times
     if why:

@@ -741,10 +741,11 @@ def _singling_out(t: _Tables, n_attacks: int, n_cols: int, seed: int, mode: str 
     # what a verbatim copy reaches, so the scale's 1
     top = m / n_t if sub else 1.0
     res = normalised_risk(succ, q, ctrl, q, top=top)
-    if math.isnan(res["risk"]):
-        warnings.warn(f"singling_out_risk: a holdout of {count(n_c, 'row')} isolates records as often as a copy "
-                      f"of the {count(n_t, 'training row')} would ({res['tau_control']:.3f} >= {top:.3f}), so no risk "
-                      "can be read; use a holdout as large as the training rows", RuntimeWarning, stacklevel=3)
+    if math.isnan(res["risk"]):  # the reason also under "why", for evaluate's nan_reasons and the report
+        res["why"] = (f"singling_out_risk: a holdout of {count(n_c, 'row')} isolates records as often as a copy of "
+                      f"the {count(n_t, 'training row')} would ({res['tau_control']:.3f} >= {top:.3f}), so no risk "
+                      "can be read; use a holdout as large as the training rows")
+        warnings.warn(res["why"], RuntimeWarning, stacklevel=3)
     res.update(n_predicates=q, mode=mode, control_correction=correction, size_correction=size_correction,
                compared_at=m, tau_copy=top)
     return res

@@ -612,3 +612,22 @@ def test_pca_of_a_table_whose_rows_are_all_alike_says_why_it_is_nan(tables):
     assert t["value"].isna().all() and not [w for w in got if issubclass(w.category, RuntimeWarning)]
     assert details["nan_reasons"]["pca_angle_diff"].startswith("pca_difference: the synthetic table's numbers do "
                                                                 "not vary")
+
+
+def test_singling_out_that_cannot_be_read_gives_its_reason():
+    # before: a holdout of one distinct row made singling_out_risk NaN with an empty reason in
+    # details["nan_reasons"] (and the report), its RuntimeWarning the only word about it
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=300).clip(-3, 3)
+    df = pd.DataFrame({"x": x, "k": rng.integers(0, 10, 300), "g": rng.choice(["a", "b", "c"], 300),
+                       "c": np.where(x + rng.normal(size=300) > 0, "hi", "lo")})
+    schema = Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": -3, "upper": 3},
+                                           "k": {"type": "numerical", "lower": 0, "upper": 9, "integer": True},
+                                           "g": {"type": "categorical", "categories": ["a", "b", "c"]},
+                                           "c": {"type": "categorical", "categories": ["hi", "lo"]}}})
+    same = pd.concat([df.iloc[200:201]] * 60, ignore_index=True)
+    with pytest.warns(RuntimeWarning, match="singling_out_risk: a holdout of 1 row"):
+        t, details = evaluate(df.iloc[:100], df.iloc[100:200], test=same, schema=schema, metrics=["singling_out_risk"],
+                              baselines=False, n_attacks=200, return_details=True)
+    assert np.isnan(t["value"].iloc[0])
+    assert details["nan_reasons"]["singling_out_risk"].startswith("singling_out_risk: a holdout of 1 row isolates")
