@@ -39,10 +39,11 @@ class HoldoutWarning(UserWarning):
     the training rows themselves (in part or whole), or too few rows for the attacks' rates."""
 
 
-def holdout_overlap(train: pd.DataFrame, holdout: pd.DataFrame, schema: Schema) -> tuple[float, float]:
+def holdout_overlap(train: pd.DataFrame, holdout: pd.DataFrame, schema: Schema) -> tuple[float, float, int, int]:
     """(share of holdout rows that are training rows, counted one-to-one as multisets; the share
     of training rows with an exact copy elsewhere in the training rows, the rate at which fresh
-    rows of a coarse table duplicate training rows by chance).  Rows are compared as the metrics
+    rows of a coarse table duplicate training rows by chance; the holdout's distinct rows; the
+    distinct rows among as many training rows, drawn with a fixed seed).  Rows are compared as the metrics
     read them (category codes, numbers), not by their dtypes: the training rows passed as the
     holdout with an integer column read back as floats matched 11 % and were not warned about."""
     def hashes(df: pd.DataFrame, role: str) -> pd.Series:
@@ -54,7 +55,9 @@ def holdout_overlap(train: pd.DataFrame, holdout: pd.DataFrame, schema: Schema) 
     both = ch.index.intersection(ct.index)
     overlap = float(np.minimum(ch[both], ct[both]).sum()) / max(len(holdout), 1)
     chance = float(ct[ct > 1].sum()) / max(len(train), 1)
-    return overlap, chance
+    k = min(len(h_t), len(h_h))
+    alike = h_t.iloc[np.random.default_rng(0).choice(len(h_t), k, replace=False)].nunique() if k else 0
+    return overlap, chance, int(ch.size), int(alike)
 
 
 def resolve_schema(schema: Schema | None, real: pd.DataFrame) -> Schema:

@@ -438,13 +438,14 @@ def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[s
     """``(message, warning class)`` for each way the tables cannot support the metrics ``names``:
     the holdout (privacy metrics only, :class:`HoldoutWarning`) is the training rows (all privacy
     risks then compare the release with its own training rows and read ~0 for a verbatim copy),
-    shares far more rows with them than a coarse table's chance duplicates explain, or is too small
-    for the attacks' rates; the training table is too small for any metric to mean much (one training
+    shares far more rows with them than a coarse table's chance duplicates explain, is too small
+    for the attacks' rates, or is a few records repeated (far fewer distinct rows than as many
+    training rows hold); the training table is too small for any metric to mean much (one training
     row scored every membership AUC 0.5 or 1, with no word about it)."""
     out = []
     privacy = any(METRICS[m][0] == "privacy" for m in names)
     if test is not None and privacy:
-        overlap, chance = holdout_overlap(train, test, schema)
+        overlap, chance, distinct, alike = holdout_overlap(train, test, schema)
         if overlap >= 0.999 and len(test) == len(train):
             out.append(("evaluate: the holdout (test) holds the same rows as the training table: every privacy risk "
                         "compares the release with its own training rows and is meaningless; pass real rows the "
@@ -453,6 +454,12 @@ def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[s
             out.append((f"evaluate: {overlap:.0%} of the holdout (test) rows are training rows (chance duplicates "
                         f"explain about {chance:.0%}): the privacy risks understate leakage; the holdout must be real "
                         "rows the synthesizer never saw", HoldoutWarning))
+        if len(test) >= MIN_HOLDOUT_ROWS and distinct < MIN_HOLDOUT_ROWS and distinct < 0.5 * alike:
+            # a handful of records repeated: singling out read .84-.89 for a release that copies nothing
+            out.append((f"evaluate: the holdout (test) holds only {count(distinct, 'distinct row')} in "
+                        f"{len(test):,}, where as many training rows hold {alike:,}: the privacy risks compare the "
+                        "release with those few records and their intervals are too wide to read; pass real rows "
+                        "drawn as the training rows were", HoldoutWarning))
         if len(test) < MIN_HOLDOUT_ROWS:
             out.append((f"evaluate: only {count(len(test), 'holdout (test) row')} (fewer than {MIN_HOLDOUT_ROWS}): "
                         "the privacy risks and membership AUCs rest on a handful of rows and their intervals are too "

@@ -12,6 +12,7 @@ import pytest
 
 from synthzoo.core import ConfigError, Schema, SchemaError
 from synthzoo.metrics import evaluate
+from synthzoo.metrics._common import HoldoutWarning
 
 
 def tiny(n=120, seed=0):
@@ -631,3 +632,21 @@ def test_singling_out_that_cannot_be_read_gives_its_reason():
                               baselines=False, n_attacks=200, return_details=True)
     assert np.isnan(t["value"].iloc[0])
     assert details["nan_reasons"]["singling_out_risk"].startswith("singling_out_risk: a holdout of 1 row isolates")
+
+
+def test_a_holdout_of_a_few_records_repeated_is_warned_about():
+    # 60 copies of 3 rows passed the row count, and singling out read .84-.89 for a release that copies nothing
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=300).clip(-3, 3)
+    df = pd.DataFrame({"x": x, "g": rng.choice(["a", "b", "c"], 300)})
+    schema = Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": -3, "upper": 3},
+                                           "g": {"type": "categorical", "categories": ["a", "b", "c"]}}})
+    few = pd.concat([df.iloc[200:203]] * 20, ignore_index=True)
+    with pytest.warns(HoldoutWarning, match=r"the holdout \(test\) holds only 3 distinct rows in 60, where as many "
+                                            r"training rows hold 60: the privacy risks compare"):
+        evaluate(df.iloc[:100], df.iloc[100:200], test=few, schema=schema, metrics=["dcr_risk"], baselines=False)
+    with warnings.catch_warnings():  # a coarse table's holdout, as repetitive as its training rows: no warning
+        warnings.simplefilter("error", HoldoutWarning)
+        coarse = df.assign(x=np.round(df["x"].clip(-1, 1)))
+        evaluate(coarse.iloc[:100], coarse.iloc[100:200], test=coarse.iloc[200:], schema=schema, metrics=["dcr_risk"],
+                 baselines=False)
