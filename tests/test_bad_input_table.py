@@ -833,3 +833,25 @@ def test_decimal_objects_from_a_database_are_inferred_as_numbers():
     assert col.lower == float(min(df["amount"])) and col.upper == float(max(df["amount"]))
     fake, _ = _sample(Schema([col]), df)
     assert fake["amount"].dtype == np.float64 and fake["amount"].between(col.lower, col.upper).all()
+
+
+def test_infinite_and_huge_floats_are_named_as_such_by_infer_and_a_span_past_float64_is_refused():
+    # Schema.infer (what fit does without a schema) said "bounds must be finite" of a column holding inf, bounds
+    # the user never gave; every float64 beyond 2^53 is whole, so it took a float column of values near 1e300 as
+    # integers and refused its own schema ("integer bounds beyond +-2^53"); bounds whose span overflows (-1e308
+    # to 1e308) fit, charged, and sampling failed on "non-finite values ... a model file with edited weights?"
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"h": rng.normal(size=300) * 1e300})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        col = Schema.infer(df)["h"]
+    assert col.kind == "numerical" and not col.integer
+    with pytest.raises(SchemaError, match=r"column 'h': 2 infinite value\(s\) \(inf or -inf\)"):
+        Schema.infer(df.assign(h=df["h"].where(df.index > 1, np.inf)))
+    fake, _ = _sample(Schema([col]), df)
+    assert fake["h"].dtype == np.float64 and fake["h"].between(col.lower, col.upper).all()
+    with pytest.raises(SchemaError, match=r"column 'h': bounds \[-1\.5e\+308, 1\.5e\+308\] span more than a float64"):
+        Column("h", "numerical", lower=-1.5e308, upper=1.5e308)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert Schema.infer(pd.DataFrame({"i": np.arange(300) * 10}))["i"].integer  # whole numbers stay integers

@@ -282,6 +282,9 @@ class Column:
                 self.lower, self.upper = float(self.lower), float(self.upper)
             if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
                 raise SchemaError(f"column {self.name!r}: bounds must be finite")
+            if not math.isfinite(self.upper - self.lower):  # binning and scaling divide by the span
+                raise SchemaError(f"column {self.name!r}: bounds [{self.show(self.lower)}, {self.show(self.upper)}] "
+                                  "span more than a float64 holds; rescale the column (divide it by a power of ten)")
             if self.kind == "numerical" and self.integer and max(abs(self.lower), abs(self.upper)) > 2.0 ** 53:
                 raise SchemaError(f"column {self.name!r}: integer bounds beyond +-2^53 cannot be held exactly, got "
                                   f"[{self.show(self.lower)}, {self.show(self.upper)}]")
@@ -753,7 +756,12 @@ class Schema:
                 cols.append(_infer_datetime(name, s, missing))
             else:
                 v = s.astype(float)
-                integer = bool(np.all(np.mod(v.dropna(), 1) == 0))
+                if np.isinf(v).any():  # not "bounds must be finite": the bounds are read from these values
+                    raise SchemaError(f"column {name!r}: {int(np.isinf(v).sum()):,} infinite value(s) (inf or -inf); "
+                                      "replace them with missing values or finite numbers")
+                # every float64 beyond 2^53 is whole: that says nothing of a float column's values being integers
+                integer = bool(np.all(np.mod(v.dropna(), 1) == 0)) and not (
+                    pd.api.types.is_float_dtype(s.dtype) and v.abs().max() > 2.0 ** 53)
                 cols.append(Column(name, kind, lower=float(v.min()), upper=float(v.max()), integer=integer,
                                    missing=missing, decimals=None if integer else _decimals(v, dtype=s.dtype),
                                    dtype=_kept_numerical_dtype(s.dtype, integer, missing)))
