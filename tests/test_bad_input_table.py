@@ -855,3 +855,19 @@ def test_infinite_and_huge_floats_are_named_as_such_by_infer_and_a_span_past_flo
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert Schema.infer(pd.DataFrame({"i": np.arange(300) * 10}))["i"].integer  # whole numbers stay integers
+
+
+def test_integer_codes_past_int64_come_back_as_text_not_an_overflow_at_sample():
+    # 20-digit codes (card or account numbers) were typed 'int' by default: the fit charged, and sample failed
+    # inside pandas with "OverflowError: Python int too large to convert to C long"
+    codes = [str(10 ** 19 + i) for i in range(5)]
+    df = pd.DataFrame({"card": np.random.default_rng(0).choice(codes, 300)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["card"].output_dtype == sz.core.schema._STR
+    fake, _ = _sample(schema, df)
+    assert set(fake["card"]) <= set(codes)
+    with pytest.raises(SchemaError, match=r"column 'card': categories from 1 to 10000000000000000004 exceed what "
+                                          r"dtype 'int' \(int64\) holds; declare dtype 'str'"):
+        Column("card", "categorical", categories=["1", codes[-1]], dtype="int")

@@ -257,9 +257,15 @@ class Column:
             if (self.dtype in ("int", "category[int]") or is_integer_dtype_name(self.dtype)) \
                     and not all(_INT.fullmatch(c) for c in self.categories):
                 raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs integer categories")
-            if is_integer_dtype_name(self.dtype):
+            if self.dtype in ("int", "category[int]") or is_integer_dtype_name(self.dtype):
                 ints = [int(c) for c in self.categories]
-                self._check_width(min(ints), max(ints), "categories")
+                if not is_integer_dtype_name(self.dtype):  # int64 holds them, as for a declared width
+                    lo, hi = min(ints), max(ints)
+                    if lo < -2 ** 63 or hi >= 2 ** 63:
+                        raise SchemaError(f"column {self.name!r}: categories from {lo} to {hi} exceed what dtype "
+                                          f"{self.dtype!r} (int64) holds; declare dtype 'str' to keep them as text")
+                else:
+                    self._check_width(min(ints), max(ints), "categories")
             if self.dtype == "bool" and not set(self.categories) <= {"True", "False"}:
                 raise SchemaError(f"column {self.name!r}: dtype 'bool' needs the categories True/False")
             if (period := period_dtype(self.dtype)) is not None:
@@ -597,8 +603,9 @@ _INT = re.compile(r"-?\d+")
 
 
 def _categorical_default(categories) -> str:
-    # plain integer spellings only: "02139" or "007" would come back as 2139 and 7
-    if all(_INT.fullmatch(c) and str(int(c)) == c for c in categories):
+    # plain integer spellings only: "02139" or "007" would come back as 2139 and 7; and within int64, which
+    # 20-digit codes (card or account numbers) exceed
+    if all(_INT.fullmatch(c) and str(int(c)) == c and -2 ** 63 <= int(c) < 2 ** 63 for c in categories):
         return "int"
     if set(categories) <= {"True", "False"}:
         return "bool"
