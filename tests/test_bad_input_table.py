@@ -871,3 +871,19 @@ def test_integer_codes_past_int64_come_back_as_text_not_an_overflow_at_sample():
     with pytest.raises(SchemaError, match=r"column 'card': categories from 1 to 10000000000000000004 exceed what "
                                           r"dtype 'int' \(int64\) holds; declare dtype 'str'"):
         Column("card", "categorical", categories=["1", codes[-1]], dtype="int")
+
+
+def test_a_pandas_category_column_keeps_its_unused_categories():
+    # Schema.infer kept only the categories the rows use: the release's dtype lost 'unused' (unordered) and the top
+    # level 'hi' of an ordered scale, so it differed from the frame's (concat, comparisons, .cat.codes)
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"c": pd.Categorical(rng.choice(["x", "y"], 300), categories=["y", "x", "unused"]),
+                       "o": pd.Categorical(rng.choice(["lo", "mid"], 300), categories=["lo", "mid", "hi"],
+                                           ordered=True)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["c"].categories == ["y", "x", "unused"] and schema["o"].categories == ["lo", "mid", "hi"]
+    fake, _ = _sample(Schema.from_dict(schema.to_dict()), df)
+    for c in df.columns:
+        assert fake[c].dtype == df[c].dtype, c

@@ -706,7 +706,10 @@ class Schema:
             s = df[name]
             missing = bool(s.isna().any())
             if kind == "categorical":
-                cats = sorted({category_key(v) for v in s.dropna()})
+                if isinstance(s.dtype, pd.CategoricalDtype):  # the dtype's set, unused ones too, in its order
+                    cats = list(dict.fromkeys(category_key(c) for c in s.dtype.categories))
+                else:
+                    cats = sorted({category_key(v) for v in s.dropna()})
                 if not cats:
                     raise SchemaError(f"column {name!r}: every value is missing, so nothing says what it holds; "
                                       "drop it, or describe it in a schema (its type and public bounds or "
@@ -743,14 +746,12 @@ class Schema:
                                   "print it. An identifier or free text belongs out of the table; otherwise give the "
                                   "column's public categories, or let dp_schema choose them", PrivateSchemaWarning,
                                   stacklevel=2)
-                # a pandas category column comes back as one (its dtype is the frame's, like bool's), over
-                # integers when its categories are integers
+                # a pandas category column comes back as one (its dtype is the frame's, like bool's: its categories,
+                # unused ones included, and its order), over integers when its categories are integers
                 dtype, ordered = None, False
                 if isinstance(s.dtype, pd.CategoricalDtype):
                     dtype = "category[int]" if pd.api.types.is_integer_dtype(s.dtype.categories.dtype) else "category"
-                    if s.dtype.ordered:  # an ordered one keeps its order (lowest first), not the sorted one
-                        ordered, seen = True, set(cats)
-                        cats = [k for k in (category_key(c) for c in s.dtype.categories) if k in seen]
+                    ordered = bool(s.dtype.ordered)
                 elif isinstance(s.dtype, pd.PeriodDtype):  # periods come back as periods, listed in time order
                     dtype = str(s.dtype)
                     cats = [str(p) for p in sorted(s.dropna().unique())]
