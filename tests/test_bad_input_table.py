@@ -887,3 +887,22 @@ def test_a_pandas_category_column_keeps_its_unused_categories():
     fake, _ = _sample(Schema.from_dict(schema.to_dict()), df)
     for c in df.columns:
         assert fake[c].dtype == df[c].dtype, c
+
+
+def test_column_names_that_are_not_text_are_named_with_the_rename_to_do():
+    # read_csv(header=None) numbers the columns 0, 1: beside a schema's "0", "1" the fit said the table "lacks schema
+    # column(s) ['0', '1'] and has column(s) [0, 1]"; dp_schema on kinds_from_dtypes(df) said kinds "names column
+    # '0', which the frame lacks"; and kinds_from_dtypes of a twice-named column failed inside pandas
+    df = pd.read_csv(io.StringIO("1,a\n2,b\n3,a\n" * 50), header=None)
+    schema = Schema.from_dict({"columns": {"0": {"type": "numerical", "lower": 0, "upper": 5, "integer": True},
+                                           "1": {"type": "categorical", "categories": ["a", "b"]}}})
+    what = r"column name\(s\) that are not text: 0, 1; name every column with text, e.g. df.columns = df.columns"
+    for call in (lambda: sz.make("mst", epsilon=1.0, schema=schema).fit(df), lambda: Schema.infer(df),
+                 lambda: sz.dp_schema(df, sz.kinds_from_dtypes(df), epsilon=1.0, delta=1e-6),
+                 lambda: sz.evaluate(df, df, schema=schema)):
+        with pytest.raises(SchemaError, match=what):
+            call()
+    with pytest.raises(SchemaError, match="column named 'a' more than once"):
+        sz.kinds_from_dtypes(pd.DataFrame([[1, 2]], columns=["a", "a"]))
+    fake, _ = _sample(schema, df.rename(columns=str))
+    assert list(fake.columns) == ["0", "1"]

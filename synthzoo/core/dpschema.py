@@ -58,8 +58,8 @@ from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
-                     check_one_value_per_cell, check_unique_columns, date_layout, datetime_dtype_spec, is_integer_dtype_name,
-                     nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
+                     check_column_names, check_one_value_per_cell, date_layout, datetime_dtype_spec,
+                     is_integer_dtype_name, nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -665,7 +665,8 @@ def kinds_from_dtypes(df: pd.DataFrame) -> dict[str, str | dict]:
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"kinds_from_dtypes expects a pandas DataFrame, got {type(df).__name__}")
-    return {str(c): _dtype_kind(df[c].dtype, str(c)) for c in df.columns}
+    check_column_names(df, "kinds_from_dtypes: the table")  # a twice-named column's df[c] is a frame
+    return {c: _dtype_kind(df[c].dtype, c) for c in df.columns}
 
 
 def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, epsilon=_EPS_DEFAULT,
@@ -727,7 +728,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         raise SchemaError("dp_schema: the frame has no columns")
     if len(df) == 0:
         raise SchemaError("dp_schema: the frame is empty (0 rows)")
-    check_unique_columns(df, "dp_schema: the table")
+    check_column_names(df, "dp_schema: the table")
     specs: dict[str, dict] = {}
     for col, kind in dict(kinds or {}).items():
         if col not in df.columns:

@@ -697,7 +697,7 @@ class Schema:
             PrivateSchemaWarning, stacklevel=2)
         if not isinstance(df, pd.DataFrame):
             raise SchemaError(f"Schema.infer expects a pandas DataFrame, got {type(df).__name__}")
-        check_unique_columns(df)
+        check_column_names(df)
         if len(df) == 0:
             raise SchemaError("cannot infer a schema from an empty table")
         cols = []
@@ -801,7 +801,7 @@ class Schema:
     def check_columns(self, df: pd.DataFrame, what: str = "the table") -> None:
         """SchemaError unless ``df`` has exactly the schema's columns (in any order), each named once;
         ``what`` names the frame in the message."""
-        check_unique_columns(df)
+        check_column_names(df)
         have, want = list(df.columns), self.names
         missing_cols = [c for c in want if c not in have]
         extra = [c for c in have if c not in want]
@@ -1291,10 +1291,15 @@ def one_value_per_cell(s: pd.Series, name: str):
         raise
 
 
-def check_unique_columns(df: pd.DataFrame, role: str = "the table") -> None:
+def check_column_names(df: pd.DataFrame, role: str = "the table") -> None:
     """SchemaError naming a column that appears more than once (pandas allows it; every step here
-    addresses columns by name)."""
+    addresses columns by name), or one named by something other than text: a schema names columns by text,
+    so ``read_csv(header=None)``'s 0, 1, 2 were "missing" beside a schema's "0", "1", "2"."""
     names = pd.Index(df.columns)
+    odd = [c for c in names if not isinstance(c, str)]
+    if odd:
+        raise SchemaError(f"{role} has column name(s) that are not text: {', '.join(repr(c) for c in odd[:5])}; "
+                          "name every column with text, e.g. df.columns = df.columns.astype(str)")
     if names.has_duplicates:
         dup = list(dict.fromkeys(names[names.duplicated()]))
         raise SchemaError(f"{role} has {'a column' if len(dup) == 1 else 'columns'} named "

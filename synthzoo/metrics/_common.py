@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, SchemaError
-from ..core.schema import (Column, Schema, _near_categories, category_key, check_unique_columns, numeric_values,
+from ..core.schema import (Column, Schema, _near_categories, category_key, check_column_names, numeric_values,
                            one_value_per_cell)
 
 
@@ -73,7 +73,7 @@ def check_frame(df: pd.DataFrame, schema: Schema, role: str) -> pd.DataFrame:
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"{role} table: expected a pandas DataFrame, got {type(df).__name__}")
     have, want = list(df.columns), schema.names
-    check_unique_columns(df, f"the {role} table")
+    check_column_names(df, f"the {role} table")
     lacking = [c for c in want if c not in have]
     extra = [c for c in have if c not in want]
     if lacking or extra:
