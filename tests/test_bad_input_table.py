@@ -906,3 +906,22 @@ def test_column_names_that_are_not_text_are_named_with_the_rename_to_do():
         sz.kinds_from_dtypes(pd.DataFrame([[1, 2]], columns=["a", "a"]))
     fake, _ = _sample(schema, df.rename(columns=str))
     assert list(fake.columns) == ["0", "1"]
+
+
+def test_zone_aware_datetime_objects_are_inferred_with_their_zone():
+    # an object column of zone-aware datetimes (several zones keep pandas' object dtype; a driver's Python
+    # datetimes) was inferred without a "tz": Schema.infer warned that "the schema gives the column no tz" -- the
+    # schema it was writing -- and the release came back as naive UTC times; as for ISO text with offsets, one
+    # zone is kept and several make UTC
+    paris = [pd.Timestamp("2020-01-01", tz="Europe/Paris") + pd.Timedelta(hours=i) for i in range(300)]
+    utc = [pd.Timestamp("2020-06-01", tz="UTC") + pd.Timedelta(hours=i) for i in range(300)]
+    for values, zone in ((paris, "Europe/Paris"), (paris[::2] + utc[::2], "UTC")):
+        df = pd.DataFrame({"d": pd.Series(values, dtype=object)})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            warnings.simplefilter("ignore", PrivateSchemaWarning)
+            schema = Schema.infer(df)
+        assert schema["d"].tz == zone
+        fake, _ = _sample(schema, df)
+        assert str(fake["d"].dt.tz) == zone
+        assert fake["d"].between(min(values), max(values)).all()

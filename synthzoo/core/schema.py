@@ -951,6 +951,12 @@ def _infer_datetime(name: str, s: pd.Series, missing: bool) -> Column:
             tz = zones.pop() if len(zones) == 1 else "UTC"
             # pandas keeps a fixed offset in whole minutes (+00:19:32 became +00:19): one with seconds is read as UTC
             tz = "UTC" if tz in ("+00:00", "-00:00") or len(tz) > 6 else tz
+    elif not spec:  # zone-aware datetime objects (several zones keep pandas' object dtype): as the text's offsets,
+        # their one zone, or UTC for several, so that the release keeps a zone (it came back as naive UTC)
+        zones = {getattr(x, "tzinfo", None) for x in s.dropna()}
+        if zones and None not in zones:
+            names = {dtm.tz_name(z, name) for z in zones}
+            tz = names.pop() if len(names) == 1 else "UTC"
     v = dtm.to_seconds(s, name, tz=tz, fmt=fmt)
     ok = v[~np.isnan(v)]
     if ok.size == 0:
