@@ -925,3 +925,22 @@ def test_zone_aware_datetime_objects_are_inferred_with_their_zone():
         fake, _ = _sample(schema, df)
         assert str(fake["d"].dt.tz) == zone
         assert fake["d"].between(min(values), max(values)).all()
+
+
+@pytest.mark.parametrize("values, what", [
+    (pd.period_range("2020-01-01", periods=40, freq="D"), r"periods \(dtype period\[D\]\) are not datetimes; "
+                                                          r"convert them first, e.g. df\['t'\].dt.to_timestamp\(\)"),
+    (pd.to_timedelta(np.arange(40), unit="D"), r"durations \(dtype timedelta64\[\w+\]\) are not datetimes; add them "
+                                               r"to a start date first"),
+])
+def test_periods_or_durations_in_a_datetime_column_are_named_as_such(values, what):
+    # a datetime column of periods was refused as "40 value(s) that are not datetimes, e.g. ['2020-01-01', ...];
+    # expected ISO 8601 text" -- valid ISO dates; of durations as "e.g. ['86400000000 microseconds', ...]"
+    df = pd.DataFrame({"t": values})
+    col = Column("t", "datetime", lower="2019-01-01", upper="2021-12-31")
+    with pytest.raises(SchemaError, match=rf"column 't': {what}"):
+        Schema([col]).validate(df)
+    ledger = sz.PrivacyLedger(1.0, 1e-6)
+    with pytest.raises(SchemaError, match=rf"column 't': {what}"):
+        sz.dp_schema(df, kinds={"t": {"type": "datetime", "resolution": "day"}}, ledger=ledger, share=1.0)
+    assert ledger.charges == []

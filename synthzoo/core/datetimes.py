@@ -260,6 +260,14 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
     na = s.isna().to_numpy()
     if na.all():
         return np.full(len(s), np.nan)
+    # the parse's message showed periods as valid ISO dates and durations as '86400000000 microseconds'
+    if isinstance(s.dtype, pd.PeriodDtype):
+        raise SchemaError(f"column {name!r}: periods (dtype {s.dtype}) are not datetimes; convert them first, e.g. "
+                          f"df[{name!r}].dt.to_timestamp()")
+    if getattr(s.dtype, "kind", "") == "m":
+        raise SchemaError(f"column {name!r}: durations (dtype {s.dtype}) are not datetimes; add them to a start "
+                          f"date first, e.g. pd.Timestamp(\"2020-01-01\") + df[{name!r}], or describe the column as "
+                          f"numerical in seconds (df[{name!r}].dt.total_seconds())")
     if pd.api.types.is_bool_dtype(s.dtype) or pd.api.types.is_numeric_dtype(s.dtype):
         ex = pd.Series(pd.unique(s[~na])[:3]).tolist()
         raise SchemaError(f"column {name!r}: holds numbers ({ex}, dtype {s.dtype}), not dates or times; give "
