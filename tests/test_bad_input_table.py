@@ -944,3 +944,12 @@ def test_periods_or_durations_in_a_datetime_column_are_named_as_such(values, wha
     with pytest.raises(SchemaError, match=rf"column 't': {what}"):
         sz.dp_schema(df, kinds={"t": {"type": "datetime", "resolution": "day"}}, ledger=ledger, share=1.0)
     assert ledger.charges == []
+
+
+def test_infinite_values_are_refused_by_dp_schema_before_any_charge():
+    # dp_bounds refused them, but only when their column's turn came: the columns before it had been charged
+    df = pd.DataFrame({"a": np.arange(300.0), "h": np.r_[np.inf, np.arange(299.0)]})
+    ledger = sz.PrivacyLedger(1.0, 1e-6)
+    with pytest.raises(SchemaError, match=r"column 'h': infinite values \(inf or -inf\) cannot be bounded"):
+        sz.dp_schema(df, kinds={"a": "numerical", "h": "numerical"}, ledger=ledger, share=1.0)
+    assert ledger.charges == []

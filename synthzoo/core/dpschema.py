@@ -808,6 +808,10 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                                 or not pd.api.types.is_numeric_dtype(df[c].dtype)):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
                               "numbers first")
+        if specs[c]["type"] == "numerical" and np.isinf(df[c].to_numpy(dtype=float, na_value=np.nan)).any():
+            # dp_bounds refused them after the other columns' charges, and fit refuses them anyway
+            raise SchemaError(f"column {c!r}: infinite values (inf or -inf) cannot be bounded; replace them with "
+                              "missing values or finite numbers")
         if specs[c]["type"] == "categorical" and "categories" in specs[c]:
             _check_listed(df[c], Column.from_spec(c, {**specs[c], "missing": True}),
                           "kinds (or the --schema file of `fit --dp-schema`)")
