@@ -953,3 +953,20 @@ def test_infinite_values_are_refused_by_dp_schema_before_any_charge():
     with pytest.raises(SchemaError, match=r"column 'h': infinite values \(inf or -inf\) cannot be bounded"):
         sz.dp_schema(df, kinds={"a": "numerical", "h": "numerical"}, ledger=ledger, share=1.0)
     assert ledger.charges == []
+
+
+@pytest.mark.parametrize("spec, other, match", [
+    ({"type": "categorical", "dtype": "int"}, "__other__", r"dtype 'int' cannot hold the catch-all category "
+                                                           r"'__other__' that measured categories get"),
+    ({"type": "categorical", "dtype": "int"}, None, r"dtype 'int' needs integer categories"),
+    ({"type": "numerical", "integer": True, "decimals": 2}, "__other__", r"'decimals' applies to numerical columns "
+                                                                         r"that are not integers"),
+])
+def test_a_description_dp_schema_cannot_build_is_refused_before_any_charge(spec, other, match):
+    # such descriptions failed when the column was built, after every charge: an integer dtype over measured
+    # categories never worked, the catch-all '__other__' being no integer
+    df = pd.DataFrame({"a": np.arange(300.0), "c": ["x", "y", "3"] * 100 if spec.get("dtype") else np.arange(300)})
+    ledger = sz.PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
+    with pytest.raises(SchemaError, match=rf"column 'c': {match}"):
+        sz.dp_schema(df, kinds={"a": "numerical", "c": spec}, ledger=ledger, share=1.0, other=other)
+    assert ledger.charges == []

@@ -833,6 +833,18 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     spans = {c: _column_span(specs[c], span, c) for c in todo if specs[c]["type"] == "datetime"}  # before any charge
     for c in spans:  # a datetime description's own errors (an unknown zone, a format that does not read back) too
         Column.from_spec(c, {**specs[c], "lower": 0.0, "upper": 0.0})
+    for c in todo:  # and the others' ('decimals' on integers, a dtype the values do not fit): they failed after charges
+        spec = specs[c]
+        if spec["type"] == "numerical":
+            Column.from_spec(c, {**spec, "lower": spec.get("lower", spec.get("upper", 0.0)),
+                                 "upper": spec.get("upper", spec.get("lower", 0.0))})
+        elif spec["type"] == "categorical" and "categories" not in spec:
+            d = spec.get("dtype")
+            if other is not None and (d in ("int", "category[int]", "bool") or is_integer_dtype_name(d)):
+                raise SchemaError(f"column {c!r}: dtype {d!r} cannot hold the catch-all category {other!r} that measured "
+                                  "categories get; list the column's categories in kinds, or pass other=None")
+            Column.from_spec(c, {**spec, "categories": list(dict.fromkeys(category_key(v) for v in df[c].dropna()))
+                                 or ["0"]})
 
     own_ledger = ledger is None
     ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_sel, bool(todo),
