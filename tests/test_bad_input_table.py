@@ -970,3 +970,19 @@ def test_a_description_dp_schema_cannot_build_is_refused_before_any_charge(spec,
     with pytest.raises(SchemaError, match=rf"column 'c': {match}"):
         sz.dp_schema(df, kinds={"a": "numerical", "c": spec}, ledger=ledger, share=1.0, other=other)
     assert ledger.charges == []
+
+
+def test_a_nullable_boolean_column_without_missing_values_comes_back_as_one(tmp_path):
+    # Schema.infer kept convert_dtypes' string, Int64 and Float64, but a 'boolean' column with no missing value
+    # came back as numpy's bool (the 'bool' dtype is nullable only where missing values may occur)
+    df = pd.DataFrame({"b": pd.array(np.arange(300) % 3 == 0, dtype="boolean"), "x": np.arange(300.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    assert schema["b"].dtype == "boolean"
+    fake, synth = _sample(Schema.from_dict(schema.to_dict()), df)
+    assert fake["b"].dtype == pd.BooleanDtype() and fake["b"].notna().all()
+    synth.save(tmp_path / "m.szm")
+    pd.testing.assert_frame_equal(sz.Synthesizer.load(tmp_path / "m.szm").sample(300, seed=1), fake)
+    with pytest.raises(SchemaError, match="column 'c': dtype 'boolean' needs the categories True/False"):
+        Column("c", "categorical", categories=["a", "b"], dtype="boolean")

@@ -840,7 +840,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                  "upper": spec.get("upper", spec.get("lower", 0.0))})
         elif spec["type"] == "categorical" and "categories" not in spec:
             d = spec.get("dtype")
-            if other is not None and (d in ("int", "category[int]", "bool") or is_integer_dtype_name(d)):
+            if other is not None and (d in ("int", "category[int]", "bool", "boolean") or is_integer_dtype_name(d)):
                 raise SchemaError(f"column {c!r}: dtype {d!r} cannot hold the catch-all category {other!r} that measured "
                                   "categories get; list the column's categories in kinds, or pass other=None")
             Column.from_spec(c, {**spec, "categories": list(dict.fromkeys(category_key(v) for v in df[c].dropna()))

@@ -39,7 +39,7 @@ from .errors import ConfigError, SchemaError, quiet_parsing_advice
 
 KINDS = ("categorical", "numerical", "datetime")
 #: Output dtypes a categorical column may declare with its ``"dtype"`` key.
-CATEGORICAL_DTYPES = ("str", "string", "int", "bool", "category", "category[int]")
+CATEGORICAL_DTYPES = ("str", "string", "int", "bool", "boolean", "category", "category[int]")
 #: Output dtypes a datetime column may declare with its ``"dtype"`` key.
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
 #: Output dtypes a numerical column may declare with its ``"dtype"`` key: numpy's integer and float
@@ -150,9 +150,10 @@ class Column:
     dtype : str, optional
         How synthetic values are typed (see :attr:`output_dtype`): for a categorical column one of
         ``"str", "string"`` (pandas' ``StringDtype`` with ``pd.NA`` for missing values, what
-        ``convert_dtypes`` makes), ``"int", "bool", "category"``, ``"category[int]"`` (a pandas category
-        column whose categories are integers), or a pandas period dtype (``"period[M]"``, the categories
-        written as pandas prints its periods); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
+        ``convert_dtypes`` makes), ``"int", "bool"``, ``"boolean"`` (pandas' nullable ``BooleanDtype``, with or
+        without missing values), ``"category"``, ``"category[int]"`` (a pandas category column whose categories
+        are integers), or a pandas period dtype (``"period[M]"``, the categories written as pandas prints its
+        periods); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
         a unit ``"datetime64[s]"``, ``"[ms]"``, ``"[us]"`` or ``"[ns]"``, or ``"string"``; for a numerical column one of :data:`NUMERICAL_DTYPES` (default ``int64``
         for integers, ``Int64`` when missing values may occur, else ``float64``): an integer dtype
         implies ``integer``, numpy's cannot hold missing values, and the bounds must lie in its range.
@@ -266,8 +267,8 @@ class Column:
                                           f"{self.dtype!r} (int64) holds; declare dtype 'str' to keep them as text")
                 else:
                     self._check_width(min(ints), max(ints), "categories")
-            if self.dtype == "bool" and not set(self.categories) <= {"True", "False"}:
-                raise SchemaError(f"column {self.name!r}: dtype 'bool' needs the categories True/False")
+            if self.dtype in ("bool", "boolean") and not set(self.categories) <= {"True", "False"}:
+                raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs the categories True/False")
             if (period := period_dtype(self.dtype)) is not None:
                 bad = [c for c in self.categories if _period_text(c, period) != c]
                 if bad:
@@ -446,6 +447,8 @@ class Column:
             return pd.Int64Dtype() if self.missing else np.dtype("int64")
         if kind == "bool":
             return pd.BooleanDtype() if self.missing else np.dtype("bool")
+        if kind == "boolean":
+            return pd.BooleanDtype()
         if kind == "string":
             return pd.StringDtype()
         if kind == "category":
@@ -757,6 +760,8 @@ class Schema:
                     cats = [str(p) for p in sorted(s.dropna().unique())]
                 elif isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA:
                     dtype = "string"  # convert_dtypes' text, missing as pd.NA: the frame's dtype, like bool's
+                elif isinstance(s.dtype, pd.BooleanDtype):
+                    dtype = "boolean"  # convert_dtypes' booleans: 'bool' makes numpy's bool where none is missing
                 if dtype is None and all(_INT.fullmatch(c) for c in cats) and str(s.dtype) in INTEGER_DTYPES:
                     dtype = _kept_numerical_dtype(s.dtype, True, missing)  # the frame's width, as for numbers
                 cols.append(Column(name, kind, categories=cats, missing=missing, dtype=dtype, ordered=ordered))
