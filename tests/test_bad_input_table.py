@@ -986,3 +986,18 @@ def test_a_nullable_boolean_column_without_missing_values_comes_back_as_one(tmp_
     pd.testing.assert_frame_equal(sz.Synthesizer.load(tmp_path / "m.szm").sample(300, seed=1), fake)
     with pytest.raises(SchemaError, match="column 'c': dtype 'boolean' needs the categories True/False"):
         Column("c", "categorical", categories=["a", "b"], dtype="boolean")
+
+
+def test_float32_values_match_their_categories_as_written():
+    # pandas hands out a float32 column's values widened to float64: 1.1 became '1.100000023841858', not among a
+    # schema's '1.1' (a SchemaError for a value the user did write), and Schema.infer of a float32 category
+    # column released '1.100000023841858'
+    values = np.array([1.1, 2.2, 3.3], dtype="float32")[np.arange(300) % 3]
+    schema = Schema([Column("c", "categorical", categories=["1.1", "2.2", "3.3"])])
+    for col in (values, pd.array(values, dtype="Float32")):
+        fake, _ = _sample(schema, pd.DataFrame({"c": col}))
+        assert set(fake["c"]) == {"1.1", "2.2", "3.3"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert Schema.infer(pd.DataFrame({"c": pd.Categorical(values)}))["c"].categories == ["1.1", "2.2", "3.3"]
+    assert sz.core.schema.category_key(0.1 + 0.2) == "0.30000000000000004"  # a float64 keeps its own spelling

@@ -61,12 +61,17 @@ def category_key(value: Any) -> str:
     """The string form under which a raw categorical value is matched to the schema.
 
     Integral numbers match their integer spelling, so a CSV column read as ``1.0`` or ``1``
-    matches the schema category ``"1"``.
+    matches the schema category ``"1"``; a number a float32 holds exactly is spelt as float32 spells it, so
+    a float32 column's 1.1 (widened to 1.100000023841858 when pandas hands out its values) matches ``"1.1"``.
     """
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        if float(value).is_integer():
+            return str(int(value))
+        f32 = np.float32(value)
+        if np.isfinite(f32) and float(f32) == float(value):
+            return str(f32)
     return str(value)
 
 
