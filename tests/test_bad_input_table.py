@@ -1001,3 +1001,19 @@ def test_float32_values_match_their_categories_as_written():
         warnings.simplefilter("ignore")
         assert Schema.infer(pd.DataFrame({"c": pd.Categorical(values)}))["c"].categories == ["1.1", "2.2", "3.3"]
     assert sz.core.schema.category_key(0.1 + 0.2) == "0.30000000000000004"  # a float64 keeps its own spelling
+
+
+def test_dp_schema_and_conform_name_arguments_of_the_wrong_type():
+    # kinds given as a list of names failed inside Python ("dictionary update sequence element #0 has length 1");
+    # conform with a schema's dict failed on "'dict' object has no attribute 'meta'", and with a twice-named
+    # column inside pandas
+    df = pd.DataFrame({"a": np.arange(300.0), "b": ["x", "y", "z"] * 100})
+    with pytest.raises(ConfigError, match=r"kinds must map each column to its kind, e.g. .*; got a list"):
+        sz.dp_schema(df, ["a", "b"], epsilon=1.0, delta=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    with pytest.raises(ConfigError, match=r"conform: schema must be a synthzoo.Schema .*, got dict"):
+        sz.conform(df, schema.to_dict())
+    with pytest.raises(SchemaError, match=r"conform: the table has a column named 'a' more than once"):
+        sz.conform(df.set_axis(["a", "a"], axis=1), schema)

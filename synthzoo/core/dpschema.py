@@ -729,6 +729,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     if len(df) == 0:
         raise SchemaError("dp_schema: the frame is empty (0 rows)")
     check_column_names(df, "dp_schema: the table")
+    if kinds is not None and not isinstance(kinds, Mapping):  # a list of names: dict() failed inside Python
+        raise ConfigError("kinds must map each column to its kind, e.g. {'age': 'numerical', 'city': "
+                          f"'categorical'}}; got a {type(kinds).__name__}")
     specs: dict[str, dict] = {}
     for col, kind in dict(kinds or {}).items():
         if col not in df.columns:
@@ -1125,6 +1128,10 @@ def conform(df: pd.DataFrame, schema: Schema, seed: int = 0) -> pd.DataFrame:
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"conform expects a pandas DataFrame, got {type(df).__name__}")
+    if not isinstance(schema, Schema):
+        raise ConfigError(f"conform: schema must be a synthzoo.Schema (as dp_schema returns), got "
+                          f"{type(schema).__name__}")
+    check_column_names(df, "conform: the table")  # a twice-named column's out[name] is a frame
     other_of = schema.meta.get("other_category", {})
     out = df.copy()
     changes = []
