@@ -231,6 +231,9 @@ def _task_of(schema: Schema) -> str | None:
     ``None`` without a target."""
     if schema.meta.get("target") is None:
         return None
+    if schema.meta["target"] not in schema:  # built or changed in Python (from_dict checks it): a KeyError below
+        raise ConfigError(f"the schema's \"target\" {str(schema.meta['target'])[:80]!r} is not one of its columns "
+                          f"{schema.names[:20]}")
     t = schema.meta.get("task")
     if t is not None:
         task_kind(t, "the schema's \"task\"")

@@ -650,3 +650,17 @@ def test_a_holdout_of_a_few_records_repeated_is_warned_about():
         coarse = df.assign(x=np.round(df["x"].clip(-1, 1)))
         evaluate(coarse.iloc[:100], coarse.iloc[100:200], test=coarse.iloc[200:], schema=schema, metrics=["dcr_risk"],
                  baselines=False)
+
+
+@pytest.mark.parametrize("task", [None, "binary classification"])
+def test_a_target_that_is_no_column_fails_before_any_metric_runs(tables, task):
+    # a target set or misspelt in Python (schema.meta["target"] = ...; from_dict checks it) failed with a bare
+    # KeyError 'income ' from the schema, or, with a task, only when the ML metrics came to run
+    train, fake, test, schema = tables
+    typo = Schema.from_dict(schema.to_dict())
+    typo.meta.update(target="income ", task=task)
+    ran = []
+    with pytest.raises(ConfigError, match=r"the schema's \"target\" 'income ' is not one of its columns \['x', 'z'"):
+        evaluate(train, fake, test=test, schema=typo, metrics=["tvd_2way", "ml_f1"], baselines=False,
+                 progress=lambda *a: ran.append(a))
+    assert not ran
