@@ -527,7 +527,9 @@ class Column:
         index = {c: i for i, c in enumerate(self.categories)}
         pos = np.array([index.get(k, -1) for k in keys], dtype=np.int64)
         if (pos < 0).any():
-            check_one_value_per_cell(pd.Series(values, dtype=object), self.name)  # bytes: say so, not "b'cd'"
+            for u, p in zip(values, pos):
+                if p < 0 and isinstance(u, bytes):  # b'abc' is not 'abc': the text would show "b'abc'" unexplained
+                    _no_bytes(self.name, u)
             bad = sorted({k for k, p in zip(keys, pos) if p < 0})
             raise SchemaError(f"column {self.name!r}: value(s) {bad[:5]} not among the schema's categories "
                               f"({len(bad)} unseen){_near_categories(bad[:5], self.categories)}")
@@ -1279,21 +1281,25 @@ _CONTAINERS = (list, tuple, dict, set, frozenset, np.ndarray)
 
 def check_one_value_per_cell(s: pd.Series, name: str, inferred: str | None = None) -> None:
     """SchemaError naming the column when a cell of ``s`` holds a list, dict, set or array (a JSON field read
-    as is): pandas cannot hash or convert it, and text made of it is no category anyone declared.
+    as is): pandas cannot hash or convert it, and text made of it is no category anyone declared; or bytes
+    (``read_sas``' text, numpy's ``S`` arrays), which became the text ``"b'abc'"``.
     ``inferred``: ``pd.api.types.infer_dtype(s, skipna=True)`` where the caller has it already."""
     if s.dtype != object:
         return
     # infer_dtype is one compiled pass; a list or dict among the values makes it say "mixed" (or "mixed-integer")
-    inferred = inferred or pd.api.types.infer_dtype(s, skipna=True)
-    if inferred in ("mixed", "mixed-integer", "bytes"):
+    if (inferred or pd.api.types.infer_dtype(s, skipna=True)) in ("mixed", "mixed-integer", "bytes"):
         for v in s.to_numpy():
             if isinstance(v, _CONTAINERS):
                 raise SchemaError(f"column {name!r}: holds {type(v).__name__} values (e.g. {repr(v)[:40]}); each "
                                   "cell must be one number, text or date -- spread the values over columns of "
                                   "their own, or turn them into text")
-            if isinstance(v, (bytes, bytearray)):  # str() of them is "b'...'": text nobody wrote
-                raise SchemaError(f"column {name!r}: holds bytes values (e.g. {repr(v)[:40]}); decode them to text "
-                                  f"first: df[{name!r}].str.decode('utf-8'), or the encoding they were written in")
+            if isinstance(v, bytes):
+                _no_bytes(name, v)
+
+
+def _no_bytes(name: str, v: bytes) -> None:
+    raise SchemaError(f"column {name!r}: holds bytes (e.g. {repr(v)[:40]}), not text; decode them first, e.g. "
+                      f"df[{name!r}] = df[{name!r}].str.decode('utf-8') (read_sas takes an encoding= that does it)")
 
 
 @contextmanager
