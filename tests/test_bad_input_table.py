@@ -1015,3 +1015,13 @@ def test_bytes_in_a_cell_are_refused_with_how_to_decode_them():
         assert ledger.charges == []
         with pytest.raises(SchemaError, match=what):
             Schema([Column("c", "categorical", categories=["abc", "de"], missing=True)]).validate(df)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "boolean"])
+def test_booleans_in_a_numerical_column_are_named_as_booleans(dtype):
+    # "declared numerical but holds non-numeric values (e.g. [np.False_, np.True_], dtype bool)": numpy's reprs
+    # and no word of what to do
+    df = pd.DataFrame({"x": pd.array(np.arange(40) % 2 == 0, dtype=dtype)})
+    with pytest.raises(SchemaError, match=rf"column 'x': declared numerical but holds booleans \(dtype {dtype}\); "
+                                          r"describe it as categorical .* df\['x'\]\.astype\(int\)"):
+        Schema([Column("x", "numerical", lower=0, upper=1)]).validate(df)

@@ -1106,10 +1106,13 @@ def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
     if pd.api.types.is_bool_dtype(s.dtype) or not pd.api.types.is_numeric_dtype(s.dtype):
         conv = pd.to_numeric(s, errors="coerce")
         bad = s[conv.isna() & s.notna()]
-        if len(bad) or pd.api.types.is_bool_dtype(s.dtype):
-            ex = list(bad.unique()[:3]) if len(bad) else list(s.unique()[:3])
+        if not len(bad) and pd.api.types.is_bool_dtype(s.dtype):  # it showed them as [np.False_, np.True_]
+            raise SchemaError(f"column {col.name!r}: declared numerical but holds booleans (dtype {s.dtype}); "
+                              "describe it as categorical (categories True and False), or convert it first, e.g. "
+                              f"df[{col.name!r}].astype(int)")
+        if len(bad):
             raise SchemaError(f"column {col.name!r}: declared numerical but holds non-numeric values "
-                              f"(e.g. {ex}, dtype {s.dtype})")
+                              f"(e.g. {pd.Series(bad.unique()[:3]).tolist()}, dtype {s.dtype})")
         s = conv
     return s.to_numpy(dtype=float, na_value=np.nan)
 
