@@ -34,8 +34,9 @@ from .core.errors import (BudgetExceededError, ConfigError, NotFittedError, Priv
 from .core.measurements import estimate_total, total_sigma
 from .core.params import check_seed
 from .core.privacy.ledger import (EPSILON_MAX, REPLAYABLE_WARNING, Budget, PrivacyLedger, PrivacySpent,
-                                  SavedAccount, charge_owner, check_privacy_params, gaussian_sigma, privacy_warnings,
-                                  release_warnings, rho_for, rho_of_event)
+                                  NOTE_CHARS, SavedAccount, charge_owner, check_privacy_params, gaussian_sigma,
+                                  privacy_warnings, release_warnings, rho_for, rho_of_event)
+from .core.statecheck import printable
 from .core.privacy.dpsgd import schedule as dpsgd_schedule
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
 from .core.schema import READ_FROM_ROWS, Schema, read_json
@@ -952,7 +953,7 @@ def _bind_account(saved: SavedAccount, synth: "Synthesizer") -> None:
         info = synth.schema.meta["dp_schema"]
         # each column the schema says was measured under DP has its charge among the account's schema charges
         noted = {c.note.split(":", 1)[0] for c in saved.ledger.charges if c.module.startswith("schema:")}
-        lacking = [c for c in info.get("measured", []) if c not in noted]
+        lacking = [c for c in info.get("measured", []) if printable(c, NOTE_CHARS) not in noted]  # as noted
         if lacking:
             raise ConfigError(f"model file: schema: column(s) {lacking} are said to be measured under DP, but the "
                               "privacy account holds no charge for them (the schema or the account was edited)")
@@ -994,7 +995,7 @@ def _check_modules_charged(saved: SavedAccount, synth: "Synthesizer") -> None:
     ran = set()
     for p, cols in synth._assignments(synth.schema_):
         ran.add(p.name)
-        lacking = [c for c in p.measured_columns(cols) if c not in notes.get(p.name, ())]
+        lacking = [c for c in p.measured_columns(cols) if printable(c, NOTE_CHARS) not in notes.get(p.name, ())]
         if lacking:
             raise ConfigError(f"model file: privacy: preprocessor {p.name!r} measures column(s) {lacking} in a "
                               "private fit, but the account holds no charge of its for them (the account was edited)")

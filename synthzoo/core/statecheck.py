@@ -104,6 +104,15 @@ def shaped(values, shape, where: str) -> np.ndarray:
 UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
+def printable(text: str, limit: int) -> str:
+    """``text`` as :func:`check_text` takes it: each unprintable character escaped (a column named with a line
+    break, as an Excel header may be, is written with a backslash and ``n``), cut to ``limit`` characters.  Notes
+    that name columns are written through it, and compared through it when a file is checked."""
+    out = "".join(ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in UNPRINTABLE else ch
+                  for ch in str(text))
+    return out if len(out) <= limit else out[:limit - 1] + "…"
+
+
 def check_text(value, where: str, limit: int) -> None:
     """ConfigError unless ``value`` is a text of at most ``limit`` printable characters: a file's text that
     a report shows cannot break its lines, move the cursor, reorder or hide what follows, or fail to print."""

@@ -38,7 +38,7 @@ import numpy as np
 from dp_accounting import rdp
 
 from ..errors import BudgetExceededError, ConfigError, PrivacySettingsWarning
-from ..statecheck import check_text
+from ..statecheck import check_text, printable
 from .noise import NoiseSource
 
 _ORDERS = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [80, 128, 256, 512, 1024])
@@ -122,6 +122,9 @@ class Charge:
     note: str = ""
     extra_delta: float = 0.0  # additive delta outside the RDP event (e.g. partition selection)
 
+
+#: Most characters a charge's note holds (printed in reports; a model file holding a longer one is refused).
+NOTE_CHARS = 4096
 
 #: delta at or above this is refused: a mechanism could publish one record in ten outright.
 DELTA_MEANINGLESS = 0.1
@@ -319,6 +322,8 @@ class PrivacyLedger:
                                       f"got {extra_delta!r}") from None
         if not (extra_delta >= 0.0) or math.isinf(extra_delta):
             raise BudgetExceededError(f"{module}: {mechanism}: extra_delta must be finite and >= 0, got {extra_delta}")
+        # a column name in a note may hold a line break (an Excel header): saved as it was, the file did not load
+        note = printable(note, NOTE_CHARS)
         if not self.private:
             self.charges.append(Charge(module, mechanism, dpa.NonPrivateDpEvent(), math.inf, note))
             return
@@ -724,7 +729,7 @@ class SavedAccount:
             if not all(isinstance(c[k], str) for k in ("module", "mechanism", "note")):
                 raise ConfigError(f"{w}: module, mechanism and note must be strings")
             for k in ("module", "mechanism", "note"):  # printed in the report
-                check_text(c[k], f"{w}.{k}", 4096)
+                check_text(c[k], f"{w}.{k}", NOTE_CHARS)
             event = event_from_json(c["event"], f"{w}.event")
             rho, extra = c["rho"], c["extra_delta"]
             if isinstance(rho, bool) or not isinstance(rho, (int, float)) or not rho > 0:
@@ -777,7 +782,7 @@ class SavedAccount:
             if c.note.startswith("marginal ") and stated is not None:
                 pool.setdefault(c.note, []).append(0.0 if math.isinf(stated) else gaussian_sigma(stated, 1.0))
         for m in measurements:
-            note = f"marginal {'x'.join(m.clique)}"
+            note = printable(f"marginal {'x'.join(m.clique)}", NOTE_CHARS)  # as the charge wrote it
             have = pool.get(note, [])
             hit = next((i for i, s in enumerate(have) if _close(s, float(m.sigma), 1e-6) or s == float(m.sigma)), None)
             if hit is None:
