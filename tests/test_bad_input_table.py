@@ -938,8 +938,8 @@ def test_infinite_values_are_refused_by_dp_schema_before_any_charge():
 
 
 @pytest.mark.parametrize("spec, other, match", [
-    ({"type": "categorical", "dtype": "int"}, "__other__", r"dtype 'int' cannot hold the catch-all category "
-                                                           r"'__other__' that measured categories get"),
+    ({"type": "categorical", "dtype": "int"}, "__other__", r"measured categories need the catch-all '__other__' for "
+                                                           r"the values they do not release, which dtype 'int' cannot"),
     ({"type": "categorical", "dtype": "int"}, None, r"dtype 'int' needs integer categories"),
     ({"type": "numerical", "integer": True, "decimals": 2}, "__other__", r"'decimals' applies to numerical columns "
                                                                          r"that are not integers"),

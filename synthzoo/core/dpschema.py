@@ -785,7 +785,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         check_one_value_per_cell(df[c], str(c))  # fit would refuse such cells after the charges
         d = specs[c].get("dtype")
         if specs[c]["type"] == "categorical" and "categories" not in specs[c]:
-            if d == "bool":
+            if d in ("bool", "boolean"):
                 specs[c]["categories"] = ["False", "True"]  # the declared dtype lists them: nothing to measure
             elif other is not None and (d in ("int", "category[int]") or is_integer_dtype_name(d)
                                         or period_dtype(d) is not None):
@@ -841,11 +841,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         if spec["type"] == "numerical":
             Column.from_spec(c, {**spec, "lower": spec.get("lower", spec.get("upper", 0.0)),
                                  "upper": spec.get("upper", spec.get("lower", 0.0))})
-        elif spec["type"] == "categorical" and "categories" not in spec:
-            d = spec.get("dtype")
-            if other is not None and (d in ("int", "category[int]", "bool", "boolean") or is_integer_dtype_name(d)):
-                raise SchemaError(f"column {c!r}: dtype {d!r} cannot hold the catch-all category {other!r} that measured "
-                                  "categories get; list the column's categories in kinds, or pass other=None")
+        elif spec["type"] == "categorical" and "categories" not in spec:  # (no room for the catch-all: above)
             Column.from_spec(c, {**spec, "categories": list(dict.fromkeys(category_key(v) for v in df[c].dropna()))
                                  or ["0"]})
 
