@@ -182,10 +182,19 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
                "synthetic values", "give it \"integer\": true in the --schema file for integral synthetic values"))
 
 
+#: Python code in library advice that names the column (so no fixed text to replace), said the command line's way.
+_CLI_PATTERNS = ((re.compile(r"describe it as categorical \(categories True and False\), or convert it first, e\.g\. "
+                             r"df\[.*\]\.astype\(int\)", re.S),
+                  'give it "type": "categorical", "categories": ["False", "True"] in the --schema file, or write it '
+                  "as 0 and 1 in the CSV"),)
+
+
 def _cli_words(msg: str) -> str:
     """A library message in the command line's words (its options, not Python arguments)."""
     for api, cli in _CLI_WORDS:
         msg = msg.replace(api, cli)
+    for api, cli in _CLI_PATTERNS:
+        msg = api.sub(lambda _: cli, msg)
     return msg
 
 

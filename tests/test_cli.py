@@ -1133,3 +1133,19 @@ def test_sample_out_dash_writes_the_rows_to_standard_output(demo_files, tmp_path
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err
     assert "standard output was closed by its reader; sampling stopped" in err
+
+
+def test_booleans_declared_numerical_are_said_with_schema_and_csv_fixes(tmp_path, capsys):
+    # fit said "convert it first, e.g. df['b'].astype(int)" (Python), and fit --dp-schema only "has dtype bool;
+    # convert it to numbers first"
+    rows = "".join(f"{i % 7},{i % 2 == 0}\n" for i in range(60))
+    (tmp_path / "d.csv").write_text("x,b\n" + rows)
+    num = {"type": "numerical", "lower": 0, "upper": 10}
+    (tmp_path / "s.json").write_text(json.dumps({"columns": {"x": num, "b": num}}))
+    for extra in ([], ["--dp-schema", "0.3"]):
+        assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--epsilon", "1",
+                     "--out", str(tmp_path / "m.szm"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "column 'b': declared numerical but holds booleans" in err, err
+        assert '"categories": ["False", "True"] in the --schema file, or write it as 0 and 1 in the CSV' in err
+        assert "df[" not in err and "astype" not in err

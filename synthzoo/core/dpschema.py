@@ -57,8 +57,9 @@ from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussia
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
-from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds, category_key,
-                     check_column_names, check_one_value_per_cell, date_layout, datetime_dtype_spec,
+from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds,
+                     booleans_declared_numerical, category_key, check_column_names, check_one_value_per_cell,
+                     date_layout, datetime_dtype_spec,
                      is_integer_dtype_name, nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
@@ -807,8 +808,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                               f"declare {nullable_dtype_name(d)!r} (pandas' nullable dtype) instead")
         if specs[c]["type"] == "numerical" and unsupported_numbers(df[c], c):  # complex: before any charge
             raise SchemaError(unsupported_numbers(df[c], c))
-        if specs[c]["type"] == "numerical" and (pd.api.types.is_bool_dtype(df[c].dtype)
-                                                or not pd.api.types.is_numeric_dtype(df[c].dtype)):
+        if specs[c]["type"] == "numerical" and pd.api.types.is_bool_dtype(df[c].dtype):
+            raise SchemaError(booleans_declared_numerical(c, df[c].dtype))  # what fit says, with what to do
+        if specs[c]["type"] == "numerical" and not pd.api.types.is_numeric_dtype(df[c].dtype):
             raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
                               "numbers first")
         if specs[c]["type"] == "numerical" and np.isinf(df[c].to_numpy(dtype=float, na_value=np.nan)).any():

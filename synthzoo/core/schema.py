@@ -1107,14 +1107,18 @@ def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
         conv = pd.to_numeric(s, errors="coerce")
         bad = s[conv.isna() & s.notna()]
         if not len(bad) and pd.api.types.is_bool_dtype(s.dtype):  # it showed them as [np.False_, np.True_]
-            raise SchemaError(f"column {col.name!r}: declared numerical but holds booleans (dtype {s.dtype}); "
-                              "describe it as categorical (categories True and False), or convert it first, e.g. "
-                              f"df[{col.name!r}].astype(int)")
+            raise SchemaError(booleans_declared_numerical(col.name, s.dtype))
         if len(bad):
             raise SchemaError(f"column {col.name!r}: declared numerical but holds non-numeric values "
                               f"(e.g. {pd.Series(bad.unique()[:3]).tolist()}, dtype {s.dtype})")
         s = conv
     return s.to_numpy(dtype=float, na_value=np.nan)
+
+
+def booleans_declared_numerical(name, dtype) -> str:
+    """The error for a boolean column described as numerical (one wording for fit's check and dp_schema's)."""
+    return (f"column {name!r}: declared numerical but holds booleans (dtype {dtype}); describe it as categorical "
+            f"(categories True and False), or convert it first, e.g. df[{name!r}].astype(int)")
 
 
 #: What pandas' infer_dtype calls an object column of numbers only
