@@ -186,7 +186,10 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
 _CLI_PATTERNS = ((re.compile(r"describe it as categorical \(categories True and False\), or convert it first, e\.g\. "
                              r"df\[.*\]\.astype\(int\)", re.S),
                   'give it "type": "categorical", "categories": ["False", "True"] in the --schema file, or write it '
-                  "as 0 and 1 in the CSV"),)
+                  "as 0 and 1 in the CSV"),
+                 (re.compile(r"Declare it in kinds \(e\.g\. \{.*: \{'type': 'datetime', 'resolution': 'day'\}\} "
+                             r"for dates\)", re.S),
+                  'Give it a "resolution" in the --schema file (e.g. "resolution": "day" for dates)'))
 
 
 def _cli_words(msg: str) -> str:

@@ -1149,3 +1149,18 @@ def test_booleans_declared_numerical_are_said_with_schema_and_csv_fixes(tmp_path
         assert "column 'b': declared numerical but holds booleans" in err, err
         assert '"categories": ["False", "True"] in the --schema file, or write it as 0 and 1 in the CSV' in err
         assert "df[" not in err and "astype" not in err
+
+
+def test_dp_schema_asks_for_a_datetime_resolution_in_the_schema_file(tmp_path, capsys):
+    # the warning said "Declare it in kinds (e.g. {'t': {'type': 'datetime', 'resolution': 'day'}} for dates)"
+    (tmp_path / "d.csv").write_text("x,t\n" + "".join(f"{i % 7},2020-01-{i % 28 + 1:02d}\n" for i in range(60)))
+    (tmp_path / "s.json").write_text(json.dumps({"columns": {
+        "x": {"type": "numerical", "lower": 0, "upper": 10, "integer": True},
+        "t": {"type": "datetime", "lower": "2020-01-01", "upper": "2021-01-01"}}}))
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--dp-schema", "0.3",
+                 "--epsilon", "1", "--synth", "privsyn", "--out", str(tmp_path / "m.szm")]) == 0
+    err = capsys.readouterr().err
+    assert ('column \'t\': no "resolution" declared; dp_schema does not read it from the values, so the column is '
+            'measured and synthesized to the second. Give it a "resolution" in the --schema file (e.g. '
+            '"resolution": "day" for dates)') in err, err
+    assert "kinds" not in err and "{'type'" not in err
