@@ -179,7 +179,12 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("(more than max_categories=", "(more than "),
               ("or let dp_schema choose them", "or measure them under DP with --dp-schema EPS"),
               ("declare it in kinds ({'type': 'numerical', 'integer': True}) or integers=[...] for integral "
-               "synthetic values", "give it \"integer\": true in the --schema file for integral synthetic values"))
+               "synthetic values", "give it \"integer\": true in the --schema file for integral synthetic values"),
+              ("list the column's public categories in kinds, or declare it {'type': 'numerical', 'integer': True} "
+               "to measure its bounds", "list the column's public \"categories\" in the --schema file, or give it "
+               "\"type\": \"numerical\", \"integer\": true to measure its bounds"),
+              ("list the column's public categories in kinds", "list the column's public \"categories\" in the "
+               "--schema file"))
 
 
 #: Python code in library advice that names the column (so no fixed text to replace), said the command line's way.

@@ -1164,3 +1164,16 @@ def test_dp_schema_asks_for_a_datetime_resolution_in_the_schema_file(tmp_path, c
             'measured and synthesized to the second. Give it a "resolution" in the --schema file (e.g. '
             '"resolution": "day" for dates)') in err, err
     assert "kinds" not in err and "{'type'" not in err
+
+
+def test_dp_schema_integer_coded_categories_are_said_in_schema_file_words(tmp_path, capsys):
+    # "list the column's public categories in kinds, or declare it {'type': 'numerical', 'integer': True}"
+    (tmp_path / "d.csv").write_text("x,k\n" + "".join(f"{i % 7},{i % 3 + 1}\n" for i in range(60)))
+    (tmp_path / "s.json").write_text(json.dumps({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 10},
+                                                             "k": {"type": "categorical", "dtype": "int64"}}}))
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--dp-schema", "0.3",
+                 "--epsilon", "1", "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert ("which dtype 'int64' cannot hold; list the column's public \"categories\" in the --schema file, or give "
+            'it "type": "numerical", "integer": true to measure its bounds') in err, err
+    assert "kinds" not in err and "True}" not in err
