@@ -184,7 +184,9 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
                "to measure its bounds", "list the column's public \"categories\" in the --schema file, or give it "
                "\"type\": \"numerical\", \"integer\": true to measure its bounds"),
               ("list the column's public categories in kinds", "list the column's public \"categories\" in the "
-               "--schema file"))
+               "--schema file"),
+              ("list the public categories in kinds to keep them",
+               "list the public \"categories\" in the --schema file to keep them"))
 
 
 #: Python code in library advice that names the column (so no fixed text to replace), said the command line's way.
@@ -498,7 +500,7 @@ def _measure_schema(a, df, doc):
                  else k) for c, k in kinds.items()}
     schema, ledger = sz.dp_schema(df, kinds, epsilon=a.dp_schema, delta=a.delta / 10, noise_seed=a.noise_seed)
     schema.meta = {**meta, **schema.meta}
-    print(dp_schema_report(schema), file=sys.stderr)
+    print(_cli_words(dp_schema_report(schema)), file=sys.stderr)  # the report's advice names kinds too
     return schema, ledger
 
 

@@ -1177,3 +1177,16 @@ def test_dp_schema_integer_coded_categories_are_said_in_schema_file_words(tmp_pa
     assert ("which dtype 'int64' cannot hold; list the column's public \"categories\" in the --schema file, or give "
             'it "type": "numerical", "integer": true to measure its bounds') in err, err
     assert "kinds" not in err and "True}" not in err
+
+
+def test_dp_schema_report_says_where_to_list_categories_in_schema_file_words(tmp_path, capsys):
+    # the measured schema's report ended "-- list the public categories in kinds to keep them"
+    (tmp_path / "d.csv").write_text("x,c\n" + "".join(f"{i % 7},{'ab'[i % 2]}\n" for i in range(100)))
+    (tmp_path / "s.json").write_text(json.dumps({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 10},
+                                                             "c": {"type": "categorical"}}}))
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--dp-schema", "0.5",
+                 "--epsilon", "1", "--synth", "privsyn", "--out", str(tmp_path / "m.szm")]) == 0
+    err = capsys.readouterr().err
+    assert "conform lists which, for your eyes only) -- list the public \"categories\" in the --schema file to " \
+           "keep them" in err, err
+    assert "in kinds" not in err  # (conform's warning says "(kinds, or the --schema file ...)": both ways)
