@@ -186,7 +186,8 @@ _CLI_WORDS = (("pass out_of_bounds='clip'", "pass --clip"), ("out_of_bounds='cli
               ("list the column's public categories in kinds", "list the column's public \"categories\" in the "
                "--schema file"),
               ("list the public categories in kinds to keep them",
-               "list the public \"categories\" in the --schema file to keep them"))
+               "list the public \"categories\" in the --schema file to keep them"),
+              ("give dp_schema more budget", "give --dp-schema a larger EPS"))
 
 
 #: Python code in library advice that names the column (so no fixed text to replace), said the command line's way.

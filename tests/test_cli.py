@@ -1190,3 +1190,15 @@ def test_dp_schema_report_says_where_to_list_categories_in_schema_file_words(tmp
     assert "conform lists which, for your eyes only) -- list the public \"categories\" in the --schema file to " \
            "keep them" in err, err
     assert "in kinds" not in err  # (conform's warning says "(kinds, or the --schema file ...)": both ways)
+
+
+def test_dp_schema_bounds_not_measured_says_raise_dp_schema_eps(tmp_path, capsys):
+    # "give dp_schema more budget": a Python function's name, not the option that sets its budget
+    (tmp_path / "d.csv").write_text("x,c\n" + "".join(f"{i % 7},{'ab'[i % 2]}\n" for i in range(60)))
+    (tmp_path / "s.json").write_text(json.dumps({"columns": {"x": {"type": "numerical", "integer": True},
+                                                             "c": {"type": "categorical", "categories": ["a", "b"]}}}))
+    assert main(["fit", str(tmp_path / "d.csv"), "--schema", str(tmp_path / "s.json"), "--dp-schema", "0.1",
+                 "--epsilon", "1", "--noise-seed", "0", "--out", str(tmp_path / "m.szm")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'x': no value range could be measured" in err and "give --dp-schema a larger EPS, or declare" in err
+    assert "dp_schema more budget" not in err
