@@ -59,8 +59,8 @@ from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds,
                      booleans_declared_numerical, category_key, check_column_names, check_one_value_per_cell,
-                     date_layout, datetime_dtype_spec,
-                     is_integer_dtype_name, nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
+                     date_layout, datetime_dtype_spec, is_integer_dtype_name, nullable_dtype_name, numeric_values,
+                     period_dtype, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
