@@ -57,7 +57,7 @@ from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussia
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
-from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _iso_text, _to_epoch_seconds,
+from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _distinct, _iso_text, _to_epoch_seconds,
                      booleans_declared_numerical, category_key, check_column_names, check_one_value_per_cell,
                      date_layout, datetime_dtype_spec, is_integer_dtype_name, nullable_dtype_name, numeric_values,
                      period_dtype, unsupported_numbers)
@@ -844,8 +844,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             Column.from_spec(c, {**spec, "lower": spec.get("lower", spec.get("upper", 0.0)),
                                  "upper": spec.get("upper", spec.get("lower", 0.0))})
         elif spec["type"] == "categorical" and "categories" not in spec:  # (no room for the catch-all: above)
-            Column.from_spec(c, {**spec, "categories": list(dict.fromkeys(category_key(v) for v in df[c].dropna()))
-                                 or ["0"]})
+            cats = dict.fromkeys(category_key(v) for v in _distinct(df[c]) if not pd.isna(v))  # not row by row
+            Column.from_spec(c, {**spec, "categories": list(cats) or ["0"]})
 
     own_ledger = ledger is None
     ledger, budget, delta_sel = _make_budget(ledger, epsilon, delta, share, selection_delta, n_sel, bool(todo),

@@ -718,6 +718,8 @@ class Schema:
             if kind == "categorical":
                 if isinstance(s.dtype, pd.CategoricalDtype):  # the dtype's set, unused ones too, in its order
                     cats = list(dict.fromkeys(category_key(c) for c in s.dtype.categories))
+                elif isinstance(s.dtype, pd.PeriodDtype):  # periods listed in time order, as pandas prints them
+                    cats = [str(p) for p in sorted(s.dropna().unique())]
                 else:
                     cats = sorted({category_key(v) for v in s.dropna()})
                 if not cats:
@@ -762,9 +764,8 @@ class Schema:
                 if isinstance(s.dtype, pd.CategoricalDtype):
                     dtype = "category[int]" if pd.api.types.is_integer_dtype(s.dtype.categories.dtype) else "category"
                     ordered = bool(s.dtype.ordered)
-                elif isinstance(s.dtype, pd.PeriodDtype):  # periods come back as periods, listed in time order
+                elif isinstance(s.dtype, pd.PeriodDtype):  # periods come back as periods
                     dtype = str(s.dtype)
-                    cats = [str(p) for p in sorted(s.dropna().unique())]
                 elif isinstance(s.dtype, pd.StringDtype) and s.dtype.na_value is pd.NA:
                     dtype = "string"  # convert_dtypes' text, missing as pd.NA: the frame's dtype, like bool's
                 elif isinstance(s.dtype, pd.BooleanDtype):
