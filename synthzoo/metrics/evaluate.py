@@ -430,6 +430,9 @@ _NAN_REASONS = {
 
 #: fewer holdout rows than this and the attacks' rates rest on a handful of rows
 MIN_HOLDOUT_ROWS = 40
+#: at least this share of training rows duplicated within the training rows and a copy cannot be told from a fresh row
+#: (adult: 0.1 %, the binned adult of private-pgm: 2.7 %)
+COARSE_SHARE = 0.5
 #: fewer training rows than this and the metrics rest on a handful of real rows: each is over 2.5 % of
 #: the membership rates and AUCs (the training rows are the members), the fidelity and utility metrics
 #: compare the release with the marginals of those few rows, and HALF's halves hold under 20 each
@@ -443,7 +446,8 @@ def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[s
     risks then compare the release with its own training rows and read ~0 for a verbatim copy),
     shares far more rows with them than a coarse table's chance duplicates explain, is too small
     for the attacks' rates, or is a few records repeated (far fewer distinct rows than as many
-    training rows hold); the training table is too small for any metric to mean much (one training
+    training rows hold), or the table is so coarse that most training rows are duplicated (a copy then reads
+    as a fresh draw); the training table is too small for any metric to mean much (one training
     row scored every membership AUC 0.5 or 1, with no word about it)."""
     out = []
     privacy = any(METRICS[m][0] == "privacy" for m in names)
@@ -463,6 +467,13 @@ def _table_caveats(train: pd.DataFrame, test: pd.DataFrame | None, names: list[s
                         f"{len(test):,}, where as many training rows hold {alike:,}: the privacy risks compare the "
                         "release with those few records and their intervals are too wide to read; pass real rows "
                         "drawn as the training rows were", HoldoutWarning))
+        if chance >= COARSE_SHARE:
+            # the holdout then holds the same rows as the training table, so every attack scores a verbatim copy
+            # as it scores a fresh draw (a table of 3 binary columns: both read 0 risk, hitting rate 1)
+            out.append((f"evaluate: {chance:.0%} of the training rows have an exact duplicate among the training "
+                        "rows (a coarse table): a release that copies training rows scores as a fresh draw on every "
+                        "privacy risk, as the holdout holds the same rows; the risks speak only for the rows that "
+                        "are unique", UserWarning))
         if len(test) < MIN_HOLDOUT_ROWS:
             out.append((f"evaluate: only {count(len(test), 'holdout (test) row')} (fewer than {MIN_HOLDOUT_ROWS}): "
                         "the privacy risks and membership AUCs rest on a handful of rows and their intervals are too "

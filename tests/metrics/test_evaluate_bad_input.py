@@ -645,11 +645,40 @@ def test_a_holdout_of_a_few_records_repeated_is_warned_about():
     with pytest.warns(HoldoutWarning, match=r"the holdout \(test\) holds only 3 distinct rows in 60, where as many "
                                             r"training rows hold 60: the privacy risks compare"):
         evaluate(df.iloc[:100], df.iloc[100:200], test=few, schema=schema, metrics=["dcr_risk"], baselines=False)
-    with warnings.catch_warnings():  # a coarse table's holdout, as repetitive as its training rows: no warning
+    with warnings.catch_warnings():  # a coarse table's holdout, as repetitive as its training rows: no such warning
         warnings.simplefilter("error", HoldoutWarning)
         coarse = df.assign(x=np.round(df["x"].clip(-1, 1)))
-        evaluate(coarse.iloc[:100], coarse.iloc[100:200], test=coarse.iloc[200:], schema=schema, metrics=["dcr_risk"],
-                 baselines=False)
+        with pytest.warns(UserWarning, match="a coarse table"):
+            evaluate(coarse.iloc[:100], coarse.iloc[100:200], test=coarse.iloc[200:], schema=schema,
+                     metrics=["dcr_risk"], baselines=False)
+
+
+def test_a_coarse_table_says_a_copy_reads_as_a_fresh_draw():
+    # 3 binary columns and a binary target: a verbatim copy of the training rows and a fresh draw scored the same
+    # on every privacy risk (0 risk, hitting rate 1), with no word that the attacks cannot see a copy here
+    rng = np.random.default_rng(1)
+
+    def draw(n):
+        return pd.DataFrame({c: rng.choice(["a", "b"], n) for c in "xyzt"})
+    train, test, fresh = draw(400), draw(400), draw(400)
+    schema = Schema.from_dict({"columns": {c: {"type": "categorical", "categories": ["a", "b"]} for c in "xyzt"}})
+    scores = []
+    for fake in (train.copy(), fresh):
+        with pytest.warns(UserWarning, match=r"evaluate: 100% of the training rows have an exact duplicate among the "
+                                             r"training rows \(a coarse table\): a release that copies training "
+                                             r"rows scores as a fresh draw on every privacy risk") as rec:
+            r = evaluate(train, fake, test=test, schema=schema, metrics=["dcr_risk", "identical_match_risk"],
+                         baselines=False)
+        assert not [w for w in rec if issubclass(w.category, HoldoutWarning)]
+        scores.append(r.set_index("metric")["value"].to_dict())
+    assert scores[0] == scores[1] == {"dcr_risk": 0.0, "identical_match_risk": 0.0}
+    with warnings.catch_warnings():  # adult-like rows, with a continuous column: not coarse, no such warning
+        warnings.simplefilter("error")
+        wide = train.assign(w=rng.normal(size=400).clip(-3, 3))
+        wide_schema = Schema.from_dict({"columns": schema.to_dict()["columns"]
+                                        | {"w": {"type": "numerical", "lower": -3, "upper": 3}}})
+        evaluate(wide, wide.sample(frac=1, random_state=0), test=test.assign(w=rng.normal(size=400).clip(-3, 3)),
+                 schema=wide_schema, metrics=["dcr_risk"], baselines=False)
 
 
 @pytest.mark.parametrize("task", [None, "binary classification"])
