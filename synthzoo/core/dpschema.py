@@ -802,7 +802,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             # the output type from the description only ("dtype": "string"): a reader's dtype follows the values
             # (a date column whose one dated record is removed reads back as all-missing floats)
             specs[c]["dtype"] = "string"
-        if specs[c].get("dtype") in INTEGER_DTYPES and not specs[c].get("missing") and df[c].isna().any():
+        if specs[c].get("dtype") in INTEGER_DTYPES and specs[c]["dtype"][0].islower() and df[c].isna().any():
             d = specs[c]["dtype"]
             raise SchemaError(f"column {c!r}: declared dtype {d!r} holds no missing values, but the column has some; "
                               f"declare {nullable_dtype_name(d)!r} (pandas' nullable dtype) instead")
@@ -818,7 +818,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             raise SchemaError(f"column {c!r}: infinite values (inf or -inf) cannot be bounded; replace them with "
                               "missing values or finite numbers")
         if specs[c]["type"] == "categorical" and "categories" in specs[c]:
-            _check_listed(df[c], Column.from_spec(c, {**specs[c], "missing": True}),
+            _check_listed(df[c], Column.from_spec(c, {**specs[c], "missing": specs[c].get("missing", True)}),
                           "kinds (or the --schema file of `fit --dp-schema`)")
     for c in (known.names if known is not None else []):  # a public schema's lists too: conform has no catch-all
         if known[c].kind == "categorical" and c not in known.meta.get("other_category", {}):

@@ -387,6 +387,25 @@ def test_hidden_missing_values_of_a_listed_column_without_a_catch_all_are_filled
         assert conform(df, schema)["color"].equals(fixed["color"])  # the record's own draw: the same again
 
 
+def test_listed_integer_categories_of_a_numpy_integer_dtype_are_checked_without_missing_values():
+    # the check of the list declared the column 'missing' to let NaN through, and a numpy int64 dtype then failed
+    # with "dtype 'int64' cannot hold missing values, but 'missing' is true" -- a key the caller never wrote
+    df = pd.DataFrame({"a": np.tile([1, 2, 3], 200), "b": np.tile(["x", "y"], 300)})
+    kinds = {"a": {"type": "categorical", "categories": [1, 2, 3], "dtype": "int64"}, "b": "categorical"}
+    schema, _ = dp_schema(df, kinds, epsilon=1.0, delta=1e-6, noise_seed=0)
+    assert schema["a"].categories == ["1", "2", "3"] and not schema["a"].missing and schema["a"].dtype == "int64"
+    schema.validate(conform(df, schema))
+    df.loc[0, "a"] = 4  # a value the list lacks: still the list's error, before any charge
+    ledger = PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
+    with pytest.raises(SchemaError, match=r"column 'a': 1 value\(s\) not in the categories listed in kinds"):
+        dp_schema(df, kinds, ledger=ledger, share=1.0)
+    assert ledger.spent().epsilon == 0
+    with_na = df.assign(a=pd.array([np.nan] + [1, 2, 3] * 199 + [1, 2], dtype="Int64"))
+    schema, _ = dp_schema(with_na, {**kinds, "a": {**kinds["a"], "dtype": "Int64"}}, epsilon=1.0, delta=1e-6,
+                          noise_seed=0)  # a nullable dtype with a missing value: the list check lets it through
+    assert schema["a"].dtype == "Int64"
+
+
 def test_values_outside_a_public_category_list_are_an_error_before_any_charge():
     # nothing can take them in (no catch-all for a list the caller gives): conform raised after the charge
     df = _frame(2000)
