@@ -246,6 +246,10 @@ class BoundsReport:
     missing_count: float | None = None  # noisy count of missing values (NaN bucket), if measured
     sigma: float = 0.0  # standard deviation of missing_count
     rings: tuple[int, int] = (0, 0)  # tail rings beyond the margin with evidence of data (left, right)
+    #: ``(side, edge)`` where the fixed log2 grid cannot say where the values are: "low"/"high", bounds at the grid's
+    #: outermost edge (its last bucket holds everything beyond it, clipped); "fine", evidence only in the buckets
+    #: around 0 (a smaller scale is not told apart from 0)
+    grid_edges: tuple = ()
 
     def as_dict(self, column) -> dict:
         r = lambda x: float(round(x, 1))  # noqa: E731
@@ -255,7 +259,7 @@ class BoundsReport:
                 "rows_a_bucket_can_hide": r(self.hidden), "trimmed_sub_buckets": list(self.trimmed),
                 "clipped_estimate": r(max(self.clipped_estimate, 0.0)), "rows_estimate": r(self.n_estimate),
                 "missing_estimate": None if self.missing_count is None else r(self.missing_count),
-                "tail_rings": list(self.rings)}
+                "tail_rings": list(self.rings), "grid_edges": [[side, float(x)] for side, x in self.grid_edges]}
 
 
 def _grid(kind: str, integer: bool, log2_range, span):
@@ -521,8 +525,17 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     noisy_missing, sigma_missing = (w1 * noisy_missing + w2 * missing2) / (w1 + w2), (w1 + w2) ** -0.5
     grid = "log2 buckets" if log_scale else f"{DATETIME_BLOCK_YEARS}-year blocks" + (
         f" (doubling beyond {DATETIME_SPAN[0][:4]}-{DATETIME_SPAN[1][:4]})" if lo < _FINE[0] or hi > _FINE[1] else "")
-    rep = BoundsReport(lo, hi, grid, core, walked,
-                       margin, hidden, (trim_l, trim_r), clipped, n_hat, noisy_missing, sigma_missing, rings)
+    at_edge = []
+    if log_scale:  # post-processing of the released bounds and evidence
+        top, bottom = 2.0 ** hi2, 2.0 ** lo2
+        if known_lower is None and lo <= -top:
+            at_edge.append(("low", -top))
+        if known_upper is None and hi >= top:
+            at_edge.append(("high", top))
+        if not integer and -bottom <= walked[0] and walked[1] <= bottom:
+            at_edge.append(("fine", bottom))
+    rep = BoundsReport(lo, hi, grid, core, walked, margin, hidden, (trim_l, trim_r), clipped, n_hat,
+                       noisy_missing, sigma_missing, rings, tuple(at_edge))
     return (lo, hi, rep) if report else (lo, hi)
 
 
@@ -925,6 +938,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
             lo, hi, brep = dp_bounds(vals, budget, share_of[c], integer=bool(spec.get("integer")), name=c, kind=kind,
                                      span=spans.get(c), report=True,
                                      known_lower=given.get("lower"), known_upper=given.get("upper"), **opts)
+            for side, edge in brep.grid_edges:  # said now, not only in the report: the fix is the caller's
+                warnings.warn(f"column {c!r}: {grid_edge_text(side, edge)} in kinds (or the --schema file of "
+                              "`fit --dp-schema`)", UserWarning, stacklevel=2)
             if kind == "numerical" and spec.get("dtype"):  # a declared width bounds the range (public)
                 info = (np.iinfo if is_integer_dtype_name(spec["dtype"]) else np.finfo)(spec["dtype"].lower())
                 lo, hi = min(max(lo, float(info.min)), float(info.max)), max(min(hi, float(info.max)), float(info.min))
@@ -1049,6 +1065,10 @@ def check_dp_schema_meta(schema: Schema, where: str = "schema") -> dict | None:
                     and all(num(r.get(k)) for k in ("margin_buckets", "rows_a_bucket_can_hide", "clipped_estimate"))):
                 raise SchemaError(f"{w}: a bounds record needs upper, core, walked, margin_buckets, "
                                   "rows_a_bucket_can_hide, trimmed_sub_buckets and clipped_estimate")
+            edges = r.get("grid_edges", [])
+            if not (isinstance(edges, list) and all(isinstance(e, list) and len(e) == 2 and e[0] in ("low", "high", "fine")
+                                                    and num(e[1]) for e in edges)):
+                raise SchemaError(f"{w}.grid_edges: must list [\"low\" | \"high\" | \"fine\", edge] pairs")
         # a declared 'missing' (missing_given) leaves the bounds' noisy count of missing values without a threshold
         if "missing_estimate" in r and not (num(r["missing_estimate"], True) and (
                 r.get("missing_given") is True or num(r.get("missing_threshold")))):
@@ -1062,6 +1082,16 @@ def measured_under_dp(schema: Schema | None) -> bool:
     """Whether ``schema`` says :func:`dp_schema` measured it with a finite epsilon (its record checked)."""
     info = check_dp_schema_meta(schema) if schema is not None else None
     return bool(info) and info.get("epsilon") is not None
+
+
+def grid_edge_text(side: str, edge: float) -> str:
+    """What a bound at the edge of :func:`dp_bounds`' log2 grid means, and what to do (``BoundsReport.grid_edges``)."""
+    if side == "fine":
+        return (f"every value the measurement saw lies within +-{edge:g} of 0, the log2 grid's innermost buckets: "
+                "values of a smaller scale are not told apart from 0, and the bounds may be far wider than the values; "
+                "declare the column's 'lower' and 'upper'")
+    return (f"the {'lower' if side == 'low' else 'upper'} bound is the log2 grid's outermost edge {edge:g}: "
+            f"values beyond it were counted there and are clipped to it; declare the column's 'lower' and 'upper'")
 
 
 def dp_schema_report(schema: Schema) -> str:
@@ -1105,6 +1135,8 @@ def dp_schema_report(schema: Schema) -> str:
                 if t[0] or t[1]:
                     text += (f"; trimmed {t[0]} + {t[1]} empty-looking sub-buckets (about "
                              f"{r['clipped_estimate']:,.0f} values clipped, a noisy estimate)")
+                for side, edge in r.get("grid_edges", []):
+                    text += "; " + grid_edge_text(side, edge)
         else:
             text = "public description kept"
         lines.append(f"  {name:<24} {col.kind:<11} {text};{miss}")

@@ -406,6 +406,29 @@ def test_listed_integer_categories_of_a_numpy_integer_dtype_are_checked_without_
     assert schema["a"].dtype == "Int64"
 
 
+def test_bounds_at_the_edge_of_the_log2_grid_are_warned_about_and_reported():
+    # values of 1e300 were clipped to the grid's last edge 2^64 and 1e-300 read as 0, with a report that said
+    # "data seen in [9.22337e+18, 1.84467e+19]" and no word that the grid, not the data, set those bounds
+    rng = np.random.default_rng(0)
+    for v, side, shown in ((rng.uniform(1e299, 1e300, 2000), "upper", r"outermost edge 1\.84467e\+19"),
+                           (rng.uniform(-1e300, -1e299, 2000), "lower", r"outermost edge -1\.84467e\+19"),
+                           (rng.uniform(1e-301, 1e-300, 2000), None, r"within \+-2\.32831e-10 of 0")):
+        with pytest.warns(UserWarning, match=rf"column 'x': (the {side} bound is the log2 grid's )?.*{shown}.*"
+                                             r"declare the column's 'lower' and 'upper' in kinds"):
+            schema, _ = dp_schema(pd.DataFrame({"x": v}), {"x": "numerical"}, epsilon=1.0, delta=1e-6, noise_seed=3)
+        assert re.search(shown + r".*declare the column's 'lower' and 'upper'; no missing", dp_schema_report(schema))
+    with warnings.catch_warnings():  # data well inside the grid: nothing said
+        warnings.simplefilter("error")
+        schema, _ = dp_schema(pd.DataFrame({"x": rng.normal(size=2000) * 1e6}), {"x": "numerical"}, epsilon=1.0,
+                              delta=1e-6, noise_seed=3)
+    assert schema.meta["dp_schema"]["columns"]["x"]["grid_edges"] == []
+    assert "edge" not in dp_schema_report(schema) and "innermost" not in dp_schema_report(schema)
+    bad = Schema.from_dict(schema.to_dict())
+    bad.meta["dp_schema"]["columns"]["x"]["grid_edges"] = [["up", 1.0]]  # an edited file
+    with pytest.raises(SchemaError, match=r"dp_schema\.columns\.x\.grid_edges: must list"):
+        dp_schema_report(bad)
+
+
 def test_values_outside_a_public_category_list_are_an_error_before_any_charge():
     # nothing can take them in (no catch-all for a list the caller gives): conform raised after the charge
     df = _frame(2000)
