@@ -226,6 +226,25 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
     return names
 
 
+def default_left_out(names: list[str], has_test: bool, task: str | None, cli: bool = False) -> list[str]:
+    """What the default run (``metrics=None``) leaves out of ``names`` (as :func:`_resolve_metrics` gave
+    them) and why: one message for the metrics that need held-out rows, one for those that need a target.
+    ``cli``: worded for ``synthzoo eval`` (its options), else for :func:`evaluate` (its arguments)."""
+    every = _resolve_metrics(None, True, False, task or "binary classification")
+    skipped = [m for m in every if m not in names]
+    no_test = [m for m in skipped if not has_test and m in _NEEDS_TEST]
+    no_target = [m for m in skipped if m not in no_test]
+    out = []
+    if no_test:
+        out.append(f"without {'--test' if cli else 'test='}, skipped {', '.join(no_test)} (they need real held-out "
+                   "rows the synthesizer never saw; " + ("`synthzoo split` makes them)" if cli else
+                                                         "synthzoo.datasets.train_test_split makes them)"))
+    if no_target:
+        out.append(f"the schema names no \"target\", so nothing to predict: skipped {', '.join(no_target)} (add "
+                   "\"target\" and \"task\" to the schema to score them)")
+    return out
+
+
 def _task_of(schema: Schema) -> str | None:
     """The schema's task text (checked: an unknown one fails here, before any metric runs), or
     ``None`` without a target."""
@@ -757,6 +776,9 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                                                            ("mds_shadow_models", "mds_samples"))
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
+    if metrics is None:  # the default run adapts to the tables: never in silence
+        for msg in default_left_out(names, test is not None, task):
+            warnings.warn("evaluate: " + msg, UserWarning, stacklevel=2)
     caveats = _table_caveats(train, test, names, schema)
     for msg, category in caveats:
         warnings.warn(msg, category, stacklevel=2)

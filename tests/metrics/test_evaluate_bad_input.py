@@ -693,3 +693,27 @@ def test_a_target_that_is_no_column_fails_before_any_metric_runs(tables, task):
         evaluate(train, fake, test=test, schema=typo, metrics=["tvd_2way", "ml_f1"], baselines=False,
                  progress=lambda *a: ran.append(a))
     assert not ran
+
+
+def test_the_default_run_says_what_it_leaves_out_and_why(tables):
+    # sz.evaluate(train, fake, schema=...) without a target or a holdout left the ML metrics and the attacks out
+    # in silence (only `synthzoo eval` printed it); the default run now warns as the command line prints
+    train, fake, test, schema = tables
+    no_target = Schema.from_dict(schema.to_dict())
+    no_target.meta.pop("target", None)
+    no_target.meta.pop("task", None)
+    for holdout, sch, said_first in ((None, schema, "evaluate: without test=, skipped "),
+                                     (test, no_target, 'evaluate: the schema names no "target", so nothing to '
+                                                       "predict: skipped ml_")):
+        with pytest.warns(UserWarning) as rec:
+            table = evaluate(train, fake, test=holdout, schema=sch, baselines=False, wasserstein_rows=50,
+                             n_attacks=20, nnaa_resamples=1, attr_trees=2, cv_evaluators=("linear",))
+        said = [str(w.message) for w in rec if "skipped" in str(w.message)]
+        assert len(said) == 1 and said[0].startswith(said_first), said
+        assert (holdout is None) == ("synthzoo.datasets.train_test_split makes them" in said[0])
+        assert (holdout is None) != ('add "target" and "task" to the schema' in said[0])
+        assert not any(m in said[0] for m in table["metric"])  # what was scored is not said to be skipped
+    with warnings.catch_warnings(record=True) as rec:  # metrics named: nothing left out by default, nothing said
+        warnings.simplefilter("always")
+        evaluate(train, fake, schema=no_target, metrics=["tvd_1way"], baselines=False)
+    assert not [w for w in rec if "skipped" in str(w.message)]
