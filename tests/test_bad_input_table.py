@@ -3,6 +3,7 @@ settings that make no sense.  (Hostile model files, item 4: tests/test_model_fil
 
 Every test name says the input; its body checks the behaviour."""
 
+import datetime
 import io
 import re
 import warnings
@@ -13,6 +14,7 @@ import pytest
 
 import synthzoo as sz
 from synthzoo.core.errors import ConfigError, PrivacySettingsWarning, SchemaError
+from synthzoo.core.privacy.ledger import PrivacyLedger
 from synthzoo.core.schema import Column, PrivateSchemaWarning, Schema, numeric_values
 from synthzoo.datasets import make_demo
 
@@ -95,6 +97,41 @@ def test_mixed_time_zones_are_converted_to_utc_with_a_warning():
     with pytest.warns(UserWarning, match="converted to UTC"):
         v = numeric_values(df["t"], col)
     assert v[0] == pd.Timestamp("2020-01-01 09:00").timestamp()
+
+
+@pytest.mark.parametrize("values", [
+    ["2020-01-01 10:00", "2020-01-01 10:00+02:00"],
+    ["2020-01-01", "2020-01-01T10:00Z"],
+    [datetime.datetime(2020, 1, 1, 10), datetime.datetime(2020, 1, 1, 10, tzinfo=datetime.timezone.utc)],
+    [pd.Timestamp("2020-01-01 10:00"), pd.Timestamp("2020-01-01 10:00", tz="Europe/Paris")]])
+def test_naive_and_zoned_datetimes_in_one_column_are_refused_before_any_charge(values):
+    # the naive values were read as UTC, a guess that moved them by hours, under a warning about different
+    # offsets only; now an error naming both kinds, before dp_schema's charges of the other columns
+    df = pd.DataFrame({"a": np.arange(100.0), "t": pd.Series(values * 50, dtype=object)})
+    said = (r"column 't': mixes values with a time zone \(e\.g\. '2020-01-01[ T]10:00.*'\) and values without one "
+            r"\(e\.g\. '2020-01-01.*', 50 such\); .* give every value its UTC offset \(or none\)")
+    with pytest.raises(SchemaError, match=said), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Schema.infer(df)
+    col = Column("t", "datetime", lower="2019-01-01", upper="2021-01-01", resolution="second", tz="Europe/Paris")
+    with pytest.raises(SchemaError, match=said):  # a declared zone does not say where the naive ones are either
+        Schema([Column("a", "numerical", lower=0, upper=100), col]).validate(df)
+    led = PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
+    with pytest.raises(SchemaError, match=said), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sz.dp_schema(df, {"a": "numerical", "t": {"type": "datetime", "resolution": "second"}}, ledger=led, share=1.0)
+    assert led.spent().epsilon == 0
+
+
+def test_text_that_is_no_date_in_a_measured_datetime_column_is_refused_before_any_charge():
+    # dp_schema parsed a datetime column when it came to measure it: the columns before it were charged first
+    df = pd.DataFrame({"a": np.arange(100.0), "t": ["2020-01-01", "hello"] * 50})
+    led = PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
+    for t in ({"type": "datetime", "resolution": "day"},
+              {"type": "datetime", "resolution": "day", "lower": "2019-01-01", "upper": "2021-01-01"}):
+        with pytest.raises(SchemaError, match=r"column 't': 50 value\(s\) that are not datetimes, e\.g\. \['hello'\]"):
+            sz.dp_schema(df, {"a": "numerical", "t": t}, ledger=led, share=1.0)
+        assert led.spent().epsilon == 0
 
 
 def test_text_that_is_not_iso_names_the_value_and_the_schemas_format_key_not_pandas_arguments():

@@ -293,6 +293,8 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
             hint = ("expected ISO 8601 text such as 2020-01-31 or 2020-01-31 14:05:00; for another layout declare "
                     "the column's \"format\" in the schema with strftime codes, e.g. \"%d/%m/%Y\"")
         raise SchemaError(f"column {name!r}: {int(bad.sum())} value(s) that are not datetimes, e.g. {ex}; {hint}")
+    if mixed and fmt is None:
+        _refuse_naive_with_aware(s, na, name)
     if mixed and tz is None and warn:
         warnings.warn(f"column {name!r}: the values carry different UTC offsets (time zones); they were converted "
                       "to UTC. Declare the column's \"tz\" (e.g. \"Europe/Paris\") to read and write them in one zone",
@@ -300,6 +302,29 @@ def to_seconds(s, name: str, tz: str | None = None, fmt: str | None = None, warn
     elif warn:
         _warn_zone_dropped(ts, name, tz)
     return _wall_seconds(ts, tz)
+
+
+def _has_zone(x) -> bool:
+    """Whether one datetime value says its zone: an aware datetime/Timestamp, or text whose time of day ends in
+    an offset or Z (a date alone has no zone: "2020-01-01"'s "-01" is its day)."""
+    if isinstance(x, str):
+        text = x.strip()
+        return bool(re.search(r"[T ]\d{2}", text)) and bool(_ZONE_SUFFIX.search(text))
+    return getattr(x, "tzinfo", None) is not None
+
+
+def _refuse_naive_with_aware(s: pd.Series, na: np.ndarray, name: str) -> None:
+    """Values with a zone and values without one in one column: pandas reads the naive ones as UTC, a guess
+    (local clocks? the zone of the others?) that moved them by hours in silence.  Called only on the mixed-offset
+    path, where the values are already looked at one by one."""
+    zoned = np.array([_has_zone(x) for x in s[~na]], dtype=bool)
+    if zoned.any() and not zoned.all():
+        present = s[~na].reset_index(drop=True)
+        naive, aware = present[~zoned].iloc[0], present[zoned].iloc[0]
+        raise SchemaError(f"column {name!r}: mixes values with a time zone (e.g. {str(aware)[:40]!r}) and values "
+                          f"without one (e.g. {str(naive)[:40]!r}, {int((~zoned).sum()):,} such); the zone of the "
+                          "second kind is not known, so they cannot be placed in time: give every value its UTC "
+                          "offset (or none)")
 
 
 def _parse(s: pd.Series, na: np.ndarray, kw: dict):

@@ -849,8 +849,12 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     if not span[0] < span[1]:
         raise ConfigError(f"datetime_span must be increasing, got {datetime_span}")
     spans = {c: _column_span(specs[c], span, c) for c in todo if specs[c]["type"] == "datetime"}  # before any charge
-    for c in spans:  # a datetime description's own errors (an unknown zone, a format that does not read back) too
-        Column.from_spec(c, {**specs[c], "lower": 0.0, "upper": 0.0})
+    seconds = {}  # the datetime columns' values parsed now: text that is no date failed after other columns' charges
+    for c in cols:  # a datetime description's own errors (an unknown zone, a format that does not read back) too
+        if specs[c]["type"] == "datetime":
+            probe = Column.from_spec(c, {**specs[c], "lower": specs[c].get("lower", 0.0),
+                                         "upper": specs[c].get("upper", specs[c].get("lower", 0.0))})
+            seconds[c] = _dt_seconds(df[c], probe)
     for c in todo:  # and the others' ('decimals' on integers, a dtype the values do not fit): they failed after charges
         spec = specs[c]
         if spec["type"] == "numerical":
@@ -926,8 +930,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                    "selection_threshold": float(thr), "other": other}
         elif kind in ("numerical", "datetime") and ("lower" not in spec or "upper" not in spec):
             if kind == "datetime":
-                probe = Column.from_spec(c, {**spec, "lower": 0.0, "upper": 0.0})  # the public facts, for parsing
-                vals = _dt_seconds(df[c], probe)
+                vals = seconds[c]  # parsed before any charge
             else:
                 vals = df[c].to_numpy(dtype=float, na_value=np.nan)
             given = {k: spec[k] for k in ("lower", "upper") if k in spec}  # one public bound: keep it
