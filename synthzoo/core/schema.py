@@ -39,13 +39,16 @@ from .errors import ConfigError, SchemaError, quiet_parsing_advice
 
 KINDS = ("categorical", "numerical", "datetime")
 #: Output dtypes a categorical column may declare with its ``"dtype"`` key.
-CATEGORICAL_DTYPES = ("str", "string", "int", "bool", "boolean", "category", "category[int]")
+CATEGORICAL_DTYPES = ("str", "string", "int", "bool", "boolean", "category", "category[int]", "category[interval]")
+#: The pandas category dtypes (``ordered`` applies to them).
+CATEGORY_DTYPES = ("category", "category[int]", "category[interval]")
 #: Output dtypes a datetime column may declare with its ``"dtype"`` key.
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
 #: Output dtypes a numerical column may declare with its ``"dtype"`` key: numpy's integer and float
 #: widths and pandas' nullable ones (capitalised), which hold missing values.
-NUMERICAL_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
-                    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64")
+NUMERICAL_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+                    "float64", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
+                    "Float64")
 #: The integer ones, which a categorical column of integer categories may declare too (``int`` at a width).
 INTEGER_DTYPES = tuple(d for d in NUMERICAL_DTYPES if "int" in d.lower())
 #: Keys a column description may have (anything else is a typo, and an error).
@@ -95,6 +98,42 @@ def nullable_dtype_name(name: str) -> str:
 def is_integer_dtype_name(name) -> bool:
     """Whether ``name`` is one of :data:`NUMERICAL_DTYPES` that holds integers only."""
     return isinstance(name, str) and name in NUMERICAL_DTYPES and "int" in name.lower()
+
+
+_INTERVAL_TEXT = re.compile(r"([\(\[])(.+), (.+)([\)\]])")
+_CLOSED = {("(", "]"): "right", ("[", ")"): "left", ("[", "]"): "both", ("(", ")"): "neither"}
+
+
+def interval_categories(categories: list[str], name: str) -> pd.IntervalIndex:
+    """The intervals a ``"category[interval]"`` column's categories print as (``"(0, 10]"``, as pandas prints
+    ``pd.cut``'s bins), numbers or timestamps at their ends, all closed on the same side; SchemaError naming the
+    column for a category that is no such interval or does not print back as itself."""
+    def end(text: str):
+        for read in (int, float, pd.Timestamp):
+            try:
+                return read(text)
+            except (ValueError, TypeError):
+                continue
+        return None
+
+    parts = [_INTERVAL_TEXT.fullmatch(c) for c in categories]
+    bad = [c for c, m in zip(categories, parts) if m is None or end(m[2]) is None or end(m[3]) is None]
+    closed = {_CLOSED[m[1], m[4]] for m in parts if m is not None}
+    if bad or len(closed) != 1:
+        what = f"e.g. {bad[0]!r} is not one" if bad else f"they are closed on different sides ({sorted(closed)})"
+        raise SchemaError(f"column {name!r}: dtype 'category[interval]' needs categories written as pandas prints "
+                          f"intervals of one kind, e.g. '(0, 10]'; {what}")
+    try:
+        index = pd.IntervalIndex.from_arrays([end(m[2]) for m in parts], [end(m[3]) for m in parts],
+                                             closed=closed.pop())
+    except (ValueError, TypeError) as e:
+        raise SchemaError(f"column {name!r}: the categories are not intervals of one type ({str(e)[:80]})") from None
+    back = [category_key(i) for i in index]
+    if back != list(categories):
+        odd = next(c for c, b in zip(categories, back) if c != b)
+        raise SchemaError(f"column {name!r}: category {odd!r} reads back as {back[categories.index(odd)]!r}; write "
+                          "it as pandas prints the interval")
+    return index
 
 
 def period_dtype(name) -> pd.PeriodDtype | None:
@@ -157,7 +196,8 @@ class Column:
         ``"str", "string"`` (pandas' ``StringDtype`` with ``pd.NA`` for missing values, what
         ``convert_dtypes`` makes), ``"int", "bool"``, ``"boolean"`` (pandas' nullable ``BooleanDtype``, with or
         without missing values), ``"category"``, ``"category[int]"`` (a pandas category column whose categories
-        are integers), or a pandas period dtype (``"period[M]"``, the categories written as pandas prints its
+        are integers), ``"category[interval]"`` (one whose categories are intervals, as ``pd.cut`` makes: the
+        categories written as pandas prints them, ``"(0, 10]"``), or a pandas period dtype (``"period[M]"``, the categories written as pandas prints its
         periods); for a datetime column ``"datetime"`` (default, ``datetime64[ns]``),
         a unit ``"datetime64[s]"``, ``"[ms]"``, ``"[us]"`` or ``"[ns]"``, or ``"string"``; for a numerical column one of :data:`NUMERICAL_DTYPES` (default ``int64``
         for integers, ``Int64`` when missing values may occur, else ``float64``): an integer dtype
@@ -235,9 +275,9 @@ class Column:
             raise SchemaError(f"column {self.name!r}: 'integer' and 'missing' must be true or false")
         if not isinstance(self.ordered, (bool, np.bool_)):
             raise SchemaError(f"column {self.name!r}: 'ordered' must be true or false, got {str(self.ordered)[:40]!r}")
-        if self.ordered and (self.kind != "categorical" or self.dtype not in (None, "category", "category[int]")):
+        if self.ordered and (self.kind != "categorical" or self.dtype not in (None, *CATEGORY_DTYPES)):
             raise SchemaError(f"column {self.name!r}: 'ordered' applies to categorical columns typed as a pandas "
-                              f"category ('dtype' 'category' or 'category[int]'), not to a {self.kind} column"
+                              f"category ('dtype' one of {list(CATEGORY_DTYPES)}), not to a {self.kind} column"
                               + (f" of dtype {self.dtype!r}" if self.kind == "categorical" else ""))
         self.ordered = bool(self.ordered)
         if self.decimals is not None:
@@ -272,6 +312,8 @@ class Column:
                                           f"{self.dtype!r} (int64) holds; declare dtype 'str' to keep them as text")
                 else:
                     self._check_width(min(ints), max(ints), "categories")
+            if self.dtype == "category[interval]":
+                interval_categories(self.categories, self.name)  # each must read back as the interval it prints
             if self.dtype in ("bool", "boolean") and not set(self.categories) <= {"True", "False"}:
                 raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs the categories True/False")
             if (period := period_dtype(self.dtype)) is not None:
@@ -327,10 +369,11 @@ class Column:
             raise SchemaError(f"column {self.name!r}: dtype {d!r} cannot hold missing values, but 'missing' is true; "
                               f"declare {nullable_dtype_name(d)!r} (pandas' nullable dtype) or 'missing': false")
         info = np.iinfo(d.lower()) if is_integer_dtype_name(d) else np.finfo(d.lower())
-        if lo < info.min or hi > info.max:
+        least, most = (int(info.min), int(info.max)) if is_integer_dtype_name(d) else (float(info.min), float(info.max))
+        if lo < least or hi > most:  # Python numbers: float16's own scalars overflowed in the comparison
             span = f"[{self.show(lo)}, {self.show(hi)}]" if what == "bounds" else f"from {lo} to {hi}"
             raise SchemaError(f"column {self.name!r}: {what} {span} exceed what dtype {d!r} holds "
-                              f"([{info.min}, {info.max}])")
+                              f"([{least}, {most}])")
 
     def _datetime_init(self) -> None:
         for which in ("lower", "upper"):
@@ -460,6 +503,8 @@ class Column:
             return pd.CategoricalDtype(list(self.categories), ordered=self.ordered)
         if kind == "category[int]":  # a pandas category column over integers: its categories stay integers
             return pd.CategoricalDtype(pd.Index([int(c) for c in self.categories], dtype="int64"), ordered=self.ordered)
+        if kind == "category[interval]":  # pd.cut's bins: intervals again
+            return pd.CategoricalDtype(interval_categories(self.categories, self.name), ordered=self.ordered)
         return period_dtype(kind) or _STR
 
     def typed(self, values) -> pd.Series:
@@ -485,7 +530,7 @@ class Column:
                 v = v.round(self.decimals).clip(self.lower, self.upper)
             return (v.round() if self.integer else v).astype(dtype)
         if isinstance(dtype, pd.CategoricalDtype):
-            if self.dtype == "category[int]":  # schema strings -> the integer categories, by position
+            if self.dtype in ("category[int]", "category[interval]"):  # schema strings -> its categories, by position
                 codes = pd.Categorical(v.where(~na, None), categories=list(self.categories)).codes
                 return pd.Series(pd.Categorical.from_codes(codes, dtype=dtype), index=v.index)
             return pd.Series(pd.Categorical(v.where(~na, None), dtype=dtype))
@@ -506,6 +551,15 @@ class Column:
         Raises :class:`SchemaError` naming values outside the schema."""
         if self.is_schema_categorical(s):
             return s.array
+        if isinstance(getattr(s, "dtype", None), pd.CategoricalDtype):
+            # through the frame's own categories, those in use: pd.cut's intervals factorized with a missing value
+            # became float intervals ("(0.0, 10.0]") that no longer matched their category "(0, 10]"
+            cat = pd.Categorical(s)
+            codes = np.asarray(cat.codes, dtype=np.int64)
+            used = np.unique(codes[codes >= 0])
+            pos = np.full(len(cat.categories) + 1, -1, dtype=np.int64)  # the last reads code -1 (missing)
+            pos[used] = self.positions(cat.categories[used])
+            return pd.Categorical.from_codes(pos[codes], dtype=pd.CategoricalDtype(self.categories))
         values = np.asarray(s, dtype=object)
         shared = _by_identity(values)  # (row -> object, objects): values are then matched per object
         if shared is None:
@@ -762,7 +816,9 @@ class Schema:
                 # unused ones included, and its order), over integers when its categories are integers
                 dtype, ordered = None, False
                 if isinstance(s.dtype, pd.CategoricalDtype):
-                    dtype = "category[int]" if pd.api.types.is_integer_dtype(s.dtype.categories.dtype) else "category"
+                    dtype = ("category[int]" if pd.api.types.is_integer_dtype(s.dtype.categories.dtype) else
+                             "category[interval]" if isinstance(s.dtype.categories.dtype, pd.IntervalDtype) else
+                             "category")
                     ordered = bool(s.dtype.ordered)
                 elif isinstance(s.dtype, pd.PeriodDtype):  # periods come back as periods
                     dtype = str(s.dtype)
