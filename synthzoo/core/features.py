@@ -195,23 +195,28 @@ class ModeNormalised:
         if pts.size > 20_000:
             pts = pts[rng.choice(pts.size, 20_000, replace=False)]
         k = int(max(1, min(n_modes, np.unique(pts).size)))
-        scale = hi - lo
+        # the points as shares of [lo, hi], computed in halves: bounds of +-8e307 made sums of the points, and
+        # bounds of +-1e308 hi - lo itself, overflow to inf ("malformed modes", after the histogram's charge);
+        # halving is exact, so ordinary columns get the same shares to the bit
+        half = hi / 2 - lo / 2
+        z = (pts / 2 - lo / 2) / half
         gm = BayesianGaussianMixture(n_components=k, weight_concentration_prior_type="dirichlet_process",
                                      weight_concentration_prior=0.001, max_iter=100, n_init=1,
                                      random_state=int(rng.integers(2 ** 31)))
         with warnings.catch_warnings():  # a mixture that stops at max_iter is still a fine set of modes
             warnings.simplefilter("ignore", ConvergenceWarning)
-            gm.fit(((pts - lo) / scale).reshape(-1, 1))
+            gm.fit(z.reshape(-1, 1))
         keep = gm.weights_ > 0.005
         if not keep.any():
             keep = gm.weights_ == gm.weights_.max()
         # the modes' means and scales from the points they take (an M-step without the Wishart prior,
         # which would give a point mass a scale of a thousandth of the range)
-        resp = gm.predict_proba(((pts - lo) / scale).reshape(-1, 1))[:, keep]
+        resp = gm.predict_proba(z.reshape(-1, 1))[:, keep]
         mass = np.maximum(resp.sum(axis=0), 1e-12)
-        means = (resp * pts[:, None]).sum(axis=0) / mass
-        stds = np.sqrt((resp * (pts[:, None] - means[None, :]) ** 2).sum(axis=0) / mass)
-        return cls(column, means, np.maximum(stds, 1e-6 * scale), gm.weights_[keep])
+        mean_z = (resp * z[:, None]).sum(axis=0) / mass
+        std_z = np.sqrt((resp * (z[:, None] - mean_z[None, :]) ** 2).sum(axis=0) / mass)
+        means = (lo / 2 + mean_z * half) * 2  # back on the column's scale, never past the bounds' magnitude
+        return cls(column, means, np.maximum(std_z, 1e-6) * 2 * half, gm.weights_[keep])
 
     @property
     def n_modes(self) -> int:
@@ -228,13 +233,14 @@ class ModeNormalised:
         out = np.zeros((len(v), 1 + k + (1 if self.column.missing else 0)), dtype=np.float32)
         x = v[~na]
         if x.size:
-            logp = (np.log(self.weights + 1e-12)[None, :] - np.log(self.stds)[None, :]
-                    - 0.5 * ((x[:, None] - self.means[None, :]) / self.stds[None, :]) ** 2)
+            # in halves (exact), so that values and modes of +-8e307 do not overflow in their difference
+            dev = (x[:, None] / 2 - self.means[None, :] / 2) / (self.stds[None, :] / 2)
+            logp = np.log(self.weights + 1e-12)[None, :] - np.log(self.stds)[None, :] - 0.5 * dev ** 2
             p = np.exp(logp - logp.max(axis=1, keepdims=True))
             p /= p.sum(axis=1, keepdims=True)
             mode = (p.cumsum(axis=1) < rng.random(x.size)[:, None]).sum(axis=1).clip(0, k - 1)
             rows = np.flatnonzero(~na)
-            out[rows, 0] = np.clip((x - self.means[mode]) / (4 * self.stds[mode]), -0.99, 0.99)
+            out[rows, 0] = np.clip((x / 2 - self.means[mode] / 2) / (2 * self.stds[mode]), -0.99, 0.99)
             out[rows, 1 + mode] = 1.0
         if self.column.missing:
             out[na, -1] = 1.0
@@ -243,7 +249,8 @@ class ModeNormalised:
     def inverse(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         k = self.n_modes
         mode = np.argmax(x[:, 1:1 + k], axis=1)
-        v = np.clip(x[:, 0], -1.0, 1.0) * 4 * self.stds[mode] + self.means[mode]
+        with np.errstate(over="ignore"):  # past the largest float only near bounds of +-1e308: clipped to them
+            v = np.clip(x[:, 0], -1.0, 1.0) * 4 * self.stds[mode] + self.means[mode]
         v = _finish(np.clip(v, self.column.lower, self.column.upper), self.column)
         if self.column.missing:
             v[x[:, -1] > 0.5] = np.nan

@@ -61,3 +61,42 @@ def test_malformed_state_is_a_config_error():
         FeatureTable.from_state(schema, {"x": {"type": "onehot"}})
     with pytest.raises(ConfigError, match="modes"):
         FeatureTable.from_state(schema, {"x": {"type": "modes", "means": [], "stds": [], "weights": []}})
+
+
+@pytest.mark.parametrize("b", [8e307, 8.9e307])
+def test_modes_of_a_column_near_the_largest_float_do_not_overflow(b):
+    # tvae and ctgan on bounds of +-8e307 summed the points to inf and failed with "malformed modes" -- after the
+    # histogram's charge; the modes are now fitted on shares of the range, computed in exact halves
+    import warnings
+
+    import synthzoo as sz
+
+    col = Column("x", "numerical", lower=-b, upper=b)
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(-0.5, 0.05, 500), rng.normal(0.6, 0.05, 500)].clip(-1, 1) * b
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow on the way
+        m = ModeNormalised.from_values(col, x, 5, np.random.default_rng(1))
+        assert np.isfinite(m.means).all() and np.isfinite(m.stds).all() and m.n_modes >= 2
+        assert np.allclose(np.sort(m.means[m.weights > 0.2]) / b, [-0.5, 0.6], atol=0.02)
+        enc = m.transform(pd.Series(x), np.random.default_rng(2))
+        back = m.inverse(enc, np.random.default_rng(3))
+    assert np.isfinite(enc).all() and np.all(np.abs(back / b - x / b) < 0.05)
+    df = pd.DataFrame({"x": x[:300], "c": rng.choice(["a", "b"], 300)})
+    schema = Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": -b, "upper": b},
+                                           "c": {"type": "categorical", "categories": ["a", "b"]}}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = sz.make("ctgan", epsilon=1.0, delta=1e-5, schema=schema, seed=0, model={"epochs": 1}).fit(df).sample(200)
+    assert np.isfinite(out["x"]).all() and out["x"].between(-b, b).all()
+
+
+def test_modes_of_an_ordinary_column_are_those_of_the_plain_formula():
+    # the halves are exact: the same modes as (x - lo) / (hi - lo), and the means and scales from the points
+    col = Column("x", "numerical", lower=-3.0, upper=7.0)
+    x = np.random.default_rng(0).normal(2, 1.5, 3000).clip(-3, 7)
+    m = ModeNormalised.from_values(col, x, 4, np.random.default_rng(1))
+    share = (x - col.lower) / (col.upper - col.lower)
+    assert np.array_equal((x / 2 - col.lower / 2) / (col.upper / 2 - col.lower / 2), share)
+    enc = m.transform(pd.Series(x), np.random.default_rng(2))
+    assert np.abs(m.inverse(enc, np.random.default_rng(3)) - x).max() < 1e-5 * 10
