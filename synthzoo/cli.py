@@ -209,20 +209,6 @@ def _cli_words(msg: str) -> str:
     return msg
 
 
-def _check_output(path, role: str = "--out") -> None:
-    """An output path that cannot be written is said before any work (and any budget) is spent."""
-    from .core.errors import ConfigError
-
-    p = Path(path)
-    if p.is_dir():
-        raise ConfigError(f"{role}: {str(p)!r} is a folder; give a file name inside it")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"{role}: folder {str(parent)!r} does not exist (create it first)")
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"{role}: folder {str(parent)!r} is not writable")
-
-
 #: Each command's input files, by the name argparse gives them, that its --out must not replace.
 _INPUTS = {"fit": ("data", "schema", "sign"), "sample": ("model", "trust"),
            "eval": ("real", "fake", "test", "schema", "risk"), "tune": ("data", "val", "public", "schema", "sign")}
@@ -269,13 +255,16 @@ def _count(s: str) -> int:
 
 
 def _seed(s: str) -> int:
-    """A seed: a whole number >= 0 (a negative one ended in numpy's ValueError traceback)."""
+    """A seed: a whole number in [0, 2^63), the library's one rule (a negative one ended in numpy's ValueError
+    traceback; one of 2^63 or more was refused only by the synthesizer, as 'seed', after the data was read)."""
     try:
         v = int(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {s!r}")
+        raise argparse.ArgumentTypeError(f"a seed is a whole number in [0, 2^63), got {s!r}") from None
+    from .core.params import SEED_LIMIT
+
+    if not 0 <= v < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number in [0, 2^63), got {s!r}")
     return v
 
 
@@ -840,18 +829,10 @@ def cmd_eval(a) -> int:
     metrics = None if a.metrics is None else [m.strip() for m in a.metrics.split(",") if m.strip()]  # "" names none
     names = _resolve_metrics(metrics, test is not None, False, _task_of(schema), field="--metrics")
     if metrics is None:  # say what the default run leaves out, and why, before the minutes it takes
-        from synthzoo.metrics.evaluate import _NEEDS_TEST
+        from synthzoo.metrics.evaluate import default_left_out
 
-        every = _resolve_metrics(None, True, False, _task_of(schema) or "binary classification")
-        skipped = [m for m in every if m not in names]
-        no_test = [m for m in skipped if test is None and m in _NEEDS_TEST]
-        no_target = [m for m in skipped if m not in no_test]
-        if no_test:
-            print(f"eval: without --test, skipped {', '.join(no_test)} (they need real held-out rows; "
-                  "`synthzoo split` makes them)", file=sys.stderr)
-        if no_target:
-            print(f"eval: the schema names no \"target\", so nothing to predict: skipped {', '.join(no_target)}",
-                  file=sys.stderr)
+        for msg in default_left_out(names, test is not None, _task_of(schema), cli=True):
+            print("eval: " + msg, file=sys.stderr)
     steps = _eval_steps(names)
     step_of = {m: i for i, step in enumerate(steps) for m in step}
     live = sys.stderr.isatty()
@@ -1339,6 +1320,7 @@ def _number_reading_hint(msg: str, decimal: str, thousands: str | None) -> str:
 
 
 def main(argv=None) -> int:
+    from synthzoo.core.csvfile import check_output_path
     from synthzoo.core.errors import SchemaError, SynthzooError
 
     single_thread_defaults()  # OpenMP spin-waiting hurts on small machines; a user's setting is kept
@@ -1346,7 +1328,7 @@ def main(argv=None) -> int:
     with plain_warnings():
         try:
             if getattr(args, "out", None) and not (args.cmd == "sample" and args.out == "-"):
-                _check_output(args.out)
+                check_output_path(args.out)
                 _check_out_is_not_an_input(args)
             _check_encoding(getattr(args, "encoding", None))
             return args.func(args)

@@ -21,6 +21,7 @@ import pandas as pd
 
 from .core import csvfile
 from .core.errors import ConfigError, SchemaError
+from .core.params import check_seed
 from .core.schema import Column, Schema, numeric_values
 
 EDUCATION = ["primary", "secondary", "vocational", "bachelor", "master", "doctorate"]
@@ -79,8 +80,7 @@ def make_demo(n: int = 5000, seed: int = 0) -> tuple[pd.DataFrame, Schema]:
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ConfigError(f"n must be a positive integer, got {n!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    check_seed(seed)
     n = int(n)
     rng = np.random.default_rng(int(seed))
 
@@ -217,8 +217,7 @@ def make_compas_like(n: int = 7214, seed: int = 0) -> tuple[pd.DataFrame, Schema
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ConfigError(f"n must be a positive integer, got {n!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    check_seed(seed)
     n = int(n)
     rng = np.random.default_rng(int(seed))
     sex = np.where(rng.random(n) < 0.81, "Male", "Female")
@@ -334,6 +333,7 @@ def make_wide(n: int = 5000, n_columns: int = 100, seed: int = 0) -> tuple[pd.Da
     methods (how their candidates, model sizes and times grow with the columns) and record models."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ConfigError(f"n must be a positive integer, got {n!r}")
+    check_seed(seed)
     structure = wide_structure(n_columns)
     rng = np.random.default_rng(int(seed))
     z = np.empty((int(n), len(structure)))
@@ -456,8 +456,9 @@ def train_test_split(df: pd.DataFrame, test_size: float | int = 0.2, seed: int =
         frac = float(test_size)
     else:
         raise ConfigError(f"test_size must be a fraction in (0, 1) or a row count, got {test_size!r}")
+    check_seed(seed)
     n_test = min(max(int(round(frac * n)), 1), n - 1)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(int(seed))
     if stratify is None:
         perm = rng.permutation(n)
         test_idx = perm[:n_test]

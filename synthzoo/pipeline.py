@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import io
 import json
 import math
+import os
 import re
 import sys
 import time
@@ -39,7 +41,8 @@ from .core.privacy.ledger import (EPSILON_MAX, REPLAYABLE_WARNING, Budget, Priva
 from .core.statecheck import printable
 from .core.privacy.dpsgd import schedule as dpsgd_schedule
 from .core.dpschema import check_dp_schema_meta, dp_schema_report, measured_under_dp
-from .core.schema import READ_FROM_ROWS, Schema, read_json
+from .core.csvfile import check_output_path
+from .core.schema import READ_FROM_ROWS, Schema, parse_json_bytes, read_json
 from .modelfile import FORMAT, MAX_BYTES, check_document, check_not_the_key, sign_document, verify_document
 
 #: Rows per block of a sample: every sample is generated block by block, block k from a random stream
@@ -529,6 +532,12 @@ class Synthesizer:
         to_csv.setdefault("index", False)
         encoding = to_csv.pop("encoding", None)
         self._check_fitted()
+        stream = hasattr(path, "write")
+        if not stream:
+            path = _as_path(path, "sample_to_csv")
+            special = path.exists() and not path.is_file() and not path.is_dir()
+            if not special:  # said now, naming the caller's path, not the .part file after the model's work
+                check_output_path(path, "sample_to_csv")
         n = self._sample_size(n)
         chunks = self.sample_chunks(n, chunk=chunk, seed=seed, progress=progress)
         rows = 0
@@ -544,12 +553,10 @@ class Synthesizer:
                 if room is not None and rows == len(part) and rows < n:
                     room(fh)
 
-        if hasattr(path, "write"):  # an open text stream: written as it is, by its own encoding
+        if stream:  # an open text stream: written as it is, by its own encoding
             write(path, getattr(path, "encoding", None) or "utf-8")
             path.flush()
             return rows
-        path = Path(path)
-        special = path.exists() and not path.is_file() and not path.is_dir()
         opener = open if special else _csv_opener(path)  # a .gz name gets gzip, as pandas' to_csv does
         part_path = path if special else path.with_name(path.name + ".part")
         try:
@@ -630,8 +637,7 @@ class Synthesizer:
             base = [self.seed, 1, self._sample_calls]
             self._sample_calls += 1
             return base
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        check_seed(seed)  # the one rule for every seed (a model file holds the synthesizer's as a signed int64)
         return [int(seed), 2]
 
     def _chunks(self, n: int, chunk: int, base: list[int], progress):
@@ -846,21 +852,36 @@ class Synthesizer:
         self._fitted = True
         return self
 
-    def save(self, path: str | Path, sign_with: str | Path | None = None) -> None:
-        """Write :meth:`to_json`'s document to ``path`` (refused, before anything is written, when :meth:`load`
+    def save(self, path, sign_with: str | Path | None = None) -> None:
+        """Write :meth:`to_json`'s document to ``path``, a file name or an open file (binary or text; written
+        as UTF-8 JSON from its current position) (refused, before anything is written, when :meth:`load`
         would refuse it: a parameter past its model's limits or sampling work past
         :data:`~synthzoo.core.base.MAX_SAMPLE_WORK`); ``sign_with`` (an Ed25519 private key file from
         :func:`synthzoo.modelfile.generate_key` or ``synthzoo keygen``) adds a signature over it, so
         that whoever holds the public key can tell the file is as you saved it."""
+        if hasattr(path, "write"):  # an open file, as torch.save and joblib.dump take one
+            if sign_with is not None and getattr(path, "name", None) is not None:
+                check_not_the_key(path.name, sign_with)
+        else:
+            path = _as_path(path, "save")
+            check_output_path(path, "save")
+            if sign_with is not None:
+                check_not_the_key(path, sign_with)
         doc = self.to_json()
         if sign_with is not None:
-            check_not_the_key(path, sign_with)
             doc = sign_document(doc, sign_with)
-        Path(path).write_text(json.dumps(doc))
+        text = json.dumps(doc)
+        if not hasattr(path, "write"):
+            path.write_text(text)
+        elif isinstance(path, io.TextIOBase):
+            path.write(text)
+        else:
+            path.write(text.encode("utf-8"))
 
     @classmethod
-    def load(cls, path: str | Path, max_bytes: int = MAX_BYTES, trusted_keys=None) -> "Synthesizer":
-        """Read a file written by :meth:`save` (at most ``max_bytes``). Only JSON is parsed, and the
+    def load(cls, path, max_bytes: int = MAX_BYTES, trusted_keys=None) -> "Synthesizer":
+        """Read a file written by :meth:`save` (at most ``max_bytes``), from a file name or an open file (binary
+        or text, read from its current position). Only JSON is parsed, and the
         document is checked as untrusted input (see :meth:`from_json`); modules come from the registry.
         ``trusted_keys``: public key files; the file must be signed by one of them and unchanged since.
 
@@ -870,12 +891,22 @@ class Synthesizer:
         records on one CPU thread) is refused, naming the parameters that drive it; and :meth:`sample`
         without ``n`` draws the file's default sample size only when that takes no longer than 1,000
         records at the limit (else it asks for ``n``)."""
-        path = Path(path)
-        if not path.exists():
-            raise ConfigError(f"{path}: file not found")
-        if not path.is_file():
-            raise ConfigError(f"{path}: not a file")
-        doc, problem = read_json(path, max_bytes)
+        if hasattr(path, "read"):  # an open file (binary or text), read as a file name is: at most max_bytes
+            data = path.read(max_bytes + 1)
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            if not isinstance(data, bytes):
+                raise ConfigError(f"load: the open file gave {type(data).__name__}, not bytes or text")
+            path = getattr(path, "name", None) or "the open file"
+            doc, problem = ((None, f"holds more than max_bytes={max_bytes:,} bytes; not read") if len(data) > max_bytes
+                            else parse_json_bytes(data))
+        else:
+            path = _as_path(path, "load")
+            if not path.exists():
+                raise ConfigError(f"{path}: file not found")
+            if not path.is_file():
+                raise ConfigError(f"{path}: not a file")
+            doc, problem = read_json(path, max_bytes)
         if problem is not None:
             if problem.startswith(("is empty", "ends in the middle")):  # a damaged file, not another format
                 raise ConfigError(f"{path}: the model file {problem}")
@@ -887,6 +918,15 @@ class Synthesizer:
         # (the tuner's runs) is not a file's
         synth._from_file = True
         return synth
+
+
+def _as_path(path, method: str) -> Path:
+    """A file name (str or os.PathLike) as a Path; anything else is said to be no file name, not os.fspath's
+    TypeError (``save(3)``, ``load(None)``)."""
+    if isinstance(path, (str, os.PathLike)) and not isinstance(path, bytes):
+        return Path(path)
+    raise ConfigError(f"{method}: expected a file name (str or pathlib.Path) or an open file, got "
+                      f"{type(path).__name__}")
 
 
 #: Which preprocessors make a model's input, for the error that names them.

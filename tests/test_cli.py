@@ -1010,10 +1010,11 @@ def test_a_negative_seed_is_refused_by_its_option_not_numpys_traceback(demo_file
             "tune": ["tune", data, "--schema", schema, "--storage", str(tmp_path / "s.db")],
             "tune-sampler": ["tune", data, "--schema", schema, "--storage", str(tmp_path / "s.db")]}[command]
     option = "--sampler-seed" if command == "tune-sampler" else "--seed"
-    with pytest.raises(SystemExit) as e:
-        main([*args, option, "-1"])
-    assert e.value.code == 2
-    assert f"argument {option}: a seed is a whole number >= 0, got '-1'" in capsys.readouterr().err
+    for bad in ("-1", str(2 ** 63)):  # 2^63 was read, and refused later by the synthesizer as "seed"
+        with pytest.raises(SystemExit) as e:
+            main([*args, option, bad])
+        assert e.value.code == 2
+        assert f"argument {option}: a seed is a whole number in [0, 2^63), got '{bad}'" in capsys.readouterr().err
 
 
 def test_tune_takes_any_seed_below_2_63_and_refuses_others_by_name(demo_files, tmp_path, capsys):

@@ -237,3 +237,59 @@ def test_a_sample_that_cannot_fit_on_the_disk_stops_after_its_first_chunk(fitted
         s.sample_to_csv(tmp_path / "f.csv", 3000, chunk=500, seed=0)
     assert list(tmp_path.iterdir()) == []  # refused after the first chunk; no partial file left
     assert s.sample_to_csv(tmp_path / "g.csv", 100, chunk=500, seed=0) == 100  # one chunk: nothing to foresee
+
+
+def test_save_and_load_take_open_files_and_bad_paths_are_said_before_any_work(fitted, tmp_path, monkeypatch):
+    # save(BytesIO()) and load(open(p, "rb")) raised pathlib's TypeError; sample_to_csv into a missing folder
+    # failed, after the model's work, naming "f.csv.part", a file the caller never asked for
+    import io
+
+    s = fitted["mst"]
+    want = s.sample(50, seed=3)
+    for buf in (io.BytesIO(), io.StringIO()):
+        s.save(buf)
+        buf.seek(0)
+        pd.testing.assert_frame_equal(sz.Synthesizer.load(buf).sample(50, seed=3), want)
+    with open(tmp_path / "m.szm", "wb") as f:
+        s.save(f)
+    with open(tmp_path / "m.szm", "rb") as f:
+        pd.testing.assert_frame_equal(sz.Synthesizer.load(f).sample(50, seed=3), want)
+    with pytest.raises(ConfigError, match=r"the open file: not a synthzoo model file \(it holds more than "
+                                          r"max_bytes=10 bytes; not read\)"):
+        sz.Synthesizer.load(io.BytesIO(b"{}" * 10), max_bytes=10)
+    for bad in (3, None, b"m.szm"):
+        with pytest.raises(ConfigError, match=r"load: expected a file name \(str or pathlib.Path\) or an open file, "
+                                              f"got {type(bad).__name__}"):
+            sz.Synthesizer.load(bad)
+    with pytest.raises(ConfigError, match=r"save: expected a file name .* got int"):
+        s.save(3)
+    monkeypatch.setattr(pipeline.Synthesizer, "_chunks", lambda *a: pytest.fail("sampled before the check"))
+    (tmp_path / "plain").write_text("")
+    for path, said in ((tmp_path / "nodir" / "f.csv", r"folder '.*nodir' does not exist \(create it first\)"),
+                       (tmp_path, r"'.*' is a folder; give a file name inside it"),
+                       (tmp_path / "plain" / "f.csv", r"folder '.*plain' is a file, not a folder")):
+        with pytest.raises(ConfigError, match="sample_to_csv: " + said):
+            s.sample_to_csv(path, 10)
+        with pytest.raises(ConfigError, match="save: " + said):
+            s.save(path if path != tmp_path else tmp_path)
+    assert not list(tmp_path.rglob("*.part"))
+
+
+def test_every_seed_follows_one_rule(fitted, tmp_path):
+    # sample(seed=2**70) was taken where make(seed=2**70) was refused, make_demo(seed=-1) ended in numpy's
+    # "expected non-negative integer" and train_test_split(seed=1.5) in SeedSequence's TypeError
+    from synthzoo.datasets import make_wide, train_test_split
+
+    s = fitted["mst"]
+    df = pd.DataFrame({"a": range(10)})
+    calls = {"sample": lambda v: s.sample(5, seed=v), "sample_chunks": lambda v: list(s.sample_chunks(5, seed=v)),
+             "sample_to_csv": lambda v: s.sample_to_csv(tmp_path / "f.csv", 5, seed=v),
+             "make": lambda v: sz.make("mst", epsilon=1.0, seed=v), "make_demo": lambda v: make_demo(10, seed=v),
+             "make_wide": lambda v: make_wide(10, 5, seed=v), "train_test_split": lambda v: train_test_split(df, seed=v)}
+    for name, call in calls.items():
+        for bad in (-1, 2 ** 63, 2 ** 70, 1.5, True, "3", None if name not in ("sample", "sample_chunks",
+                                                                           "sample_to_csv", "make") else -2):
+            with pytest.raises(ConfigError, match=r"seed must be a non-negative integer below 2\^63, got "):
+                call(bad)
+        for good in (0, 2 ** 63 - 1, np.int64(7)):
+            call(good)

@@ -5,6 +5,7 @@ numbers spelt with a leading zero ("02139") kept as text unless the schema types
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -207,3 +208,19 @@ def _sep_hint(header: str, sep: str) -> str | None:
     shown = "'\\t'" if c == "\t" else repr(c)
     return (f"its values look separated by {_SEP_NAMES[c]}, not {_SEP_NAMES.get(sep, repr(sep))}; "
             f"pass --sep {shown}")
+
+
+def check_output_path(path, role: str = "--out") -> None:
+    """An output path that cannot be written is said before any work (and any budget) is spent: a folder, a
+    missing or read-only folder (not the temporary file's name the writer would have failed on)."""
+    from .errors import ConfigError
+
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{role}: {str(p)!r} is a folder; give a file name inside it")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        what = "is a file, not a folder" if parent.exists() else "does not exist (create it first)"
+        raise ConfigError(f"{role}: folder {str(parent)!r} {what}")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"{role}: folder {str(parent)!r} is not writable")

@@ -220,9 +220,13 @@ def check_space(owner: str, constraints: dict, space: dict) -> None:
                                   f"be {describe(alts)}")
 
 
+#: Every seed lies in [0, SEED_LIMIT): a model file holds the synthesizer's as a signed 64-bit integer.
+SEED_LIMIT = 2 ** 63
+
+
 def check_seed(value, name: str = "seed") -> None:
     """ConfigError unless ``value`` is a whole number in [0, 2^63): a model file holds a seed as a signed 64-bit
     integer (a larger one fitted and saved a file that would not load), and numpy's error for a negative one
     names no parameter."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2 ** 63:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < SEED_LIMIT:
         raise ConfigError(f"{name} must be a non-negative integer below 2^63, got {value!r}")
