@@ -81,8 +81,11 @@ class Interval(Constraint):
         what = "an integer" if self.kind is Integral else "a number"
         if self.left is None and self.right is None:
             return what
-        lo = "-inf" if self.left is None else f"{self.left:g}"
-        hi = "inf" if self.right is None else f"{self.right:g}"
+        def show(x):  # whole bounds in full (MAX_BATCH is 1048576, not 1.04858e+06)
+            return str(x) if isinstance(x, int) and not isinstance(x, bool) and abs(x) >= 1e6 else f"{x:g}"
+
+        lo = "-inf" if self.left is None else show(self.left)
+        hi = "inf" if self.right is None else show(self.right)
         lb = "[" if self.closed in ("both", "left") and self.left is not None else "("
         rb = "]" if self.closed in ("both", "right") and self.right is not None else ")"
         return f"{what} in {lb}{lo}, {hi}{rb}"
@@ -220,6 +223,9 @@ def check_space(owner: str, constraints: dict, space: dict) -> None:
                                   f"be {describe(alts)}")
 
 
+#: The largest batch a model parameter may ask for (batch_size, a generator's batch, a sampling batch): a batch is
+#: held in memory at once, with its generated rows, and ctgan's batch_size=1e9 had the kernel kill the fit.
+MAX_BATCH = 2 ** 20
 #: Every seed lies in [0, SEED_LIMIT): a model file holds the synthesizer's as a signed 64-bit integer.
 SEED_LIMIT = 2 ** 63
 

@@ -39,8 +39,8 @@ import numpy as np
 from ..core.base import Model, register
 from ..core.errors import ConfigError
 from ..core.features import FeatureData, FeatureTable
-from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
-from ..core.privacy.dpsgd import DPSGD, schedule
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
+from ..core.privacy.dpsgd import DPSGD, batch_for, schedule
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
@@ -129,7 +129,7 @@ class CTGAN(OnePassGenerator, Model):
         "embedding_dim": [Interval(Integral, 1, None)],
         "generator_dim": [Sequence(Interval(Integral, 1, None), min_length=1)],
         "discriminator_dim": [Sequence(Interval(Integral, 1, None), min_length=1)],
-        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 2, None)],
+        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 2, MAX_BATCH)],
         "generator_lr": [Interval(Real, 0, None, closed="neither")],
         "discriminator_lr": [Interval(Real, 0, None, closed="neither")],
         "weight_decay": [Interval(Real, 0, None)], "pac": [Interval(Integral, 1, None)],
@@ -196,7 +196,7 @@ class CTGAN(OnePassGenerator, Model):
                                  weight_decay=float(self.weight_decay))
         opt_d = torch.optim.Adam(D.parameters(), lr=float(self.discriminator_lr), betas=(0.5, 0.9),
                                  weight_decay=float(self.weight_decay))
-        B = int(self.batch_size)
+        B = batch_for(self.batch_size, n_hat, self.pac)  # its generated rows too: never more than the table's
         steps = schedule(self.epochs, n_hat, B)[0]
         sgd = DPSGD(budget, n_hat, B, steps, float(self.max_grad_norm), note="ctgan: critic")
         x_all = torch.as_tensor(data.x, device=dev)

@@ -60,7 +60,7 @@ import numpy as np
 from ..core.base import Model, register
 from ..core.domain import Domain, EncodedData
 from ..core.errors import ConfigError
-from ..core.params import Integral, Interval, Options, Real, Text
+from ..core.params import MAX_BATCH, Integral, Interval, Options, Real, Text
 from ..core.sampling import allocate
 from ..core.statecheck import NUMBER, TENSOR, TEXT
 from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
@@ -128,7 +128,7 @@ class DPMERF(TorchMLP, Model):
         **MLP_CONSTRAINTS, "n_features": [Interval(Integral, 2, None)],
         "length_scale": [Interval(Real, 0, None, closed="neither")], "iters": [Interval(Integral, 0, None)],
         "lr": [Interval(Real, 0, None, closed="neither")], "lr_decay": [Interval(Real, 0, 1, closed="right")],
-        "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
+        "batch": [Interval(Integral, 1, MAX_BATCH)], "noise_dim": [Interval(Integral, 1, None)],
         "count_share": [Interval(Real, 0, 1, closed="neither")], "label": [None, Text()],
         "output": [Options(*_OUTPUTS)], "temperature": [Interval(Real, 0, None, closed="neither")],
         "draws_per_z": [Interval(Integral, 1, None)]}

@@ -23,7 +23,7 @@ import numpy as np
 from ..core.base import MeasurementModel, register
 from ..core.domain import Domain, Measurement
 from ..core.measurements import normalised_targets
-from ..core.params import Boolean, Integral, Interval, Options, Real
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real
 from ..core.statecheck import INTEGER, NUMBER, TENSOR
 from .torch_mlp import MLP_CONSTRAINTS, TorchMLP, torch_module
 
@@ -131,7 +131,7 @@ class GN(TorchMLP, MeasurementModel):
     _load_limits = {"draws_per_z": 1024}  # sample() draws this many records per noise vector at once
     _parameter_constraints = {
         **MLP_CONSTRAINTS, "iters": [Interval(Integral, 0, None)], "lr": [Interval(Real, 0, None, closed="neither")],
-        "batch": [Interval(Integral, 1, None)], "noise_dim": [Interval(Integral, 1, None)],
+        "batch": [Interval(Integral, 1, MAX_BATCH)], "noise_dim": [Interval(Integral, 1, None)],
         "loss": [Options("l1", "l2")], "warm_start": [Boolean()], "draws_per_z": [Interval(Integral, 1, None)],
         "threshold_factor": [None, Interval(Real, 0, None, closed="neither")],
         "max_cells": [Interval(Integral, 1, None)]}

@@ -72,7 +72,7 @@ import numpy as np
 from ..core.base import Model, register
 from ..core.errors import ConfigError
 from ..core.features import FeatureData, FeatureTable
-from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
@@ -300,12 +300,13 @@ class PATEGAN(OnePassGenerator, Model):
     _tags = {"fits": "records", "input": "features", "spends_budget": True}
     _parameter_constraints = {
         "n_teachers": [Interval(Integral, 1, None)], "iterations": [Interval(Integral, 1, None)],
-        "batch_size": [Interval(Integral, 1, None)], "n_features": [Interval(Integral, 1, None)],
+        "batch_size": [Interval(Integral, 1, MAX_BATCH)], "n_features": [Interval(Integral, 1, None)],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "teacher_fakes": [Interval(Integral, 2, None)],
         "student_steps": [Interval(Integral, 1, None)], "generator_steps": [Interval(Integral, 1, None)],
-        "warmup_steps": [Interval(Integral, 0, None)], "generator_batch": [Interval(Integral, 2, None)], "labels": [Options("soft", "hard")],
-        "student": [Options("ridge", "mlp")], "ridge": [Interval(Real, 0, None)], "buffer_rounds": [Interval(Integral, 1, None)],
+        "warmup_steps": [Interval(Integral, 0, None)], "generator_batch": [Interval(Integral, 2, MAX_BATCH)],
+        "labels": [Options("soft", "hard")], "student": [Options("ridge", "mlp")], "ridge": [Interval(Real, 0, None)],
+        "buffer_rounds": [Interval(Integral, 1, None)],
         "marginal_weight": [Interval(Real, 0, None)], "condition_numbers": [Boolean()],
         "noise_dim": [Interval(Integral, 1, None)], "hidden": [Sequence(Interval(Integral, 1, None), min_length=1)],
         "lr": [Interval(Real, 0, None, closed="neither")], "count_share": [Interval(Real, 0, 1, closed="neither")],

@@ -51,7 +51,7 @@ import numpy as np
 from ..core.base import Model, register
 from ..core.errors import ConfigError
 from ..core.features import FeatureData, FeatureTable, QuantileNumber
-from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER
@@ -409,7 +409,7 @@ class TabDDPM(OneNetwork, Model):
     _parameter_constraints = {
         "steps": [Interval(Integral, 2, None)], "hidden": [Sequence(Interval(Integral, 1, None), min_length=1)],
         "embedding_dim": [Interval(Integral, 2, None)], "dropout": [Interval(Real, 0, 1, closed="left")],
-        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, None)],
+        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, MAX_BATCH)],
         "multiplicity": [Interval(Integral, 1, None)], "lr": [Interval(Real, 0, None, closed="neither")],
         "weight_decay": [Interval(Real, 0, None)], "conditional": [Boolean()], "normal_scores": [Boolean()],
         "clip_denoised": [Boolean()],

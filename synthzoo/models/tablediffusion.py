@@ -43,7 +43,7 @@ import numpy as np
 
 from ..core.base import Model, register
 from ..core.features import FeatureData, FeatureTable
-from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from .torch_features import (SAMPLE_PRECISIONS, OneNetwork, SamplingNet, dpsgd_run, resolve_device,
@@ -170,7 +170,7 @@ class TableDiffusion(OneNetwork, Model):
     _tags = {"fits": "records", "input": "features", "spends_budget": True}
     _parameter_constraints = {
         "steps": [Interval(Integral, 1, None)], "hidden": [Sequence(Interval(Integral, 1, None), min_length=1)],
-        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, None)],
+        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, MAX_BATCH)],
         "lr": [Interval(Real, 0, None, closed="neither")], "predict_noise": [Boolean()],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")], "device": [Options("auto", "cpu", "cuda")],

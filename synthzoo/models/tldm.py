@@ -89,7 +89,7 @@ import numpy as np
 
 from ..core.base import Model, register
 from ..core.features import FeatureData, FeatureTable
-from ..core.params import Boolean, Integral, Interval, Options, Real
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from .torch_features import OneNetwork, mlp_weights, record_count, resolve_device, sample_rows, torch_module
@@ -479,13 +479,13 @@ class TLDM(OneNetwork, Model):
     _parameter_constraints = {
         "d_token": [Interval(Integral, 1, None)], "n_layers": [Interval(Integral, 1, None)],
         "n_heads": [Interval(Integral, 1, None)], "factor": [Interval(Integral, 1, None)],
-        "vae_epochs": [Interval(Integral, 1, None)], "vae_batch_size": [Interval(Integral, 1, None)],
+        "vae_epochs": [Interval(Integral, 1, None)], "vae_batch_size": [Interval(Integral, 1, MAX_BATCH)],
         "vae_lr": [Interval(Real, 0, None, closed="neither")],
         "beta_max": [Interval(Real, 0, None)], "beta_min": [Interval(Real, 0, None)],
         "beta_decay": [Interval(Real, 0, 1, closed="right")],
         "beta_schedule": [Options("auto", "fixed")], "beta_patience": [Interval(Integral, 1, None)],
         "width": [Interval(Integral, 2, None)], "diffusion_epochs": [Interval(Integral, 1, None)],
-        "diffusion_batch_size": [Interval(Integral, 1, None)],
+        "diffusion_batch_size": [Interval(Integral, 1, MAX_BATCH)],
         "diffusion_lr": [Interval(Real, 0, None, closed="neither")],
         "noise_levels": [Interval(Integral, 1, None)], "sampling_steps": [Interval(Integral, 1, None)],
         "latent_norm": [Options("stats", "public", "prior")],

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..core.base import Model, register
 from ..core.errors import ConfigError
-from ..core.params import Boolean, Integral, Interval, Options, Real
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.tokens import BOS, TokenData, TokenTable
@@ -181,12 +181,12 @@ class Transformer(OneNetwork, Model):
         "size": [Options("cpu", "paper")],
         "n_layer": [None, Interval(Integral, 1, 48)], "n_embd": [None, Interval(Integral, 4, 4096)],
         "n_head": [None, Interval(Integral, 1, 64)], "dropout": [Interval(Real, 0, 1, closed="left")],
-        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, None)],
+        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, MAX_BATCH)],
         "lr": [Interval(Real, 0, None, closed="neither")], "weight_decay": [Interval(Real, 0, None)],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")],
         "temperature": [Interval(Real, 0, None, closed="neither")], "top_k": [Interval(Integral, 0, None)],
-        "sample_batch": [Interval(Integral, 1, None)], "device": [Options("auto", "cpu", "cuda")],
+        "sample_batch": [Interval(Integral, 1, MAX_BATCH)], "device": [Options("auto", "cpu", "cuda")],
         "progress": [None, Boolean()]}
     _test_params = {"n_layer": 1, "n_embd": 16, "n_head": 2, "epochs": 2, "batch_size": 200}
 

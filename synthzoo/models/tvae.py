@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.base import Model, register
 from ..core.features import FeatureData, FeatureTable
-from ..core.params import Boolean, Integral, Interval, Options, Real, Sequence
+from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from .torch_features import OneNetwork, dpsgd_run, head_work, linear_weights, sample_rows, torch_module
@@ -116,7 +116,7 @@ class TVAE(OneNetwork, Model):
         "embedding_dim": [Interval(Integral, 1, None)],
         "compress_dims": [Sequence(Interval(Integral, 1, None), min_length=1)],
         "decompress_dims": [Sequence(Interval(Integral, 1, None), min_length=1)],
-        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, None)],
+        "epochs": [Interval(Integral, 1, None)], "batch_size": [Interval(Integral, 1, MAX_BATCH)],
         "lr": [Interval(Real, 0, None, closed="neither")], "l2scale": [Interval(Real, 0, None)],
         "loss_factor": [Interval(Real, 0, None, closed="neither")],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],

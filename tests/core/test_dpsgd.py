@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from synthzoo.core.privacy.dpsgd import DPSGD, calibrate_noise_multiplier, dpsgd_event
+from synthzoo.core.privacy.dpsgd import DPSGD, batch_for, calibrate_noise_multiplier, dpsgd_event, schedule
 from synthzoo.core.privacy.ledger import PrivacyLedger
 
 
@@ -118,3 +118,25 @@ def test_loss_history_recorded_without_privacy_only():
     p = torch.nn.Parameter(torch.zeros(4))
     private.backward(None, [p], None)
     assert private.losses == [] and private.loss_history(5) is None
+
+
+def test_a_batch_larger_than_the_table_takes_every_record_once_an_epoch():
+    # batch_size=1e9 on ~300 rows gave ceil(epochs * 300 / 1e9) = 1 step in all and had ctgan draw 1e9 generated
+    # rows for it (the kernel killed the fit); the batch is now at most the DP record count
+    assert schedule(300, 300.0, 10 ** 9) == (300, 1.0) == schedule(300, 300.0, 300)
+    assert schedule(300, 300.4, 5000) == (300, 1.0)
+    assert schedule(10, 26_000.0, 500) == (520, 500 / 26_000)  # a batch within the table: as it was
+    assert batch_for(10 ** 9, 300.4) == 301 and batch_for(10 ** 9, 301.0, multiple=10) == 310
+    assert batch_for(64, 300.0, multiple=10) == 64 and batch_for(5, 0.2) == 1
+
+
+def test_batch_parameters_past_the_limit_are_refused_before_any_fit():
+    import synthzoo as sz
+    from synthzoo.core.errors import ConfigError
+    from synthzoo.core.params import MAX_BATCH
+
+    for preset, name in (("ctgan", "batch_size"), ("pate-gan", "batch_size"), ("tvae", "batch_size"),
+                         ("tabddpm", "batch_size"), ("dpmerf", "batch"), ("dp-transformer", "sample_batch")):
+        with pytest.raises(ConfigError, match=rf"parameter {name}=1000000000 must be an integer in \[\d, "
+                                              rf"{MAX_BATCH}\]"):
+            sz.make(preset, epsilon=1.0, delta=1e-5, model={name: 10 ** 9})

@@ -42,12 +42,22 @@ from ..errors import BudgetExceededError, ConfigError
 from .ledger import Budget, matched_rho
 
 
+def batch_for(batch_size: int, n_hat: float, multiple: int = 1) -> int:
+    """The batch a run takes: ``batch_size``, but no more than the DP record count ``n_hat`` (rounded up to a
+    whole ``multiple``, PacGAN's groups).  A larger one samples every record at each step anyway (``q = 1``), and
+    it made ctgan draw that many generated rows per step and its epochs one step in all."""
+    m = max(int(multiple), 1)
+    return min(int(batch_size), max(m, math.ceil(max(float(n_hat), 1.0) / m) * m))
+
+
 def schedule(epochs: int, n_hat: float, batch_size: int) -> tuple[int, float]:
-    """A DP-SGD run's fixed number of steps, ``ceil(epochs * n_hat / batch_size)``, and its Poisson sampling
-    rate ``q = batch_size / n_hat`` (at most 1), from its epochs, the DP record count ``n_hat`` and the batch
-    size: public values, so that a saved account's DP-SGD events can be checked against a model's state."""
+    """A DP-SGD run's fixed number of steps, ``ceil(epochs * n_hat / B)``, and its Poisson sampling rate
+    ``q = B / n_hat`` (at most 1), with ``B`` the batch :func:`batch_for` gives, from its epochs, the DP record
+    count ``n_hat`` and the batch size: public values, so that a saved account's DP-SGD events can be checked
+    against a model's state."""
     n = max(float(n_hat), 1.0)
-    return max(1, math.ceil(int(epochs) * n / int(batch_size))), min(1.0, int(batch_size) / n)
+    b = batch_for(batch_size, n)
+    return max(1, math.ceil(int(epochs) * n / b)), min(1.0, b / n)
 
 
 def dpsgd_event(q: float, sigma: float, steps: int):
