@@ -1062,3 +1062,32 @@ def test_booleans_in_a_numerical_column_are_named_as_booleans(dtype):
     with pytest.raises(SchemaError, match=rf"column 'x': declared numerical but holds booleans \(dtype {dtype}\); "
                                           r"describe it as categorical .* df\['x'\]\.astype\(int\)"):
         Schema([Column("x", "numerical", lower=0, upper=1)]).validate(df)
+
+
+@pytest.mark.parametrize("values, declare", [
+    (["2020-01-01", "2020-02-03"], '"type": "datetime", "resolution": "day" in the schema'),
+    (["2020-01-01 10:30", "2020-02-03 11:00"], '"type": "datetime", "resolution": "minute" in the schema'),
+    (["31/12/2020", "01/02/2021"], '"type": "datetime", "resolution": "day", "format": "%d/%m/%Y" in the schema')])
+def test_dates_declared_numerical_say_to_declare_a_datetime_before_any_charge(values, declare):
+    # "declared numerical but holds non-numeric values" (fit) or "has dtype str; convert it to numbers first"
+    # (dp_schema) for a date column: nothing said what to declare
+    df = pd.DataFrame({"d": values * 50, "x": np.arange(100.0)})
+    schema = Schema.from_dict({"columns": {"d": {"type": "numerical", "lower": 0, "upper": 1e10},
+                                           "x": {"type": "numerical", "lower": 0, "upper": 100}}})
+    said = r"column 'd': declared numerical but holds dates \(e\.g\. .*\); declare it " + re.escape(declare)
+    with pytest.raises(SchemaError, match=said):
+        schema.validate(df)
+    led = PrivacyLedger(1.0, 1e-6, reserved_delta=1e-7)
+    with pytest.raises(SchemaError, match=said):
+        sz.dp_schema(df, {"d": "numerical", "x": "numerical"}, ledger=led, share=1.0)
+    assert led.spent().epsilon == 0
+    with pytest.raises(SchemaError, match=r"declared numerical but holds non-numeric values"):  # not all dates
+        schema.validate(df.assign(d=["abc", values[0]] * 50))
+
+
+def test_a_datetime_dtype_declared_numerical_is_refused_not_read_as_nanoseconds():
+    # it was read as nanoseconds since 1970 and refused as "outside the public bounds (e.g. 1.57784e+15)"
+    schema = Schema.from_dict({"columns": {"d": {"type": "numerical", "lower": 0, "upper": 1e10}}})
+    with pytest.raises(SchemaError, match=r"column 'd': declared numerical but holds datetimes \(dtype "
+                                          r"datetime64\[.*\]\); declare it \"type\": \"datetime\""):
+        schema.validate(pd.DataFrame({"d": pd.to_datetime(["2020-01-01"] * 10)}))

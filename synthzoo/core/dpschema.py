@@ -59,8 +59,8 @@ from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
 from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _distinct, _iso_text, _to_epoch_seconds,
                      booleans_declared_numerical, category_key, check_column_names, check_one_value_per_cell,
-                     date_layout, datetime_dtype_spec, is_integer_dtype_name, nullable_dtype_name, numeric_values,
-                     period_dtype, unsupported_numbers)
+                     date_layout, dates_declared_numerical, datetime_dtype_spec, is_integer_dtype_name,
+                     nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -824,8 +824,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         if specs[c]["type"] == "numerical" and pd.api.types.is_bool_dtype(df[c].dtype):
             raise SchemaError(booleans_declared_numerical(c, df[c].dtype))  # what fit says, with what to do
         if specs[c]["type"] == "numerical" and not pd.api.types.is_numeric_dtype(df[c].dtype):
-            raise SchemaError(f"column {c!r}: declared numerical but has dtype {df[c].dtype}; convert it to "
-                              "numbers first")
+            raise SchemaError(dates_declared_numerical(df[c], c) or f"column {c!r}: declared numerical but has "
+                              f"dtype {df[c].dtype}; convert it to numbers first")
         if specs[c]["type"] == "numerical" and np.isinf(df[c].to_numpy(dtype=float, na_value=np.nan)).any():
             # dp_bounds refused them after the other columns' charges, and fit refuses them anyway
             raise SchemaError(f"column {c!r}: infinite values (inf or -inf) cannot be bounded; replace them with "

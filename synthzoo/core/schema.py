@@ -21,6 +21,7 @@ Datetime columns: see :mod:`synthzoo.core.datetimes` (resolution, format, time z
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import datetime as _dt
 import math
@@ -1149,7 +1150,29 @@ def unsupported_numbers(s: pd.Series, name) -> str | None:
         return (f"column {name!r}: periods (dtype {s.dtype}) are not supported as numbers (they would be read "
                 f"as ordinals); convert them first, e.g. df[{name!r}].dt.to_timestamp() for a datetime column, or "
                 "text for a categorical one")
+    if kind == "M":  # read as nanoseconds since 1970 (1.57784e+15), said only as a bounds error
+        return (f"column {name!r}: declared numerical but holds datetimes (dtype {s.dtype}); declare it "
+                "\"type\": \"datetime\" in the schema")
     return None
+
+
+def dates_declared_numerical(s: pd.Series, name) -> str | None:
+    """The error for a column declared numerical whose text reads as dates (ISO, or a layout
+    :func:`date_layout` knows), with what to declare; None when it does not.  Its first distinct values are read
+    to say so (an error message, before any charge; never a decision about a release)."""
+    if pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+        return None
+    sample = pd.Series(pd.unique(s.dropna())[:20], dtype=object)
+    if not len(sample) or not all(isinstance(x, str) for x in sample):
+        return None
+    iso = _iso_text(sample)
+    layout = None if iso else date_layout(sample, False)
+    if not iso and layout is None:
+        return None
+    res = functools.reduce(dtm.finer, (dtm.resolution_of_bound(x, layout) for x in sample))  # as each is written
+    fmt = f', "format": "{layout}"' if layout else ""
+    return (f"column {name!r}: declared numerical but holds dates (e.g. {sample[:3].tolist()}, dtype {s.dtype}); "
+            f"declare it \"type\": \"datetime\", \"resolution\": \"{res}\"{fmt} in the schema")
 
 
 def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
@@ -1166,6 +1189,9 @@ def numeric_values(s: pd.Series, col: Column) -> np.ndarray:
         if not len(bad) and pd.api.types.is_bool_dtype(s.dtype):  # it showed them as [np.False_, np.True_]
             raise SchemaError(booleans_declared_numerical(col.name, s.dtype))
         if len(bad):
+            dated = dates_declared_numerical(bad, col.name)
+            if dated:
+                raise SchemaError(dated)
             raise SchemaError(f"column {col.name!r}: declared numerical but holds non-numeric values "
                               f"(e.g. {pd.Series(bad.unique()[:3]).tolist()}, dtype {s.dtype})")
         s = conv
