@@ -296,6 +296,10 @@ class QuantileNumber:
                 and np.all(np.isfinite(lv)) and np.all(np.diff(v) >= 0) and np.all(np.diff(lv) >= 0)
                 and lv[0] == 0.0 and lv[-1] == 1.0):
             raise ConfigError(f"column {column.name!r}: malformed quantile knots")
+        # the knots' values over a power of two at least their magnitude (exact: the same interpolation, to the
+        # bit): np.interp's slope between knots of +-8.9e307 overflowed to inf, and the samples piled at a bound
+        self._scale = 2.0 ** int(np.frexp(np.max(np.abs(v)))[1])
+        self._unit = v / self._scale
 
     @classmethod
     def from_values(cls, column: Column, values: np.ndarray, n_quantiles: int = 1000,
@@ -345,11 +349,11 @@ class QuantileNumber:
 
     def _top(self, v: np.ndarray) -> np.ndarray:
         """The highest level at which the quantile function is ``v`` (the forward interpolation)."""
-        return np.interp(v, self.values, self.levels)
+        return np.interp(v / self._scale, self._unit, self.levels)
 
     def _bottom(self, v: np.ndarray) -> np.ndarray:
         """The lowest level at which the quantile function is ``v`` (the backward interpolation)."""
-        return -np.interp(-v, -self.values[::-1], -self.levels[::-1])
+        return -np.interp(-v / self._scale, -self._unit[::-1], -self.levels[::-1])
 
     def levels_of(self, v: np.ndarray) -> np.ndarray:
         """Quantile levels in [0, 1] of values (no NaN): the middle of the levels a value holds."""
@@ -378,7 +382,7 @@ class QuantileNumber:
 
     def inverse(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         u = (np.clip(np.asarray(x[:, 0], dtype=float), -1.0, 1.0) + 1.0) / 2.0
-        v = _finish(np.interp(u, self.levels, self.values), self.column)
+        v = _finish(np.interp(u, self.levels, self._unit) * self._scale, self.column)
         if self.column.missing:
             v[x[:, 1] > 0.5] = np.nan
         return v

@@ -100,3 +100,21 @@ def test_modes_of_an_ordinary_column_are_those_of_the_plain_formula():
     assert np.array_equal((x / 2 - col.lower / 2) / (col.upper / 2 - col.lower / 2), share)
     enc = m.transform(pd.Series(x), np.random.default_rng(2))
     assert np.abs(m.inverse(enc, np.random.default_rng(3)) - x).max() < 1e-5 * 10
+
+
+def test_quantile_knots_near_the_largest_float_interpolate_without_overflow():
+    # np.interp's slope between knots of +-8.9e307 overflowed: tabddpm's samples piled at the upper bound
+    # (median 1.0 of the range where the data's is 0); the knots are interpolated over a power of two
+    from synthzoo.core.features import QuantileNumber
+
+    for b in (3.7, 8.9e307):
+        col = Column("x", "numerical", lower=-b, upper=b)
+        x = np.random.default_rng(0).uniform(-1, 1, 3000) * b
+        edges = np.linspace(-1, 1, 33) * b
+        q = QuantileNumber.from_histogram(col, edges, np.histogram(x / b, edges / b)[0])
+        enc = q.transform(pd.Series(x), np.random.default_rng(1))
+        back = q.inverse(enc, np.random.default_rng(2))
+        assert np.abs(np.quantile(back / b, [0.1, 0.5, 0.9]) - np.quantile(x / b, [0.1, 0.5, 0.9])).max() < 0.03
+        if b < 1e300:  # the power of two is exact: what the plain interpolation gave, to the bit
+            plain = np.clip(np.interp((enc[:, 0].astype(float) + 1) / 2, q.levels, q.values), -b, b)
+            assert np.array_equal(back, plain)
