@@ -30,6 +30,14 @@ def _days(start, n=N, days=20_000, seed=0):
     return pd.Series(pd.Timestamp(start) + pd.to_timedelta(rng.integers(0, days, n), unit="D"))
 
 
+def _inferred_round_trip(df, tmp_path):
+    """The schema Schema.infer records for ``df``, and a sample after fit, save and load on it (as JSON)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = Schema.infer(df)
+    return schema, _save_load_same(_fit(Schema.from_dict(schema.to_dict()), df), tmp_path)
+
+
 def _save_load_same(synth, tmp_path):
     synth.save(tmp_path / "m.szm")
     again = sz.Synthesizer.load(tmp_path / "m.szm")
@@ -266,11 +274,8 @@ def test_pd_cut_intervals_come_back_as_the_same_interval_categories(bins, tmp_pa
            "timestamps": lambda: pd.cut(pd.Timestamp("2020-01-01") + pd.to_timedelta(x, "D"), 3)}[bins]()
     df = pd.DataFrame({"c": cut, "x": rng.normal(size=N)})
     df.loc[::11, "c"] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        schema = Schema.infer(df)
+    schema, back = _inferred_round_trip(df, tmp_path)
     assert schema["c"].dtype == "category[interval]" and schema["c"].ordered
-    back = _save_load_same(_fit(Schema.from_dict(schema.to_dict()), df), tmp_path)
     assert back["c"].dtype == df["c"].dtype and back["c"].isna().any()
     assert back["c"].dropna().isin(df["c"].cat.categories).all()
 
@@ -289,11 +294,8 @@ def test_float16_columns_come_back_as_float16(tmp_path):
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"h": rng.normal(size=N).astype("float16"), "f": rng.normal(size=N).astype("float32")})
     df.loc[::13, "h"] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        schema = Schema.infer(df)
+    schema, back = _inferred_round_trip(df, tmp_path)
     assert schema["h"].dtype == "float16" and schema["h"].missing
-    back = _save_load_same(_fit(Schema.from_dict(schema.to_dict()), df), tmp_path)
     assert back.dtypes.to_dict() == df.dtypes.to_dict() and back["h"].isna().any()
     with pytest.raises(SchemaError, match=r"column 'h': bounds \[-1000000, 1\] exceed what dtype 'float16' holds "
                                           r"\(\[-65504\.0, 65504\.0\]\)"):
