@@ -978,6 +978,10 @@ def test_infinite_values_are_refused_by_dp_schema_before_any_charge():
     ({"type": "categorical", "dtype": "int"}, "__other__", r"measured categories need the catch-all '__other__' for "
                                                            r"the values they do not release, which dtype 'int' cannot"),
     ({"type": "categorical", "dtype": "int"}, None, r"dtype 'int' needs integer categories"),
+    ({"type": "categorical", "dtype": "category[interval]"}, "__other__", r"measured categories need the catch-all "
+                                                                          r"'__other__' .* dtype 'category\[interval\]' "
+                                                                          r"cannot hold; list the column's public "
+                                                                          r"categories in kinds$"),
     ({"type": "numerical", "integer": True, "decimals": 2}, "__other__", r"'decimals' applies to numerical columns "
                                                                          r"that are not integers"),
 ])

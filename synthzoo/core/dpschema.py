@@ -801,12 +801,13 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         if specs[c]["type"] == "categorical" and "categories" not in specs[c]:
             if d in ("bool", "boolean"):
                 specs[c]["categories"] = ["False", "True"]  # the declared dtype lists them: nothing to measure
-            elif other is not None and (d in ("int", "category[int]") or is_integer_dtype_name(d)
-                                        or period_dtype(d) is not None):
+            elif other is not None and (d in ("int", "category[int]", "category[interval]")
+                                        or is_integer_dtype_name(d) or period_dtype(d) is not None):
+                whole = d in ("int", "category[int]") or is_integer_dtype_name(d)  # integers have bounds to measure
                 raise SchemaError(f"column {c!r}: measured categories need the catch-all {other!r} for the values "
                                   f"they do not release, which dtype {d!r} cannot hold; list the column's public "
                                   "categories in kinds" + (", or declare it {'type': 'numerical', 'integer': True} "
-                                                           "to measure its bounds" if period_dtype(d) is None else ""))
+                                                           "to measure its bounds" if whole else ""))
         if specs[c]["type"] == "datetime" and "dtype" not in specs[c] and specs[c].get("format"):
             specs[c]["dtype"] = "string"  # a declared text layout: the column is text, and comes back in it
         if not private and specs[c]["type"] == "datetime" and "dtype" not in specs[c] \

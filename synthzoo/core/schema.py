@@ -121,7 +121,7 @@ def interval_categories(categories: list[str], name: str) -> pd.IntervalIndex:
     bad = [c for c, m in zip(categories, parts) if m is None or end(m[2]) is None or end(m[3]) is None]
     closed = {_CLOSED[m[1], m[4]] for m in parts if m is not None}
     if bad or len(closed) != 1:
-        what = f"e.g. {bad[0]!r} is not one" if bad else f"they are closed on different sides ({sorted(closed)})"
+        what = f"{bad[0]!r} is not one" if bad else f"they are closed on different sides ({sorted(closed)})"
         raise SchemaError(f"column {name!r}: dtype 'category[interval]' needs categories written as pandas prints "
                           f"intervals of one kind, e.g. '(0, 10]'; {what}")
     try:

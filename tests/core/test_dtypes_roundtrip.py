@@ -281,7 +281,7 @@ def test_pd_cut_intervals_come_back_as_the_same_interval_categories(bins, tmp_pa
 
 
 def test_interval_categories_must_print_as_intervals_of_one_kind():
-    for cats, said in ((["(0, 10]", "ten"], r"e\.g\. 'ten' is not one"),
+    for cats, said in ((["(0, 10]", "ten"], r"; 'ten' is not one"),
                        (["(0, 10]", "[10, 20)"], r"closed on different sides \(\['left', 'right'\]\)"),
                        (["(0, 10.50]"], r"category '\(0, 10\.50\]' reads back as '\(0\.0, 10\.5\]'")):
         with pytest.raises(SchemaError, match=r"column 'c': .*" + said):
