@@ -978,10 +978,9 @@ def test_infinite_values_are_refused_by_dp_schema_before_any_charge():
     ({"type": "categorical", "dtype": "int"}, "__other__", r"measured categories need the catch-all '__other__' for "
                                                            r"the values they do not release, which dtype 'int' cannot"),
     ({"type": "categorical", "dtype": "int"}, None, r"dtype 'int' needs integer categories"),
-    ({"type": "categorical", "dtype": "category[interval]"}, "__other__", r"measured categories need the catch-all "
-                                                                          r"'__other__' .* dtype 'category\[interval\]' "
-                                                                          r"cannot hold; list the column's public "
-                                                                          r"categories in kinds$"),
+    ({"type": "categorical", "dtype": "category[interval]"}, "__other__",
+     r"measured categories need the catch-all '__other__' .* dtype 'category\[interval\]' cannot hold; list the "
+     r"column's public categories in kinds$"),
     ({"type": "numerical", "integer": True, "decimals": 2}, "__other__", r"'decimals' applies to numerical columns "
                                                                          r"that are not integers"),
 ])
@@ -1095,3 +1094,15 @@ def test_a_datetime_dtype_declared_numerical_is_refused_not_read_as_nanoseconds(
     with pytest.raises(SchemaError, match=r"column 'd': declared numerical but holds datetimes \(dtype "
                                           r"datetime64\[.*\]\); declare it \"type\": \"datetime\""):
         schema.validate(pd.DataFrame({"d": pd.to_datetime(["2020-01-01"] * 10)}))
+
+
+def test_a_datetime_column_with_one_declared_bound_before_1970_is_measured():
+    # parsing every datetime column before the charges built its probe with a lower bound of 1970 where only the
+    # upper one was declared: an upper bound of 1900 was then no column at all
+    df = pd.DataFrame({"d": ["1890-01-01", "1895-06-01"] * 200, "x": np.arange(400.0)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema, _ = sz.dp_schema(df, {"d": {"type": "datetime", "resolution": "day", "upper": "1900-01-01"},
+                                      "x": {"type": "numerical", "lower": 0, "upper": 400}}, epsilon=1.0, delta=1e-6)
+    assert schema["d"].show(schema["d"].upper) == "1900-01-01"
+    assert schema["d"].lower <= pd.Timestamp("1890-01-01").timestamp()

@@ -853,8 +853,9 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
     seconds = {}  # the datetime columns' values parsed now: text that is no date failed after other columns' charges
     for c in cols:  # a datetime description's own errors (an unknown zone, a format that does not read back) too
         if specs[c]["type"] == "datetime":
-            probe = Column.from_spec(c, {**specs[c], "lower": specs[c].get("lower", 0.0),
-                                         "upper": specs[c].get("upper", specs[c].get("lower", 0.0))})
+            spec = specs[c]  # one given bound stands for both (a lone upper bound before 1970 is no error)
+            probe = Column.from_spec(c, {**spec, "lower": spec.get("lower", spec.get("upper", 0.0)),
+                                         "upper": spec.get("upper", spec.get("lower", 0.0))})
             seconds[c] = _dt_seconds(df[c], probe)
     for c in todo:  # and the others' ('decimals' on integers, a dtype the values do not fit): they failed after charges
         spec = specs[c]
