@@ -828,10 +828,12 @@ def cmd_eval(a) -> int:
         schema = Schema.infer(real)  # warns: fine for evaluation, not a differentially private schema
     metrics = None if a.metrics is None else [m.strip() for m in a.metrics.split(",") if m.strip()]  # "" names none
     names = _resolve_metrics(metrics, test is not None, False, _task_of(schema), field="--metrics")
+    left_out = []
     if metrics is None:  # say what the default run leaves out, and why, before the minutes it takes
         from synthzoo.metrics.evaluate import default_left_out
 
-        for msg in default_left_out(names, test is not None, _task_of(schema), cli=True):
+        left_out = default_left_out(names, test is not None, _task_of(schema), cli=True)
+        for msg in left_out:
             print("eval: " + msg, file=sys.stderr)
     steps = _eval_steps(names)
     step_of = {m: i for i, step in enumerate(steps) for m in step}
@@ -881,6 +883,7 @@ def cmd_eval(a) -> int:
         bar.close()
     timings = details.pop("timings")
     details = {k: v for k, v in details.items() if v is not None}  # ROC curves, ML detail, MDS
+    details["caveats"] = left_out + details.get("caveats", [])  # the page says it too, not only the terminal
     notes = timing_notes(timings, wall=time.perf_counter() - start)
     if test is None:
         notes["privacy / ML"] = "no --test rows given: ML and privacy metrics need real held-out rows and were skipped"

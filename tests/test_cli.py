@@ -681,6 +681,14 @@ def test_eval_says_what_it_skips_and_why(demo_files, tmp_path, capsys):
                  "--test", test, "--out", str(tmp_path / "r.html")]) == 0
     err = capsys.readouterr().err
     assert 'the schema names no "target", so nothing to predict: skipped ml_f1' in err and "without --test" not in err
+    assert 'names no &quot;target&quot;, so nothing to predict: skipped ml_f1' in (tmp_path / "r.html").read_text()
+    assert 'to the schema file (--schema) to score them' in err  # the page said nothing of it
+    (tmp_path / "r.html").unlink()
+    assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(tmp_path / "s.json"),
+                 "--test", test, "--metrics", "tvd_2way,ml_f1", "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err  # a named ML metric without a target: an error before any work, not a warning
+    assert "metrics ['ml_f1'] predict a target column" in err and "schema file (--schema)" in err
+    assert not (tmp_path / "r.html").exists()
     assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(d / "schema.json"),
                  "--metrics", "fidelity", "--out", str(tmp_path / "r.html")]) == 0
     assert "skipped" not in capsys.readouterr().err  # metrics named: nothing left out by default

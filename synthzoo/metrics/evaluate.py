@@ -187,6 +187,14 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
                                   + (f" (did you mean {close[0]!r}?)" if close else "")
                                   + f"; choose from {metric_names(field)}")
     explicit = metrics is not None and not any(m in PRESETS for m in metrics)
+    if task is None and metrics is not None:  # asked for (by name, or in a group without a set), and nothing
+        # names what to predict: an error before any work, naming where the target goes
+        ml = {m for m in METRICS if m.startswith("ml_")} | _NEEDS_CLASSIFICATION
+        asked = [m for m in dict.fromkeys(names) if m in ml and (explicit or m in metrics)]
+        if asked:
+            raise ConfigError(f"metrics {asked} predict a target column, but the schema names no \"target\"; add "
+                              "\"target\" (and \"task\") to the schema" + (" file (--schema)" if field == "--metrics"
+                                                                         else "") + f", or leave them out of {field}")
     # by the task's kind, as the ML metrics read it: "Regression" (any letter case is the same task) held
     # no "regress" and was scored as classification, ml_f1 / ml_auc NaN for a wrong reason
     reg = task is not None and task_kind(task) == "regression"
@@ -241,7 +249,7 @@ def default_left_out(names: list[str], has_test: bool, task: str | None, cli: bo
                                                          "synthzoo.datasets.train_test_split makes them)"))
     if no_target:
         out.append(f"the schema names no \"target\", so nothing to predict: skipped {', '.join(no_target)} (add "
-                   "\"target\" and \"task\" to the schema to score them)")
+                   f"\"target\" and \"task\" to the schema{' file (--schema)' if cli else ''} to score them)")
     return out
 
 
@@ -753,7 +761,9 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     (the HTML report prints it).  Tables that support a metric only in name -- fewer than
     ``MIN_TRAIN_ROWS`` (40) training rows, a holdout of fewer than ``MIN_HOLDOUT_ROWS`` (40) rows or
     one that holds training rows -- are warned about, and ``details["caveats"]`` lists those
-    warnings (the HTML report prints them above the tables).
+    warnings (the HTML report prints them above the tables), as it lists what the default run
+    (``metrics=None``) left out and why: the ML metrics without a "target" in the schema, the attacks
+    without ``test``.  ML metrics named in ``metrics`` without a target are a ConfigError.
     """
     schema = resolve_schema(schema, train)
     frames = check_frames(schema, train=train, synthetic=synthetic, test=test)
@@ -776,15 +786,13 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
                                                            ("mds_shadow_models", "mds_samples"))
     task = _task_of(schema)
     names = _resolve_metrics(metrics, test is not None, synthesizer_factory is not None, task)
-    if metrics is None:  # the default run adapts to the tables: never in silence
-        for msg in default_left_out(names, test is not None, task):
-            warnings.warn("evaluate: " + msg, UserWarning, stacklevel=2)
-    caveats = _table_caveats(train, test, names, schema)
+    # the default run adapts to the tables: never in silence, and said in the report too (details["caveats"],
+    # which the HTML report shows), not only as a warning
+    left_out = [("evaluate: " + msg, UserWarning) for msg in default_left_out(names, test is not None, task)] \
+        if metrics is None else []
+    caveats = left_out + _table_caveats(train, test, names, schema)
     for msg, category in caveats:
         warnings.warn(msg, category, stacklevel=2)
-    if any(m.startswith("ml_") for m in names) and task is None:
-        raise ConfigError("ML metrics need the schema's 'target' (and 'task'); add them to the schema or "
-                          "leave ml_* out of metrics")
     opts = dict(seed=seed, n_queries=n_queries, evaluators=tuple(evaluators), wasserstein_rows=wasserstein_rows,
                 n_attacks=n_attacks, cv_evaluators=tuple(cv_evaluators), nnaa_resamples=nnaa_resamples,
                 attr_trees=attr_trees, attr_rows=attr_rows)

@@ -717,3 +717,24 @@ def test_the_default_run_says_what_it_leaves_out_and_why(tables):
         warnings.simplefilter("always")
         evaluate(train, fake, schema=no_target, metrics=["tvd_1way"], baselines=False)
     assert not [w for w in rec if "skipped" in str(w.message)]
+
+
+def test_what_the_default_run_leaves_out_is_in_the_report_and_a_named_ml_metric_without_target_is_an_error(tables):
+    # without a target the ML metrics were left out with a warning only: the report (details["caveats"], which the
+    # HTML page prints) did not say so; and ["tvd_2way", "ml_f1"] dropped ml_f1 with a warning, not an error
+    train, fake, test, schema = tables
+    no_target = Schema.from_dict(schema.to_dict())
+    no_target.meta.pop("target", None)
+    no_target.meta.pop("task", None)
+    with pytest.warns(UserWarning, match='names no "target"'):
+        table, details = evaluate(train, fake, test=test, schema=no_target, baselines=False, wasserstein_rows=50,
+                                  n_attacks=20, nnaa_resamples=1, attr_trees=2, return_details=True)
+    said = [c for c in details["caveats"] if 'names no "target"' in c]
+    assert len(said) == 1 and "skipped ml_f1" in said[0] and not table["metric"].str.startswith("ml_").any()
+    ran = []
+    with pytest.raises(ConfigError, match=r"metrics \['ml_f1'\] predict a target column, but the schema names no "
+                                          r"\"target\"; add \"target\" \(and \"task\"\) to the schema, or leave them "
+                                          r"out of metrics"):
+        evaluate(train, fake, test=test, schema=no_target, metrics=["tvd_2way", "ml_f1"], baselines=False,
+                 progress=lambda *a: ran.append(a))
+    assert not ran
