@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import dp_accounting as dpa
@@ -250,6 +250,9 @@ class BoundsReport:
     #: outermost edge (its last bucket holds everything beyond it, clipped); "fine", evidence only in the buckets
     #: around 0 (a smaller scale is not told apart from 0)
     grid_edges: tuple = ()
+    #: noisy counts of the values beyond a "low"/"high" grid edge, each in a cell of its own in the second histogram
+    #: (they are clipped to the edge: part of ``clipped_estimate`` too)
+    beyond: dict = field(default_factory=dict)
 
     def as_dict(self, column) -> dict:
         r = lambda x: float(round(x, 1))  # noqa: E731
@@ -259,7 +262,9 @@ class BoundsReport:
                 "rows_a_bucket_can_hide": r(self.hidden), "trimmed_sub_buckets": list(self.trimmed),
                 "clipped_estimate": r(max(self.clipped_estimate, 0.0)), "rows_estimate": r(self.n_estimate),
                 "missing_estimate": None if self.missing_count is None else r(self.missing_count),
-                "tail_rings": list(self.rings), "grid_edges": [[side, float(x)] for side, x in self.grid_edges]}
+                "tail_rings": list(self.rings), "grid_edges": [[side, float(x)] for side, x in self.grid_edges],
+                **({"beyond_grid_estimate": {k: r(max(x, 0.0)) for k, x in self.beyond.items()}}
+                   if self.beyond else {})}
 
 
 def _grid(kind: str, integer: bool, log2_range, span):
@@ -413,6 +418,11 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     lo, hi = float(edges[a, 0]), float(edges[b, 1])
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
+    # A range that reaches the grid's outermost bucket: what lies beyond the edge is clipped to it, so it gets a
+    # cell of its own in the second histogram (one record, one cell still: no extra charge), and the report an
+    # estimate of how much was clipped (1e300s were clipped to 2^64 with 'about 2 values clipped' said)
+    top = 2.0 ** (min(hi2, 53) if integer else hi2)  # the grid's outermost edge (as _grid sets it)
+    over = [side for side, at in (("low", a == 0), ("high", b == K - 1)) if log_scale and at]
 
     rho2 = rho - rho1
     sigma2 = gaussian_sigma(rho2, 1.0)
@@ -463,6 +473,9 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     for r, (x, y, _) in enumerate(right):
         cell[(bucket >= x) & (bucket <= y)] = len(left) + k + r
     n_cells = len(left) + k + len(right)
+    for side in over:
+        cell[(v < -top) if side == "low" else (v > top)] = n_cells
+        n_cells += 1
     counts2 = np.r_[np.bincount(cell, minlength=n_cells).astype(float), float(na.sum())]
     noisy2, sigma2 = discrete_gaussian(budget, counts2, 1.0, rho2, mechanism="histogram",
                                        note=f"{name}: bounds refinement, {k} sub-buckets, {len(left) + len(right)} "
@@ -470,7 +483,9 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     noisy2, missing2 = noisy2[:-1], float(noisy2[-1])
     ring_l = noisy2[:len(left)][::-1]  # innermost first
     inner = noisy2[len(left):len(left) + k]
-    ring_r = noisy2[len(left) + k:]
+    ring_r = noisy2[len(left) + k:len(left) + k + len(right)]
+    beyond = {side: float(x) for side, x in zip(over, noisy2[len(left) + k + len(right):])}
+    start = {side: max(x, 0.0) for side, x in beyond.items()}  # clipped whatever the trimming does
     far_l = max((r for r in range(len(left)) if ring_l[r] > left[r][2] * sigma2), default=-1)
     far_r = max((r for r in range(len(right)) if ring_r[r] > right[r][2] * sigma2), default=-1)
     # a well-filled outermost tail ring: the tail runs on into the next (_EXTEND_Z); never into 0's cell or
@@ -486,28 +501,29 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         far_r = 1
     rings = (far_l + 1, far_r + 1)
     trim_l = trim_r = 0
-    clipped = 0.0
+    clipped = sum(start.values())
     if k > 1 and hi > lo:
         # trim sub-buckets from a side with no tail beyond, only while the noisy count of what would be
-        # clipped plus one standard deviation stays below clip_share of a low estimate of the rows
-        total = float(inner.sum())
-        limit = clip_share * max(total - 2.0 * sigma2 * math.sqrt(k), 0.0)
+        # clipped (with what lies beyond the grid's edge) plus one standard deviation stays below
+        # clip_share of a low estimate of the rows
+        total = float(inner.sum()) + clipped
+        limit = clip_share * max(total - 2.0 * sigma2 * math.sqrt(k + len(over)), 0.0)
 
-        def trim(seq):
-            s, t = 0.0, 0
+        def trim(seq, side):
+            s, t, n0 = start.get(side, 0.0), 0, int(side in over)
             for x in seq[:-1]:
                 # what is clipped is never negative: the running estimate is floored at 0, so the negative
                 # noise of empty outer sub-buckets cannot pay for the rows of the next one
-                if max(s + x, 0.0) + sigma2 * math.sqrt(t + 1) > limit:
+                if max(s + x, 0.0) + sigma2 * math.sqrt(t + 1 + n0) > limit:
                     break
                 s, t = max(s + x, 0.0), t + 1
             return t, s
 
-        cl = cr = 0.0
+        cl, cr = start.get("low", 0.0), start.get("high", 0.0)
         if far_l < 0:
-            trim_l, cl = trim(inner)
+            trim_l, cl = trim(inner, "low")
         if far_r < 0:
-            trim_r, cr = trim(inner[::-1][:k - trim_l])
+            trim_r, cr = trim(inner[::-1][:k - trim_l], "high")
         clipped = cl + cr
         lo, hi = float(sub[trim_l]), float(sub[k - trim_r])
     if far_l >= 0:
@@ -527,7 +543,7 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         f" (doubling beyond {DATETIME_SPAN[0][:4]}-{DATETIME_SPAN[1][:4]})" if lo < _FINE[0] or hi > _FINE[1] else "")
     at_edge = []
     if log_scale:  # post-processing of the released bounds and evidence
-        top, bottom = 2.0 ** hi2, 2.0 ** lo2
+        bottom = 2.0 ** lo2
         if known_lower is None and lo <= -top:
             at_edge.append(("low", -top))
         if known_upper is None and hi >= top:
@@ -535,7 +551,8 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         if not integer and -bottom <= walked[0] and walked[1] <= bottom:
             at_edge.append(("fine", bottom))
     rep = BoundsReport(lo, hi, grid, core, walked, margin, hidden, (trim_l, trim_r), clipped, n_hat,
-                       noisy_missing, sigma_missing, rings, tuple(at_edge))
+                       noisy_missing, sigma_missing, rings, tuple(at_edge),
+                       {side: beyond[side] for side, _ in at_edge if side in beyond})
     return (lo, hi, rep) if report else (lo, hi)
 
 
@@ -944,7 +961,8 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
                                      span=spans.get(c), report=True,
                                      known_lower=given.get("lower"), known_upper=given.get("upper"), **opts)
             for side, edge in brep.grid_edges:  # said now, not only in the report: the fix is the caller's
-                warnings.warn(f"column {c!r}: {grid_edge_text(side, edge)} in kinds (or the --schema file of "
+                text = grid_edge_text(side, edge, brep.beyond.get(side), brep.n_estimate)
+                warnings.warn(f"column {c!r}: {text} in kinds (or the --schema file of "
                               "`fit --dp-schema`)", UserWarning, stacklevel=2)
             if kind == "numerical" and spec.get("dtype"):  # a declared width bounds the range (public)
                 info = (np.iinfo if is_integer_dtype_name(spec["dtype"]) else np.finfo)(spec["dtype"].lower())
@@ -1074,6 +1092,9 @@ def check_dp_schema_meta(schema: Schema, where: str = "schema") -> dict | None:
             if not (isinstance(edges, list) and all(isinstance(e, list) and len(e) == 2 and e[0] in ("low", "high", "fine")
                                                     and num(e[1]) for e in edges)):
                 raise SchemaError(f"{w}.grid_edges: must list [\"low\" | \"high\" | \"fine\", edge] pairs")
+            beyond = r.get("beyond_grid_estimate", {})
+            if not (isinstance(beyond, dict) and all(k in ("low", "high") and num(x) for k, x in beyond.items())):
+                raise SchemaError(f"{w}.beyond_grid_estimate: must map \"low\" / \"high\" to numbers")
         # a declared 'missing' (missing_given) leaves the bounds' noisy count of missing values without a threshold
         if "missing_estimate" in r and not (num(r["missing_estimate"], True) and (
                 r.get("missing_given") is True or num(r.get("missing_threshold")))):
@@ -1089,14 +1110,22 @@ def measured_under_dp(schema: Schema | None) -> bool:
     return bool(info) and info.get("epsilon") is not None
 
 
-def grid_edge_text(side: str, edge: float) -> str:
-    """What a bound at the edge of :func:`dp_bounds`' log2 grid means, and what to do (``BoundsReport.grid_edges``)."""
+def grid_edge_text(side: str, edge: float, beyond: float | None = None, rows: float | None = None) -> str:
+    """What a bound at the edge of :func:`dp_bounds`' log2 grid means, and what to do (``BoundsReport.grid_edges``);
+    ``beyond``, ``rows``: the noisy counts of the values past the edge and of the column (``BoundsReport.beyond``,
+    ``n_estimate``), said as the share clipped."""
     if side == "fine":
         return (f"every value the measurement saw lies within +-{edge:g} of 0, the log2 grid's innermost buckets: "
                 "values of a smaller scale are not told apart from 0, and the bounds may be far wider than the values; "
                 "declare the column's 'lower' and 'upper'")
+    share = ""
+    if beyond is not None:
+        n = max(beyond, 0.0)
+        of = f", {min(100 * n / rows, 100):.3g} % of about {rows:,.0f}" if rows and rows >= 1 else ""
+        share = f" (about {n:,.0f} values{of}, a noisy estimate)"
     return (f"the {'lower' if side == 'low' else 'upper'} bound is the log2 grid's outermost edge {edge:g}: "
-            f"values beyond it were counted there and are clipped to it; declare the column's 'lower' and 'upper'")
+            f"values beyond it{share} were counted there and are clipped to it; declare the column's 'lower' and "
+            "'upper'")
 
 
 def dp_schema_report(schema: Schema) -> str:
@@ -1137,11 +1166,13 @@ def dp_schema_report(schema: Schema) -> str:
                     text += (f"; widened by {r['margin_buckets']} bucket(s) each side because a bucket can hide about "
                              f"{r['rows_a_bucket_can_hide']:,.0f} rows, more than {100 * share:g} % of the column")
                 t = r["trimmed_sub_buckets"]
+                beyond = r.get("beyond_grid_estimate", {})  # clipped at the grid's edge: said with the edge
                 if t[0] or t[1]:
                     text += (f"; trimmed {t[0]} + {t[1]} empty-looking sub-buckets (about "
-                             f"{r['clipped_estimate']:,.0f} values clipped, a noisy estimate)")
+                             f"{max(r['clipped_estimate'] - sum(beyond.values()), 0.0):,.0f} values clipped, a noisy "
+                             "estimate)")
                 for side, edge in r.get("grid_edges", []):
-                    text += "; " + grid_edge_text(side, edge)
+                    text += "; " + grid_edge_text(side, edge, beyond.get(side), r.get("rows_estimate"))
         else:
             text = "public description kept"
         lines.append(f"  {name:<24} {col.kind:<11} {text};{miss}")

@@ -429,6 +429,40 @@ def test_bounds_at_the_edge_of_the_log2_grid_are_warned_about_and_reported():
         dp_schema_report(bad)
 
 
+def test_what_lies_beyond_the_log2_grid_is_estimated_as_clipped_and_integers_past_2_53_are_warned_about():
+    # 100 values of 1e300 among 2,000 were clipped to 2^64 with no estimate of how many (the report said "about
+    # 2 values clipped" when all were); an integer column past 2^53, the integer grid's edge, was clipped silently
+    rng = np.random.default_rng(0)
+    mixed = np.r_[rng.uniform(1, 9, 1900), rng.uniform(1e299, 1e300, 100)]
+    both = rng.choice([-1.0, 1.0], 2000) * rng.uniform(1e299, 1e300, 2000)
+    for v, sides in ((mixed, {"upper": 100}), (both, {"lower": (both < 0).sum(), "upper": (both > 0).sum()})):
+        with pytest.warns(UserWarning) as rec:
+            schema, ledger = dp_schema(pd.DataFrame({"x": v}), {"x": "numerical"}, epsilon=1.0, delta=1e-6,
+                                       noise_seed=3)
+        report = dp_schema_report(schema)
+        for side, n in sides.items():
+            said = [str(w.message) for w in rec
+                    if f"the {side} bound is the log2 grid's outermost edge" in str(w.message)]
+            got = re.search(r"values beyond it \(about ([\d,]+) values, ([\d.]+) % of about [\d,]+, a noisy estimate\)",
+                            said[0])
+            assert got and abs(int(got.group(1).replace(",", "")) - n) < 40, said  # a DP estimate, near the truth
+            assert got.group(0) in report
+        r = schema.meta["dp_schema"]["columns"]["x"]
+        assert r["clipped_estimate"] >= sum(r["beyond_grid_estimate"].values()) - 1e-9
+        plain = dp_schema(pd.DataFrame({"x": rng.normal(size=2000)}), {"x": "numerical"}, epsilon=1.0, delta=1e-6,
+                          noise_seed=3)[1]
+        assert len(ledger.charges) == len(plain.charges)  # the cells past the edge cost no charge more
+    with pytest.warns(UserWarning, match=r"the upper bound is the log2 grid's outermost edge 9\.0072e\+15: values "
+                                         r"beyond it \(about"):
+        schema, _ = dp_schema(pd.DataFrame({"n": rng.integers(10 ** 17, 10 ** 18, 2000)}),
+                              {"n": {"type": "numerical", "integer": True}}, epsilon=1.0, delta=1e-6, noise_seed=3)
+    assert schema["n"].upper == 2.0 ** 53
+    bad = Schema.from_dict(schema.to_dict())
+    bad.meta["dp_schema"]["columns"]["n"]["beyond_grid_estimate"] = {"up": 1.0}  # an edited file
+    with pytest.raises(SchemaError, match=r"dp_schema\.columns\.n\.beyond_grid_estimate: must map"):
+        dp_schema_report(bad)
+
+
 def test_values_outside_a_public_category_list_are_an_error_before_any_charge():
     # nothing can take them in (no catch-all for a list the caller gives): conform raised after the charge
     df = _frame(2000)
