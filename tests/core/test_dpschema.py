@@ -761,16 +761,55 @@ def test_a_well_filled_tail_ring_takes_the_next_ring_too(monkeypatch):
     # 200 rows (1.4 sigma) in the first ring and none in the next: found, not taken as a tail that runs on
     lo, _, rep = bounds(pile + [-10.0] * 200)
     assert rep.rings[0] == 1 and -300 < lo <= -10
-    # 150 rows (1.1 sigma) and 120 (0.9 sigma, below the second ring's own 1.0): together 1.4 sigma of their
-    # sum (_SUM_Z 1.25), so both are taken
-    lo, _, rep = bounds(pile + [-10.0] * 150 + [-300.0] * 120)
+    # 150 rows and 160, each below its ring's own evidence (0.75 and 1.0 sigma, plus _RING_SHARE's ~49 rows):
+    # their sum clears 1.25 sigma of it plus those rows (_SUM_Z), so both are taken
+    lo, _, rep = bounds(pile + [-10.0] * 150 + [-300.0] * 160)
     assert rep.rings[0] == 2 and lo <= -300
-    lo, _, rep = bounds(pile + [-10.0] * 150 + [-300.0] * 60)  # 1.06 sigma of the sum: not
+    lo, _, rep = bounds(pile + [-10.0] * 150 + [-300.0] * 60)  # 210 rows: not
     assert rep.rings[0] == 1 and -300 < lo <= -10
     # counts: a well-filled ring below the data's bulk takes the next one down to the smallest positive
     # bucket (edge 0), never into the negatives
     lo, hi, rep = bounds([1000.0] * 6000 + [100.0] * 400)
     assert lo == 0 and hi >= 1000
+
+
+def test_a_tail_ring_must_hold_more_rows_than_trimming_may_clip(monkeypatch):
+    """Noise-free histograms again, at a budget whose noise is small against one ring but not against the
+    table's thin tail: a ring's evidence in sigmas is not enough, it must also show clip_share of the rows
+    (_RING_SHARE), since clipping fewer costs no more than trimming aims to, and taking the ring widens the
+    range 4-fold or more."""
+    import synthzoo.core.dpschema as dps
+
+    real = dps.discrete_gaussian
+    monkeypatch.setattr(dps, "discrete_gaussian",
+                        lambda budget, counts, sens, rho, **kw: (np.asarray(counts, dtype=float),
+                                                                 real(budget, counts, sens, rho, **kw)[1]))
+    body = [1.0] * 500 + [-1.0] * 500  # 1,000 rows in [-1, 1]; the first ring past the margin holds [-8, -2)
+    rho = 0.0267  # second histogram's sigma 5; the first's 8.7 cannot see 0.75 % of 1,000 rows: a margin
+
+    def lower(tail):
+        lo, _, rep = dps.dp_bounds(np.asarray(body + tail), PrivacyLedger(2.0, 1e-6).stage("s", 1.0), rho,
+                                   name="x", report=True)
+        assert rep.margin > 0
+        return lo, rep.rings[0]
+
+    lo, rings = lower([-5.0] * 6)  # 1.2 sigma in the first ring, but 0.6 % of the rows: clipped
+    assert rings == 0 and lo >= -2.0
+    lo, rings = lower([-5.0] * 20)  # 2 %: taken (4 sigma, a well-filled ring: the next one too, _EXTEND_Z)
+    assert rings >= 1 and lo <= -8.0
+
+
+def test_thin_tables_thin_tails_get_bounds_near_the_data():
+    # 2,000 rows of N(0, 1) at epsilon 1: an empty tail ring passed its 0.75 sigma 23 % of the time whatever the
+    # rows it held, so 36 % of 200 draws gave bounds over 1,000 wide (and mst drew 1 % of its rows near -1,280);
+    # now none of 200 (2 % over 30 wide)
+    v = np.random.default_rng(0).normal(size=2000)
+    widths = []
+    for seed in range(40):
+        s, _ = dp_schema(pd.DataFrame({"x": v}), {"x": "numerical"}, epsilon=1.0, noise_seed=seed)
+        widths.append(s["x"].upper - s["x"].lower)
+        assert s["x"].lower <= v.min() + 1.5 and s["x"].upper >= v.max() - 1.5  # and the data kept
+    assert max(widths) < 64, sorted(widths)[-5:]
 
 
 def test_a_measured_column_with_a_declared_missing_flag_can_be_fitted():
