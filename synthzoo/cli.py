@@ -826,6 +826,7 @@ def cmd_eval(a) -> int:
     test = None if a.test is None else read_csv(a.test, role="test", **csv)
     if schema is None:
         schema = Schema.infer(real)  # warns: fine for evaluation, not a differentially private schema
+    schema = _with_target(schema, a.target, a.task)
     metrics = None if a.metrics is None else [m.strip() for m in a.metrics.split(",") if m.strip()]  # "" names none
     names = _resolve_metrics(metrics, test is not None, False, _task_of(schema), field="--metrics")
     left_out = []
@@ -894,6 +895,37 @@ def cmd_eval(a) -> int:
         print(table.drop(columns="description").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print(f"# wrote {a.out} (computed from the real rows, not covered by DP: not for publication)")
     return 0
+
+
+def _with_target(schema, target, task):
+    """``schema`` with ``--target`` / ``--task`` as its "target" and "task": without ``--schema`` there was no
+    file to add them to, so the ML metrics could not be scored at all."""
+    from synthzoo.core.errors import ConfigError
+    from synthzoo.core.schema import TASKS, Schema, task_kind
+
+    if target is None and task is None:
+        return schema
+    if target is None and schema.meta.get("target") is None:
+        raise ConfigError("--task: the schema names no \"target\" to predict; give --target COLUMN too")
+    if target is not None and target not in schema:
+        near = difflib.get_close_matches(target, schema.names, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"--target: {target[:80]!r} is not a column of the table{hint}; columns are "
+                          f"{schema.names[:20]}")
+    if task is not None and task_kind(task) is None:
+        raise ConfigError(f"--task: unknown task {task[:80]!r}; choose from {sorted(TASKS)}")
+    col = schema[target or schema.meta["target"]]
+    if task is not None and (task_kind(task) == "regression") == (col.kind == "categorical"):
+        raise ConfigError(f"--task {task!r}: the target {col.name!r} is {col.kind}; "
+                          + ("a categorical target is classified" if col.kind == "categorical" else
+                             "a classification target must be categorical"))
+    d = schema.to_dict()
+    if target is not None and target != d.get("target"):
+        d["target"] = target
+        d.pop("task", None)  # the schema's task was its own target's
+    if task is not None:
+        d["task"] = task
+    return Schema.from_dict(d)
 
 
 def cmd_list(a) -> int:
@@ -1217,6 +1249,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("fake", help="the synthetic CSV")
     e.add_argument("--test", help="real held-out CSV, never used for fitting (enables ML utility and privacy metrics)")
     e.add_argument("--schema", help="public schema JSON (default: inferred from the real rows)")
+    e.add_argument("--target", help="column the ML metrics predict (default: the schema's \"target\"; without one "
+                                    "they are skipped)")
+    e.add_argument("--task", help="'binary classification', 'multiclass classification' or 'regression' (default: "
+                                  "the schema's \"task\", else classification for a categorical target)")
     e.add_argument("--out", default="report.html", help="HTML report to write (default report.html)")
     e.add_argument("--metrics", help=_metric_help())
     e.add_argument("--seed", type=_seed, default=0, help="seed of the metrics' own randomness (default 0)")

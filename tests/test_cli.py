@@ -100,7 +100,7 @@ def test_an_option_a_command_does_not_take_is_refused_with_that_commands_usage(c
     # argparse refused it with the top level's usage ("synthzoo [-h] [--version] COMMAND ..."), no option listed
     for argv, said in ((["fit", "d.csv", "--epsilom", "1", "--out", "m.szm"], "(did you mean --epsilon?)"),
                        (["eval", "r.csv", "f.csv", "--html", "r.html"], "unrecognized arguments: --html r.html;"),
-                       (["eval", "r.csv", "f.csv", "--tset=t.csv"], "(did you mean --seed, --sep, --test?)")):
+                       (["eval", "r.csv", "f.csv", "--tset=t.csv"], "(did you mean --sep, --target, --test?)")):
         with pytest.raises(SystemExit) as e:
             main(argv)
         err = capsys.readouterr().err
@@ -682,7 +682,7 @@ def test_eval_says_what_it_skips_and_why(demo_files, tmp_path, capsys):
     err = capsys.readouterr().err
     assert 'the schema names no "target", so nothing to predict: skipped ml_f1' in err and "without --test" not in err
     assert 'names no &quot;target&quot;, so nothing to predict: skipped ml_f1' in (tmp_path / "r.html").read_text()
-    assert 'to the schema file (--schema) to score them' in err  # the page said nothing of it
+    assert 'give --target COLUMN, or add "target" and "task" to the schema file (--schema), to score them' in err
     (tmp_path / "r.html").unlink()
     assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(tmp_path / "s.json"),
                  "--test", test, "--metrics", "tvd_2way,ml_f1", "--out", str(tmp_path / "r.html")]) == 2
@@ -692,6 +692,26 @@ def test_eval_says_what_it_skips_and_why(demo_files, tmp_path, capsys):
     assert main(["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--schema", str(d / "schema.json"),
                  "--metrics", "fidelity", "--out", str(tmp_path / "r.html")]) == 0
     assert "skipped" not in capsys.readouterr().err  # metrics named: nothing left out by default
+
+
+def test_eval_takes_the_target_on_the_command_line(demo_files, tmp_path, capsys):
+    # without --schema (inferred from the rows) there was no file to add "target" to, so the ML metrics could
+    # not be scored from the command line at all; --target (and --task) name it there
+    d, df, schema = demo_files
+    target = schema.meta["target"]
+    df.iloc[:200].to_csv(tmp_path / "fake.csv", index=False)
+    base = ["eval", str(d / "data.csv"), str(tmp_path / "fake.csv"), "--out", str(tmp_path / "r.html")]
+    assert main(base + ["--metrics", "tvd_2way,ml_f1"]) == 2
+    assert "give --target COLUMN" in capsys.readouterr().err
+    assert main(base + ["--target", target, "--metrics", "tvd_2way,ml_f1", "--test", str(d / "data.csv")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^\s*ml_f1\s+utility\s+[0-9.]+\s", out, re.M), out  # scored
+    for extra, said in ((["--target", target[:-1] + "X"], f"did you mean {target!r}?"),
+                        (["--task", "regression"], "give --target COLUMN too"),
+                        (["--target", target, "--task", "regresion"], "--task: unknown task 'regresion'"),
+                        (["--target", target, "--task", "regression"], "is categorical; a categorical target is classified")):
+        assert main(base + extra + ["--metrics", "tvd_2way"]) == 2, extra
+        assert said in capsys.readouterr().err, extra
 
 
 def test_a_file_in_another_encoding_is_placed_by_line_and_column(tmp_path, capsys):

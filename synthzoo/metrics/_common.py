@@ -100,6 +100,30 @@ def check_frames(schema: Schema, **frames: pd.DataFrame | None) -> dict[str, pd.
     return {role: check_frame(df, schema, role) for role, df in frames.items() if df is not None}
 
 
+def out_of_schema(schema: Schema, **frames: pd.DataFrame | None) -> list[str]:
+    """The :class:`OutOfSchemaWarning` messages of each frame (``train=..., synthetic=...``), once per table
+    and column: every metric reads the columns again (on subsamples and baseline tables too), so a caller
+    that scores many metrics says these once and silences the metrics' own (evaluate said one out-of-bounds
+    column in some 90 warnings)."""
+    msgs = []
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always", OutOfSchemaWarning)
+        for role, df in frames.items():
+            if df is None:
+                continue
+            for col in schema.columns:
+                if col.kind == "categorical":
+                    category_codes(df[col.name], col, role)
+                else:
+                    numeric_array(df[col.name], col, role)
+    for w in got:
+        if issubclass(w.category, OutOfSchemaWarning):
+            msgs.append(str(w.message))
+        else:  # anything else the reading says is said as it was
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return msgs
+
+
 # ---------------------------------------------------------------------------------------
 # column views
 # ---------------------------------------------------------------------------------------

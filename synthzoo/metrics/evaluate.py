@@ -17,8 +17,8 @@ import pandas as pd
 from ..core.errors import ConfigError
 from ..core.params import check_seed
 from ..core.schema import Schema
-from ._common import (HoldoutWarning, check_bool, check_frames, check_positive_int, count, holdout_overlap,
-                      join_parts, resolve_schema)
+from ._common import (HoldoutWarning, OutOfSchemaWarning, check_bool, check_frames, check_positive_int, count,
+                      holdout_overlap, join_parts, out_of_schema, resolve_schema)
 from .association import association_difference
 from .baselines import BASELINES, baseline_tables
 from .marginal import query_error_3way, tvd_1way, tvd_2way
@@ -192,9 +192,10 @@ def _resolve_metrics(metrics, has_test: bool, has_factory: bool, task: str | Non
         ml = {m for m in METRICS if m.startswith("ml_")} | _NEEDS_CLASSIFICATION
         asked = [m for m in dict.fromkeys(names) if m in ml and (explicit or m in metrics)]
         if asked:
-            raise ConfigError(f"metrics {asked} predict a target column, but the schema names no \"target\"; add "
-                              "\"target\" (and \"task\") to the schema" + (" file (--schema)" if field == "--metrics"
-                                                                         else "") + f", or leave them out of {field}")
+            raise ConfigError(f"metrics {asked} predict a target column, but the schema names no \"target\"; "
+                              + ("give --target COLUMN, or add \"target\" (and \"task\") to the schema file (--schema)"
+                                 if field == "--metrics" else "add \"target\" (and \"task\") to the schema")
+                              + f", or leave them out of {field}")
     # by the task's kind, as the ML metrics read it: "Regression" (any letter case is the same task) held
     # no "regress" and was scored as classification, ml_f1 / ml_auc NaN for a wrong reason
     reg = task is not None and task_kind(task) == "regression"
@@ -248,8 +249,9 @@ def default_left_out(names: list[str], has_test: bool, task: str | None, cli: bo
                    "rows the synthesizer never saw; " + ("`synthzoo split` makes them)" if cli else
                                                          "synthzoo.datasets.train_test_split makes them)"))
     if no_target:
-        out.append(f"the schema names no \"target\", so nothing to predict: skipped {', '.join(no_target)} (add "
-                   f"\"target\" and \"task\" to the schema{' file (--schema)' if cli else ''} to score them)")
+        out.append(f"the schema names no \"target\", so nothing to predict: skipped {', '.join(no_target)} ("
+                   + ("give --target COLUMN, or add \"target\" and \"task\" to the schema file (--schema)," if cli else
+                      "add \"target\" and \"task\" to the schema") + " to score them)")
     return out
 
 
@@ -650,6 +652,8 @@ def _run_tables(jobs, test, schema, opts, n_jobs: int, progress: Callable | None
 
     saved = list(warnings.filters)
     try:
+        # evaluate said these once per table and column (out_of_schema); every metric would say them again
+        warnings.filterwarnings("ignore", category=OutOfSchemaWarning)
         if n_jobs == 1 or len(work) <= 1:
             finished = [one(w) for w in work]
         else:  # two threads more than slots: they take over while a unit waits for a shared result
@@ -790,7 +794,10 @@ def evaluate(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame | 
     # which the HTML report shows), not only as a warning
     left_out = [("evaluate: " + msg, UserWarning) for msg in default_left_out(names, test is not None, task)] \
         if metrics is None else []
-    caveats = left_out + _table_caveats(train, test, names, schema)
+    # values beyond the schema, said once per table and column here (the metrics' own warnings are silenced
+    # while they run: each reads the columns again, and one such column was said some 90 times)
+    outside = [(msg, OutOfSchemaWarning) for msg in out_of_schema(schema, train=train, synthetic=synthetic, test=test)]
+    caveats = left_out + _table_caveats(train, test, names, schema) + outside
     for msg, category in caveats:
         warnings.warn(msg, category, stacklevel=2)
     opts = dict(seed=seed, n_queries=n_queries, evaluators=tuple(evaluators), wasserstein_rows=wasserstein_rows,

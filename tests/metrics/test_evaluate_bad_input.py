@@ -738,3 +738,25 @@ def test_what_the_default_run_leaves_out_is_in_the_report_and_a_named_ml_metric_
         evaluate(train, fake, test=test, schema=no_target, metrics=["tvd_2way", "ml_f1"], baselines=False,
                  progress=lambda *a: ran.append(a))
     assert not ran
+
+
+def test_values_beyond_the_schema_are_said_once_per_table_and_column(tables):
+    # before: one column beyond its bounds in the three tables was said in 90 warnings (every metric read
+    # it again, on subsamples and the baselines' halves too, with counts of their own: '64 values', '68
+    # values', ...); now once per table and column, with the whole table's count, and in details["caveats"]
+    from synthzoo.metrics import OutOfSchemaWarning
+    train, fake, test, schema = tables
+    narrow = Schema.from_dict({**schema.to_dict(), "columns": {**schema.to_dict()["columns"],
+                                                              "x": {"type": "numerical", "lower": -1, "upper": 1}}})
+    fake = fake.assign(g=np.where(fake.index < 3, "zz", fake["g"]))
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        _, details = evaluate(train, fake, test, schema=narrow, n_attacks=40, return_details=True)
+    said = sorted(str(w.message) for w in got if issubclass(w.category, OutOfSchemaWarning))
+    n = {role: int(((t["x"] < -1) | (t["x"] > 1)).sum()) for role, t in (("train", train), ("synthetic", fake),
+                                                                          ("test", test))}
+    assert [s.split(":")[0] for s in said] == ["synthetic table, column 'g'", "synthetic table, column 'x'",
+                                               "test table, column 'x'", "train table, column 'x'"], said
+    assert all(f"{n[s.split()[0]]} values outside the public bounds" in s for s in said if "'x'" in s), (said, n)
+    assert "3 values outside the schema's categories" in said[0]
+    assert set(said) <= set(details["caveats"])
