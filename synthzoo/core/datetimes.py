@@ -157,7 +157,7 @@ def resolution_of_bound(value, fmt: str | None = None) -> str:
                     return res
             return "day"
         text = value.strip()
-        if re.search(r"[T ]\d{2}", text):  # only a time of day carries a zone suffix
+        if _has_time(text):  # only a time of day carries a zone suffix
             text = _ZONE_SUFFIX.sub("", text)
         found = [res for rx, res in _TEXT_FORMS if rx.fullmatch(text)]
         return found[0] if found else "second"
@@ -309,8 +309,13 @@ def _has_zone(x) -> bool:
     an offset or Z (a date alone has no zone: "2020-01-01"'s "-01" is its day)."""
     if isinstance(x, str):
         text = x.strip()
-        return bool(re.search(r"[T ]\d{2}", text)) and bool(_ZONE_SUFFIX.search(text))
+        return _has_time(text) and bool(_ZONE_SUFFIX.search(text))
     return getattr(x, "tzinfo", None) is not None
+
+
+def _has_time(text: str) -> bool:
+    """Whether datetime text holds a time of day, the only part a zone suffix can follow."""
+    return re.search(r"[T ]\d{2}", text) is not None
 
 
 def _refuse_naive_with_aware(s: pd.Series, na: np.ndarray, name: str) -> None:
