@@ -111,8 +111,9 @@ def _emd_by_pricing(ur, cr, us, cs, is_cat, neighbours: int = 16, per_row: int =
     ``ur``/``us``: the distinct points, ``cr``/``cs``: their counts.  The optimum of a transport
     problem restricted to some arcs is the full problem's once no pair has a negative reduced cost
     ``c_ij - alpha_i - beta_j`` under the restricted problem's duals (LP duality), so the result is
-    the dense solver's up to the tolerance of that test (``_PRICE_TOL``, 1e-9, times the unit mass:
-    the duals carry rounding of about 1e-11; a test compares the two solvers).  The first arcs are
+    the dense solver's up to the tolerance of that test (``_PRICE_TOL``, 1e-9, times the unit mass
+    and the largest ground cost, at least 1: the duals carry rounding of about 1e-11 of the costs' scale;
+    a test compares the two solvers).  The first arcs are
     each point's ``neighbours`` nearest points of the other table (cheap arcs, where an optimal
     plan mostly lies) and the north-west-corner plan along both tables' sorted points (so that the
     restricted problem is feasible); each round adds each row's ``per_row`` most negative pairs and
@@ -140,6 +141,9 @@ def _emd_by_pricing(ur, cr, us, cs, is_cat, neighbours: int = 16, per_row: int =
     arcs.append(oi[np.searchsorted(up_r, start, side="right")] * m + oj[np.searchsorted(up_s, start, side="right")])
     key = np.unique(np.concatenate(arcs).astype(np.int64))
     row_j, col_i = np.empty((n, per_row), np.int64), np.empty(m, np.int64)
+    # the duals' rounding grows with the costs: synthetic values far beyond the public bounds (costs of
+    # 300) left reduced costs of -2.5e-9 round after round, and 100 rounds (33 s) ended in the dense solver
+    tol = _PRICE_TOL * max(1.0, _largest_cost(ur, us, is_cat))
     for _ in range(rounds):
         i, j = key // m, key % m
         *_, cost, alpha, beta, code = emd_c_sparse(wr, ws, i.astype(np.uint64), j.astype(np.uint64),
@@ -147,12 +151,23 @@ def _emd_by_pricing(ur, cr, us, cs, is_cat, neighbours: int = 16, per_row: int =
         if code != 1:  # not optimal (POT's code 1): leave it to the dense solver
             return None
         col_i[:] = -1
-        if _transport_numba.price(ur, us, is_cat, alpha, beta, per_row, _PRICE_TOL, row_j, col_i) >= -_PRICE_TOL:
+        if _transport_numba.price(ur, us, is_cat, alpha, beta, per_row, tol, row_j, col_i) >= -tol:
             return float(cost)
         add_i = np.r_[np.repeat(np.arange(n), per_row)[row_j.ravel() >= 0], col_i[col_i >= 0]]
         add_j = np.r_[row_j.ravel()[row_j.ravel() >= 0], np.flatnonzero(col_i >= 0)]
         key = np.union1d(key, add_i * m + add_j)
     return None
+
+
+def _largest_cost(ur: np.ndarray, us: np.ndarray, is_cat: np.ndarray) -> float:
+    """An upper bound of the ground cost between any point of ``ur`` and any of ``us``: per column 1 for a
+    category, else the span of both tables' values (at least 1, a missing value's cost)."""
+    total = 0.0
+    for k in range(ur.shape[1]):
+        v = np.concatenate([ur[:, k], us[:, k]])
+        v = v[~np.isnan(v)]
+        total += 1.0 if is_cat[k] or v.size == 0 else max(1.0, float(v.max() - v.min()))
+    return total
 
 
 def _one_number_with_missing(x: np.ndarray, y: np.ndarray) -> float | None:

@@ -258,6 +258,25 @@ def test_transport_by_pricing_equals_the_dense_solver():
     assert W._emd_by_pricing(u, c, u[::-1], c[::-1], np.array([False, False])) == pytest.approx(0.0, abs=1e-12)
 
 
+def test_transport_by_pricing_converges_with_values_far_beyond_the_bounds():
+    # an hmeq release with 4.5 % of a column up to 330 times its public range (a dp_schema bound far out):
+    # the duals' rounding grows with the costs (reduced costs of -2.5e-9 against a test at -1e-9), so the
+    # pricing went on for all its 100 rounds, 33 s a pair, and then the dense solver ran anyway; the test
+    # is now scaled to the largest cost.  Here: numbers 1e5 times the bounds' range, with missing values
+    from synthzoo.metrics import wasserstein as W
+    rng = np.random.default_rng(0)
+    n = 1500
+    real, fake = (np.c_[rng.integers(0, 2, n), np.where(rng.random(n) < 0.1, np.nan, rng.uniform(0, 1e5, n))]
+                  for _ in range(2))
+    is_cat = np.array([True, False])
+    ur, cr = W._unique_counted(real)
+    us, cs = W._unique_counted(fake)
+    priced = W._emd_by_pricing(ur, cr, us, cs, is_cat, rounds=40)  # 40 rounds ran out before
+    cost = W._column_cost(ur[:, 0], us[:, 0], True) + W._column_cost(ur[:, 1], us[:, 1], False)
+    dense = float(W._pot().emd2(cr / cr.sum(), cs / cs.sum(), cost, numItermax=10_000_000))
+    assert priced is not None and priced == pytest.approx(dense, rel=1e-9)
+
+
 def test_one_number_with_missing_values_on_all_rows_equals_the_dense_solver():
     """A number column with missing values is solved exactly on every row as a flow along its line
     of values: the dense problem's optimum to rounding, with missing values on either side, on both,
