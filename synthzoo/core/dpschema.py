@@ -273,6 +273,10 @@ class BoundsReport:
     #: noisy counts of the values beyond a "low"/"high" grid edge, each in a cell of its own in the second histogram
     #: (they are clipped to the edge: part of ``clipped_estimate`` too)
     beyond: dict = field(default_factory=dict)
+    #: ``(side, bound)`` for each side whose bound tail rings took beyond the margin, and the probability that a
+    #: ring holding nothing clears the innermost ring's threshold at this budget (what the reader weighs it by)
+    past_margin: tuple = ()
+    empty_ring_passes: float = 0.0
 
     def as_dict(self, column) -> dict:
         r = lambda x: float(round(x, 1))  # noqa: E731
@@ -284,7 +288,9 @@ class BoundsReport:
                 "missing_estimate": None if self.missing_count is None else r(self.missing_count),
                 "tail_rings": list(self.rings), "grid_edges": [[side, float(x)] for side, x in self.grid_edges],
                 **({"beyond_grid_estimate": {k: r(max(x, 0.0)) for k, x in self.beyond.items()}}
-                   if self.beyond else {})}
+                   if self.beyond else {}),
+                **({"past_margin": [[side, column.show(x)] for side, x in self.past_margin],
+                    "empty_ring_passes": float(f"{self.empty_ring_passes:.2g}")} if self.past_margin else {})}
 
 
 def _grid(kind: str, integer: bool, log2_range, span):
@@ -551,6 +557,7 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         lo = float(edges[left[far_l][0], 0])
     if far_r >= 0:
         hi = float(edges[right[far_r][1], 1])
+    past = [(side, x) for side, x, far in (("low", lo, far_l), ("high", hi, far_r)) if far >= 0]
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
     if span is not None:
@@ -573,7 +580,9 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
             at_edge.append(("fine", bottom))
     rep = BoundsReport(lo, hi, grid, core, walked, margin, hidden, (trim_l, trim_r), clipped, n_hat,
                        noisy_missing, sigma_missing, rings, tuple(at_edge),
-                       {side: beyond[side] for side, _ in at_edge if side in beyond})
+                       {side: beyond[side] for side, _ in at_edge if side in beyond},
+                       tuple((side, lo if side == "low" else hi) for side, _ in past),
+                       float(norm.sf(min(_RING_Z[0] + floor / sigma2, _ZERO_Z, _OTHER_Z[0]))) if past else 0.0)
     return (lo, hi, rep) if report else (lo, hi)
 
 
@@ -1116,6 +1125,12 @@ def check_dp_schema_meta(schema: Schema, where: str = "schema") -> dict | None:
             beyond = r.get("beyond_grid_estimate", {})
             if not (isinstance(beyond, dict) and all(k in ("low", "high") and num(x) for k, x in beyond.items())):
                 raise SchemaError(f"{w}.beyond_grid_estimate: must map \"low\" / \"high\" to numbers")
+            past = r.get("past_margin", [])
+            if not (isinstance(past, list) and all(isinstance(e, list) and len(e) == 2 and e[0] in ("low", "high")
+                                                   and isinstance(e[1], str) for e in past)
+                    and (not past or (num(r.get("empty_ring_passes")) and 0 <= r["empty_ring_passes"] <= 1))):
+                raise SchemaError(f"{w}.past_margin: must list [\"low\" | \"high\", bound] pairs, with "
+                                  "empty_ring_passes a probability")
         # a declared 'missing' (missing_given) leaves the bounds' noisy count of missing values without a threshold
         if "missing_estimate" in r and not (num(r["missing_estimate"], True) and (
                 r.get("missing_given") is True or num(r.get("missing_threshold")))):
@@ -1192,6 +1207,14 @@ def dp_schema_report(schema: Schema) -> str:
                     text += (f"; trimmed {t[0]} + {t[1]} empty-looking sub-buckets (about "
                              f"{max(r['clipped_estimate'] - sum(beyond.values()), 0.0):,.0f} values clipped, a noisy "
                              "estimate)")
+                past = [f"{'lower' if side == 'low' else 'upper'} bound goes on to {bound}"
+                        for side, bound in r.get("past_margin", [])]
+                if past:
+                    text += (f"; past the margin, {'tail rings' if len(past) > 1 else 'a tail ring'} cleared "
+                             f"{'their thresholds' if len(past) > 1 else 'its threshold'}, so the "
+                             f"{' and the '.join(past)} (a ring that holds nothing does so in up to "
+                             f"{100 * r['empty_ring_passes']:.2g} % of draws at this budget: declare the column's "
+                             "public 'lower' and 'upper' if they are known)")
                 for side, edge in r.get("grid_edges", []):
                     text += "; " + grid_edge_text(side, edge, beyond.get(side), r.get("rows_estimate"))
         else:

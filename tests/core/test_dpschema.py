@@ -12,6 +12,7 @@ from scipy.stats import binom, norm
 
 from synthzoo.core.dpschema import (
     OTHER,
+    check_dp_schema_meta,
     conform,
     dp_bounds,
     dp_categories,
@@ -842,3 +843,32 @@ def test_a_bucket_apart_from_the_data_widens_the_core_only_on_strong_evidence():
     noisy[50], noisy[25:27], noisy[27] = 0, 2 * sigma, base + 1  # joined to the run through evidence: the run's
     assert _outermost(noisy, sigma, 1e-3) == (21, 27)
     assert _outermost(np.full(K, sigma), sigma, 1e-3) is None
+
+
+def test_the_report_says_where_tail_rings_took_a_bound_past_the_margin_and_how_often_noise_does():
+    # hmeq's MORTDUE (data up to 399,550) got an upper bound of 268435456 from a ring past the margin that
+    # noise alone clears in about 1 draw in 7 at that budget, and the report said only 'widened by 2
+    # bucket(s)', which reaches 1048576
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({f"x{i}": rng.lognormal(11, 0.5, 4000) for i in range(8)})
+    said = past = 0
+    for seed in range(12):
+        schema, _ = dp_schema(df, {c: "numerical" for c in df}, epsilon=0.2, noise_seed=seed)
+        report = dp_schema_report(schema)
+        for c in df:
+            rec = schema.meta["dp_schema"]["columns"][c]
+            for side, bound in rec.get("past_margin", []):
+                past += 1
+                assert bound == rec["lower" if side == "low" else "upper"]
+                assert 0 < rec["empty_ring_passes"] < 0.5
+                line = next(x for x in report.splitlines() if x.strip().startswith(c + " "))
+                assert f"{'lower' if side == 'low' else 'upper'} bound goes on to {bound}" in line
+                assert "% of draws at this budget" in line
+                said += 1
+        check_dp_schema_meta(Schema.from_dict(schema.to_dict()))  # the record reads back as a model file's
+    assert past >= 3 and said == past  # several of 96 column-draws at this budget
+    bad = schema.to_dict()
+    rec = next(iter(bad["dp_schema"]["columns"].values()))
+    rec["past_margin"], rec["empty_ring_passes"] = [["high", 3]], 2.0
+    with pytest.raises(SchemaError, match="past_margin"):
+        check_dp_schema_meta(Schema.from_dict(bad))
