@@ -557,7 +557,9 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         lo = float(edges[left[far_l][0], 0])
     if far_r >= 0:
         hi = float(edges[right[far_r][1], 1])
-    past = [(side, x) for side, x, far in (("low", lo, far_l), ("high", hi, far_r)) if far >= 0]
+    # the sides whose bound rings took past the margin (a side known in public keeps its bound whatever the rings)
+    past = [side for side, far, known in (("low", far_l, known_lower), ("high", far_r, known_upper))
+            if far >= 0 and known is None]
     if integer:
         lo, hi = float(math.floor(lo)), float(math.ceil(hi))
     if span is not None:
@@ -581,7 +583,7 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
     rep = BoundsReport(lo, hi, grid, core, walked, margin, hidden, (trim_l, trim_r), clipped, n_hat,
                        noisy_missing, sigma_missing, rings, tuple(at_edge),
                        {side: beyond[side] for side, _ in at_edge if side in beyond},
-                       tuple((side, lo if side == "low" else hi) for side, _ in past),
+                       tuple((side, lo if side == "low" else hi) for side in past),
                        float(norm.sf(min(_RING_Z[0] + floor / sigma2, _ZERO_Z, _OTHER_Z[0]))) if past else 0.0)
     return (lo, hi, rep) if report else (lo, hi)
 

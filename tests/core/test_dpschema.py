@@ -872,3 +872,9 @@ def test_the_report_says_where_tail_rings_took_a_bound_past_the_margin_and_how_o
     rec["past_margin"], rec["empty_ring_passes"] = [["high", 3]], 2.0
     with pytest.raises(SchemaError, match="past_margin"):
         check_dp_schema_meta(Schema.from_dict(bad))
+    # a side known in public keeps its bound whatever its rings read, so it is never said to go on
+    v = df["x0"].to_numpy()
+    sides = [side for s in range(30) for side, _ in
+             dp_bounds(v, PrivacyLedger(1.0, 1e-6, noise_seed=s).stage("s", 1.0), 2e-4, report=True,
+                       known_lower=0.0)[2].past_margin]
+    assert sides and set(sides) == {"high"}
