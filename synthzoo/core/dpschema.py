@@ -161,8 +161,8 @@ _SUM_Z = 1.25
 #: evidence (:data:`_RING_Z`, :data:`_SUM_Z`) to be taken: clipping a ring that holds less costs no more than the
 #: trimming aims to clip, while taking one widens the range 4- to 2^16-fold.  In sigmas alone, an empty ring
 #: passed 0.75 sigma 23 % of the time whatever the rows: a 2,000-row N(0, 1) column at epsilon 1 got bounds
-#: 1,000 wide in 36 % of 200 draws (a synthesizer then drew 1 % of its rows near -1,280); with the floor, in none
-#: (5 such columns: 40 % to 11 %).  On the COMPAS-like table at epsilon 0.1 (benchmarks/bench_dp_schema.py, 2,000
+#: 1,000 wide in 36 % of 200 draws; with the floor, in none (5 such columns: 40 % to 11 %).  Such bounds damage
+#: the release: given [-2048, 8] for an N(0, 1) column, mst drew 1 % of its rows near -1,280.  On the COMPAS-like table at epsilon 0.1 (benchmarks/bench_dp_schema.py, 2,000
 #: draws) those clipping over 2 % of days_b_screening_arrest went from 25 to 41, and the mean log2 of each range
 #: over the data's fell: age 4.22 to 3.39, priors_count 3.18 to 2.50, juv_fel_count 0.84 to 0.10 (1.5, on 500
 #: draws: 20 instead of 14, and the count columns clipped).
