@@ -109,13 +109,8 @@ def out_of_schema(schema: Schema, **frames: pd.DataFrame | None) -> list[str]:
     with warnings.catch_warnings(record=True) as got:
         warnings.simplefilter("always", OutOfSchemaWarning)
         for role, df in frames.items():
-            if df is None:
-                continue
-            for col in schema.columns:
-                if col.kind == "categorical":
-                    category_codes(df[col.name], col, role)
-                else:
-                    numeric_array(df[col.name], col, role)
+            if df is not None:
+                views(df, schema, role)  # what every metric reads, warnings included
     for w in got:
         if issubclass(w.category, OutOfSchemaWarning):
             msgs.append(str(w.message))
