@@ -1,7 +1,12 @@
-"""Record models side by side with their peer libraries, on adult (80/20 split, seed 0).
+"""Record models side by side with their peer libraries, on adult (80/20 split, seed 0) or another
+shared table (``--dataset hmeq``).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --epochs 50
     OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --methods dp-ctgan,snsynth-dpctgan --epsilon 1
+    OMP_NUM_THREADS=1 python benchmarks/bench_deep.py --dataset housing --methods dp-tvae,dp-tvae:prior_share=0 --epochs 0
+
+A method of ours may carry model parameters after its preset, ``PRESET:NAME=VALUE[:NAME=VALUE]``
+(values read as JSON), so that an ablation runs beside the preset in one command.
 
 Ours (any preset: `ctgan`, `dp-ctgan`, `tabddpm`, `aim`, `privsyn`, ...) run in a worker process each
 (synthzoo.isolation: CPU seconds and peak memory of the fit); the peers run in the benchmark's own
@@ -46,18 +51,32 @@ PEERS = {"sdv-ctgan", "sdv-tvae", "snsynth-dpctgan", "snsynth-pategan", "rtf-rea
 NON_PRIVATE = {"ctgan", "tvae", "tabddpm", "tldm", "realtabformer"}
 
 
-def make_ours(preset: str, schema, epsilon, epochs, seed: int):
+def method_spec(method: str) -> tuple[str, dict]:
+    """``"dp-tvae:prior_share=0"`` as ``("dp-tvae", {"prior_share": 0})``: a preset and model parameters."""
+    preset, *pairs = method.split(":")
+    over = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"{method!r}: model parameters go as PRESET:NAME=VALUE, got {pair!r}")
+        try:
+            over[key] = json.loads(value)
+        except json.JSONDecodeError:
+            over[key] = value
+    return preset, over
+
+
+def make_ours(method: str, schema, epsilon, epochs, seed: int):
     import synthzoo as sz
 
-    over = {}
+    preset, params_over = method_spec(method)
     cfg = sz.presets.preset_config(preset)
     model = cfg["model"] if isinstance(cfg["model"], dict) else {"name": cfg["model"]}
     params = sz.core.base.REGISTRY["model"][model["name"]]().get_params()
     # TLDM trains in two stages: --epochs sets both
     keys = [k for k in ("epochs", "vae_epochs", "diffusion_epochs") if k in params]
-    if epochs and keys:
-        over["model"] = {**model, **{k: int(epochs) for k in keys}}
-    return sz.make(preset, epsilon=epsilon, schema=schema, seed=seed, **over)
+    model = {**model, **({k: int(epochs) for k in keys} if epochs else {}), **params_over}
+    return sz.make(preset, epsilon=epsilon, schema=schema, seed=seed, model=model)
 
 
 def mds_ours(preset: str, train: pd.DataFrame, schema_dict: dict, epsilon, epochs, n_shadow: int) -> float:
@@ -113,7 +132,7 @@ def run_peer(method, train, schema, epsilon, epochs, venv: Path, seed: int = 0) 
 def score(train, test, fake, schema, risk: bool) -> dict:
     import warnings
 
-    from synthzoo.metrics import ml_scores, query_error_3way, tvd_2way, wasserstein_fidelity
+    from synthzoo.metrics import ml_scores, query_error_3way, tvd_1way, tvd_2way, wasserstein_fidelity
 
     warnings.simplefilter("ignore")
     fake = fake.reindex(columns=train.columns).copy()
@@ -121,10 +140,14 @@ def score(train, test, fake, schema, risk: bool) -> dict:
         if c.kind == "numerical":
             v = pd.to_numeric(fake[c.name], errors="coerce").clip(c.lower, c.upper)
             fake[c.name] = v.round() if c.integer else v
-    out = {"tvd_2way": tvd_2way(test, fake, schema), "wasserstein": wasserstein_fidelity(test, fake, schema, max_rows=1000),
+    out = {"tvd_1way": float(np.mean(tvd_1way(test, fake, schema))), "tvd_2way": tvd_2way(test, fake, schema), "wasserstein": wasserstein_fidelity(test, fake, schema, max_rows=1000),
            "query_3way": query_error_3way(test, fake, schema)}
     ml = ml_scores(train, fake, test, schema, evaluators=("gbm",))
-    out["ml_f1"] = float(dict(zip(ml["score"], ml["synthetic"])).get("f1", np.nan))
+    got = dict(zip(ml["score"], ml["synthetic"]))
+    if "r2" in got:  # a regression target (housing): R^2 in place of F1
+        out["ml_r2"] = float(got["r2"])
+    else:
+        out["ml_f1"] = float(got.get("f1", np.nan))
     if risk:
         from synthzoo.metrics import dcr_risk, domias_auc, identical_match_share
 
@@ -139,7 +162,10 @@ def score(train, test, fake, schema, risk: bool) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--methods", default="ctgan,sdv-ctgan,tvae,sdv-tvae")
+    p.add_argument("--methods", default="ctgan,sdv-ctgan,tvae,sdv-tvae",
+                   help="comma-separated: our presets (PRESET:NAME=VALUE sets a model parameter) and peers")
+    p.add_argument("--dataset", default="adult", choices=("adult", "hmeq", "housing"),
+                   help="a table of ../shared/datasets")
     p.add_argument("--epsilon", default="1", help="comma-separated epsilons for the DP methods")
     p.add_argument("--epochs", type=int, default=50,
                    help="epochs for every model that has them (ours and the peers' alike; both of TLDM's stages); "
@@ -161,11 +187,11 @@ def main(argv=None) -> int:
     from synthzoo.isolation import run_isolated
     from synthzoo.metrics import half_split, independent_sample
 
-    df, schema = sz.datasets.load_shared("adult")
+    df, schema = sz.datasets.load_shared(a.dataset)
     train, test = sz.datasets.train_test_split(df, test_size=0.2, seed=0)
     if a.train_rows:
         train = train.sample(a.train_rows, random_state=0)
-    print(f"# adult: {len(train):,} train / {len(test):,} test rows; {thread_settings()}; "
+    print(f"# {a.dataset}: {len(train):,} train / {len(test):,} test rows; {thread_settings()}; "
           f"python {sys.version.split()[0]}", flush=True)
     rows = []
     if not a.no_references:
@@ -176,11 +202,11 @@ def main(argv=None) -> int:
     epsilons = [float(e) for e in a.epsilon.split(",") if e]
     ours = set(sz.available_presets())
     runs = [(m, eps, seed) for m in [x for x in a.methods.split(",") if x]
-            for eps in (epsilons if m not in NON_PRIVATE and not m.startswith(("sdv-", "rtf-")) else [None])
+            for eps in (epsilons if method_spec(m)[0] not in NON_PRIVATE and not m.startswith(("sdv-", "rtf-")) else [None])
             for seed in range(a.runs)]
     for m, eps, seed in runs:
         row = {"method": m, "epsilon": "-" if eps is None else eps, "seed": seed}
-        if m in ours:
+        if method_spec(m)[0] in ours:
             r = run_isolated(f"{__name__}:fit_ours" if __name__ != "__main__" else "bench_deep:fit_ours",
                              (m, train, schema.to_dict(), eps, a.epochs, len(train), seed))
             if r.status != "ok":
@@ -199,7 +225,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"unknown method {m!r}; ours: {sorted(ours)}, peers: {sorted(PEERS)}")
         if fake is not None:
             row.update(score(train, test, fake, schema, a.risk))
-        if a.mds and m in ours:
+        if a.mds and method_spec(m)[0] in ours:
             r = run_isolated(f"{__name__}:mds_ours" if __name__ != "__main__" else "bench_deep:mds_ours",
                              (m, train, schema.to_dict(), eps, a.epochs, a.mds))
             row["mds"] = r.value if r.status == "ok" else f"{r.status}: {r.reason}"
@@ -209,7 +235,7 @@ def main(argv=None) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(res.to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     if a.runs > 1:
-        cols = [c for c in ("tvd_2way", "wasserstein", "query_3way", "ml_f1", "dcr_risk", "identical_match",
+        cols = [c for c in ("tvd_1way", "tvd_2way", "wasserstein", "query_3way", "ml_f1", "ml_r2", "dcr_risk", "identical_match",
                             "domias_auc", "singling_out", "fit_cpu_s") if c in res]
         g = res.assign(epsilon=res["epsilon"].astype(str)).groupby(["method", "epsilon"], sort=False)[cols]
         mean, sd = g.mean(), g.std()

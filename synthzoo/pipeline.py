@@ -818,7 +818,11 @@ class Synthesizer:
             # the state's parameters are the ones the model samples with; a config that says otherwise
             # was edited, and would show (and refit with) parameters the saved model never had
             restored = _json_params(self.model)
+            # a parameter added since the file was written: its config states none, and the state's value holds
+            stated = cfg["model"] if isinstance(cfg.get("model"), dict) else {}
             for k in sorted(configured.keys() & restored.keys()):
+                if k in getattr(self.model, "_params_added", {}) and k not in stated:
+                    continue
                 if configured[k] != restored[k]:
                     raise ConfigError(f"model file: config.model.{k}={configured[k]} disagrees with "
                                       f"model_state.params.{k}={restored[k]} (edited?)")

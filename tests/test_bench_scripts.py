@@ -163,3 +163,17 @@ def test_bench_pgm_replay_records_a_run_and_replays_it(adult, tmp_path, preset):
     assert [x.get("tree") for x in lines[:2]] == ["this", "baseline"]
     assert lines[0]["calls"] == head["calls"] and lines[0]["iterations"] == lines[1]["iterations"]
     assert lines[2]["max_cell_diff_over_rows"] == 0.0
+
+
+def test_bench_deep_takes_model_parameters_after_the_preset():
+    """``--methods dp-tvae,dp-tvae:prior_share=0`` runs an ablation beside the preset in one command."""
+    import bench_deep
+
+    assert bench_deep.method_spec("dp-tvae:prior_share=0:lr=0.002") == ("dp-tvae", {"prior_share": 0, "lr": 0.002})
+    assert bench_deep.method_spec("aim") == ("aim", {})
+    with pytest.raises(SystemExit, match="PRESET:NAME=VALUE"):
+        bench_deep.method_spec("dp-tvae:prior_share")
+    _, schema = make_demo(n=50, seed=0)
+    m = bench_deep.make_ours("dp-tvae:prior_share=0", schema, 1.0, 7, 0).model
+    assert (m.prior_share, m.epochs, m.batch_size) == (0, 7, 1000)  # the preset's batch kept
+    assert bench_deep.make_ours("dp-tvae", schema, 1.0, 0, 0).model.prior_share == 0.05

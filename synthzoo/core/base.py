@@ -320,6 +320,9 @@ class Model(Module):
     #: state (see :func:`check_state`): exactly these keys, each of its declared form.  ``None`` (a plug-in
     #: model that declares none) leaves the form to ``_set_state``.
     _state_spec: ClassVar[dict | None] = None
+    #: Fit parameters added after model files were first written, each with the value that a file lacking it
+    #: was fitted with (what the code before the parameter did): such a file loads with that value.
+    _params_added: ClassVar[dict] = {}
 
     def set_state(self, state: dict, domain: Domain) -> None:
         """Restore what :meth:`get_state` returned.  A saved state is untrusted input: a missing or
@@ -340,9 +343,10 @@ class Model(Module):
         if self._state_spec is not None:
             check_state({k: v for k, v in state.items() if k not in ("params", "domain")}, self._state_spec,
                         "model file: model_state")
-            lacking = sorted(set(self._saved_params()) - set(params))
+            lacking = sorted(set(self._saved_params()) - set(params) - set(self._params_added))
             if lacking:  # a default is not what the model was fitted with
                 raise ConfigError(f"model file: model_state.params lacks {lacking}")
+            params = {**self._params_added, **params}
         known = self.get_params()
         for k, v in params.items():
             attr = getattr(type(self), k, None)

@@ -298,6 +298,51 @@ def record_count(model, data, budget, who: str) -> float:
     return float(data.n)
 
 
+def output_priors(data, head: Head, budget, share: float, who: str) -> np.ndarray | None:
+    """Starting biases for an output layer on the layout, from DP one-way counts: each softmax block's
+    log-frequencies and each flag's log-odds (0 on the tanh scalars).  ``None`` when ``share`` is 0 or the
+    run is not private (the paper's initialisation).
+
+    Why: DP-SGD's clipped, noised gradient moves a logit by little per step, and a private run takes a
+    few hundred steps, so an output layer initialised near uniform keeps much of its uniform law: DP-TVAE
+    on housing at epsilon 1 drew 6.9 % ISLAND (real 0.03 %) and 12 % missing ``total_bedrooms`` (real
+    1 %).  The counts of every block and of both values of every flag are released together by the
+    discrete Gaussian mechanism (each record adds 1 to one cell of each, so the L2 sensitivity is the
+    square root of their number), charged ``share`` of what is left of ``budget``; the biases are
+    post-processing of them.  A count below half the noise's standard deviation is raised to it: the
+    release cannot tell a category from an empty one below that, and a logit far below the others
+    would take the whole run to climb back."""
+    if not budget.private or share <= 0.0:
+        return None
+    import math
+
+    from ..core.privacy.mechanisms import discrete_gaussian
+
+    cells = [(start, width) for _, start, width in head.blocks]
+    flags = [int(f) for f in head.sigm.cpu().tolist()]
+    if not cells and not flags:
+        return None
+    x = data.x
+    # counted in float64: a float32 sum of float32 features is exact only up to 2^24 records
+    exact = [x[:, s:s + w].sum(axis=0, dtype=np.float64) for s, w in cells]
+    for f in flags:
+        on = float(x[:, f].sum(dtype=np.float64))
+        exact.append(np.array([data.n - on, on]))
+    sizes = [c.size for c in exact]
+    noisy, sigma = discrete_gaussian(budget, np.concatenate(exact).round(), math.sqrt(len(exact)),
+                                     float(share) * budget.remaining,
+                                     note=f"{who}: one-way counts of {len(cells)} one-hot block(s) and "
+                                          f"{len(flags)} flag(s) for the output layer's starting biases")
+    parts = np.split(np.maximum(noisy, max(0.5 * sigma, 1.0)), np.cumsum(sizes)[:-1])
+    bias = np.zeros(head.dim, dtype=np.float64)
+    for (s, w), c in zip(cells, parts[:len(cells)]):
+        lg = np.log(c / c.sum())
+        bias[s:s + w] = lg - lg.mean()
+    for f, c in zip(flags, parts[len(cells):]):
+        bias[f] = math.log(c[1] / c[0])
+    return bias
+
+
 def dpsgd_run(model, data, budget, who: str, n_hat: float | None = None):
     """The opening every DP-SGD record model shares: the record count (:func:`record_count`), the
     fixed number of steps ``ceil(epochs * n_hat / batch_size)`` and the

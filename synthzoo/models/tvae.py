@@ -12,7 +12,13 @@ DP-TVAE trains encoder and decoder jointly with :class:`~synthzoo.core.privacy.d
 record's loss involves that record only, so per-record clipping holds exactly and Opacus' ghost
 clipping computes it at about the cost of a non-private step.  The learned scales are the bias of a
 linear layer fed a constant, so they are clipped with the rest.  The record count that sets the
-sampling rate is a discrete Gaussian count charged first (``count_share`` of the budget).
+sampling rate is a discrete Gaussian count charged first (``count_share`` of the budget).  Before
+it, ``prior_share`` of the budget releases one-way counts of every one-hot block and missing flag
+(:func:`~synthzoo.models.torch_features.output_priors`), whose log-frequencies start the decoder's
+output biases: DP-SGD moves a logit little per step, and a decoder started near uniform kept drawing
+rare categories and missing values far too often (housing at epsilon 1: 6.9 % ISLAND for 0.03 %
+real, 12 % missing ``total_bedrooms`` for 1 %; with the start 0.2 % and 1.5 %).  This start is
+ours, not the paper's; ``prior_share=0`` trains as the paper does.
 
 Paper settings (the defaults): latent 128, two hidden layers of 128 in each network, Adam with
 learning rate 1e-3 and weight decay 1e-5, batches of 500, 300 epochs, loss factor 2.
@@ -29,7 +35,8 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import OneNetwork, dpsgd_run, head_work, linear_weights, sample_rows, torch_module
+from .torch_features import (OneNetwork, dpsgd_run, head_work, linear_weights, output_priors, sample_rows,
+                             torch_module)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): TVAE")
@@ -100,6 +107,11 @@ class TVAE(OneNetwork, Model):
         DP-SGD's per-record clipping norm.
     count_share : float, default 0.02
         Share of the model's budget for the DP record count that sets the sampling rate.
+    prior_share : float, default 0.05
+        Share of the model's budget for DP one-way counts of every one-hot block and missing flag, whose
+        log-frequencies start the decoder's output biases (private runs; 0 starts them as the paper
+        does). DP-SGD moves a logit slowly, so a decoder started uniform kept drawing rare categories
+        and missing values far too often.
     device : {"auto", "cpu", "cuda"}, default "auto"
     progress : bool or None, default None
         A progress bar over the training steps (None: on a terminal).
@@ -120,15 +132,17 @@ class TVAE(OneNetwork, Model):
         "lr": [Interval(Real, 0, None, closed="neither")], "l2scale": [Interval(Real, 0, None)],
         "loss_factor": [Interval(Real, 0, None, closed="neither")],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
-        "count_share": [Interval(Real, 0, 1, closed="neither")], "device": [Options("auto", "cpu", "cuda")],
+        "count_share": [Interval(Real, 0, 1, closed="neither")],
+        "prior_share": [Interval(Real, 0, 1, closed="left")], "device": [Options("auto", "cpu", "cuda")],
         "progress": [None, Boolean()]}
+    _params_added = {"prior_share": 0.0}  # files written before it: the decoder started as the paper's
     _test_params = {"embedding_dim": 8, "compress_dims": (16,), "decompress_dims": (16,), "epochs": 2,
                     "batch_size": 200}
 
     def __init__(self, embedding_dim: int = 128, compress_dims=(128, 128), decompress_dims=(128, 128),
                  epochs: int = 300, batch_size: int = 500, lr: float = 1e-3, l2scale: float = 1e-5,
                  loss_factor: float = 2.0, max_grad_norm: float = 1.0, count_share: float = 0.02,
-                 device: str = "auto", progress: bool | None = None):
+                 prior_share: float = 0.05, device: str = "auto", progress: bool | None = None):
         self.embedding_dim = embedding_dim
         self.compress_dims = compress_dims
         self.decompress_dims = decompress_dims
@@ -139,6 +153,7 @@ class TVAE(OneNetwork, Model):
         self.loss_factor = loss_factor
         self.max_grad_norm = max_grad_norm
         self.count_share = count_share
+        self.prior_share = prior_share
         self.device = device
         self.progress = progress
 
@@ -160,6 +175,10 @@ class TVAE(OneNetwork, Model):
     def fit_records(self, data: FeatureData, budget: Budget, rng: np.random.Generator) -> "TVAE":
         """Train on the feature rows, by DP-SGD charged to ``budget`` when private."""
         torch, dev, gen, net, head = self._start(data, rng)
+        prior = output_priors(data, head, budget, float(self.prior_share), "tvae")
+        if prior is not None:
+            with torch.no_grad():
+                net.out.bias.copy_(torch.as_tensor(prior, dtype=net.out.bias.dtype))
         n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tvae")
         wrapped = sgd.wrap(net)
         params = [p for p in net.parameters() if p.requires_grad]

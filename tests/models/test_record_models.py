@@ -288,3 +288,85 @@ def test_record_samples_are_the_same_in_one_go_in_chunks_and_on_file(fitted_reco
     s.save(tmp_path / "m.szm")
     pd.testing.assert_frame_equal(sz.Synthesizer.load(tmp_path / "m.szm").sample(2000, seed=5), one_go)
     assert not s.sample(2000, seed=6).equals(one_go)
+
+
+def _skewed_table(n=2000):
+    """A category of 90 % beside four rare ones and a number missing in 1 % of rows: what a decoder
+    started uniform draws far too evenly when DP-SGD cannot move its logits in a few steps."""
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    cat = rng.choice(list("abcde"), size=n, p=[0.9, 0.04, 0.03, 0.02, 0.01])
+    x = rng.normal(50.0, 10.0, n).clip(0, 100)
+    x[rng.random(n) < 0.01] = np.nan
+    df = pd.DataFrame({"c": cat, "x": x})
+    schema = sz.Schema.from_dict({"columns": {
+        "c": {"kind": "categorical", "categories": list("abcde")},
+        "x": {"kind": "numerical", "lower": 0, "upper": 100, "missing": True}}})
+    return df, schema
+
+
+@pytest.mark.parametrize("share", [0.05, 0.0])
+def test_dp_tvae_starts_its_decoder_at_the_noisy_one_way_frequencies(share):
+    df, schema = _skewed_table()
+    model = {"name": "tvae", **QUICK["tvae"], "epochs": 1, "prior_share": share}
+    s = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=20.0, schema=schema, seed=0,
+                       noise_seed=11).fit(df)
+    notes = [c.note for c in s.ledger_.charges if "starting biases" in c.note]
+    fake = s.sample(4000, seed=1)
+    top, missing = (fake["c"] == "a").mean(), fake["x"].isna().mean()
+    if share:
+        # one release of 2 blocks (c, x's modes) and 1 flag, charged before training
+        assert notes == ["tvae: one-way counts of 2 one-hot block(s) and 1 flag(s) for the output layer's "
+                         "starting biases"]
+        assert top > 0.8 and missing < 0.05
+    else:  # the paper's start: one DP-SGD step leaves the decoder near uniform
+        assert notes == [] and top < 0.6 and missing > 0.2
+    assert s.privacy_spent().epsilon <= 20.0 * (1 + 1e-9)
+
+
+def test_output_priors_are_the_noisy_log_frequencies_with_a_floor_at_the_noise():
+    from synthzoo.core.privacy import PrivacyLedger
+    from synthzoo.core.privacy.ledger import Budget
+    from synthzoo.models.torch_features import output_priors
+
+    df, schema = _skewed_table()
+    data = schema_features(df, schema)
+    head = Head(data.table, "cpu")
+    ledger = PrivacyLedger(1.0, 1e-5, noise_seed=3)
+    bias = output_priors(data, head, Budget(ledger, "model", ledger.total_rho), 0.1, "tvae")
+    charge = ledger.charges[-1]
+    assert charge.mechanism == "discrete_gaussian" and math.isclose(charge.rho, 0.1 * ledger.total_rho)
+    sigma = math.sqrt(2 / (2 * charge.rho))  # sqrt(2) sensitivity: one block and one flag
+    (_, start, width) = next(b for b in head.blocks if b[0] == "c")
+    p = np.exp(bias[start:start + width])
+    p /= p.sum()
+    real = df["c"].value_counts(normalize=True).reindex(list("abcde")).to_numpy()
+    assert np.all(np.abs(p - real) < np.maximum(4 * sigma / len(df), real))  # within the noise
+    assert p.min() >= 0.5 * sigma / (len(df) + 5 * sigma * width)  # no count below half the noise
+    flag = int(head.sigm[0])
+    assert abs(1 / (1 + math.exp(-bias[flag])) - df["x"].isna().mean()) < 4 * sigma / len(df)
+    tanh = head.tanh.tolist()
+    assert np.all(bias[tanh] == 0.0)
+    none = PrivacyLedger(None, 1e-5)
+    assert output_priors(data, head, Budget(none, "model", math.inf), 0.1, "tvae") is None  # the paper's start
+
+
+def test_a_tvae_file_written_before_prior_share_loads_as_fitted_without_it(tmp_path):
+    """Files written before ``prior_share`` lack it in both the config and the state; their decoder
+    started as the paper's, so they load with 0 (not the new default), sample as before, and say so."""
+    df, schema = make_demo(n=600, seed=0)
+    model = {"name": "tvae", **QUICK["tvae"], "epochs": 1, "prior_share": 0.0}
+    s = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=1.0, schema=schema, seed=0).fit(df)
+    s.save(tmp_path / "m.szm")
+    doc = json.loads((tmp_path / "m.szm").read_text())
+    del doc["config"]["model"]["prior_share"], doc["model_state"]["params"]["prior_share"]
+    (tmp_path / "old.szm").write_text(json.dumps(doc))
+    back = sz.Synthesizer.load(tmp_path / "old.szm")
+    assert back.model.prior_share == 0.0 and back.to_json()["config"]["model"]["prior_share"] == 0.0
+    assert back.sample(300, seed=2).equals(s.sample(300, seed=2))
+    # a file that states it keeps the check: config and state must agree
+    doc["config"]["model"]["prior_share"] = 0.05
+    (tmp_path / "edited.szm").write_text(json.dumps(doc))
+    with pytest.raises(sz.ConfigError, match=r"config.model.prior_share=0.05 disagrees with model_state.params"):
+        sz.Synthesizer.load(tmp_path / "edited.szm")
