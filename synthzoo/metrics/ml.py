@@ -92,13 +92,25 @@ def encode_features(df: pd.DataFrame, schema: Schema, exclude: str | None = None
 
 
 def _target(df: pd.DataFrame, schema: Schema, target: str, task: str, role: str) -> np.ndarray:
+    """The target's class codes (a missing class is a class of its own) or its numbers (NaN where missing)."""
     v = views(df[[target]], Schema([schema[target]]), role)
-    if task == "classification":
-        return v.cat[target]
-    y = v.num[target]
-    if np.isnan(y).any():
-        raise ConfigError(f"{role} table: the regression target {target!r} has missing values")
-    return y
+    return v.cat[target] if task == "classification" else v.num[target]
+
+
+def _scored_rows(df: pd.DataFrame, schema: Schema, target: str, task: str, role: str):
+    """``(X, y)`` of one table for :func:`ml_scores`.  A regression model can neither learn from nor be
+    scored on a target that is not there: rows lacking it are left out, and a warning names the table
+    and how many (a table where every row lacks it is an error)."""
+    x, y = encode_features(df, schema, target, role), _target(df, schema, target, task, role)
+    if task == "regression":
+        na = np.isnan(y)
+        if na.all():
+            raise ConfigError(f"{role} table: every row lacks the regression target {target!r}")
+        if na.any():
+            warnings.warn(f"{role} table: {int(na.sum()):,} of its {count(len(y), 'row')} lack the regression target "
+                          f"{target!r}; the ML scores leave them out", UserWarning, stacklevel=3)
+            x, y = x[~na], y[~na]
+    return x, y
 
 
 def _make_model(name: str, task: str, seed: int, n_rows: int | None = None):
@@ -229,6 +241,7 @@ def ml_scores(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, 
 
     Returns a frame with columns ``evaluator``, ``score`` (f1/auc or rmse/r2), ``synthetic``
     (trained on ``synthetic``), ``real`` (trained on ``train``), ``gap`` (relative gap, MLA).
+    Rows lacking a regression target are left out of their table, with a warning saying how many.
     Scores are cached for the process by the exact rows a model saw (see ``_FIT_CACHE``), so
     scoring several synthetic tables (or the baselines) against one split trains the real-row
     models once, and a release identical to the training rows costs no fit.
@@ -250,12 +263,9 @@ def ml_scores(train: pd.DataFrame, synthetic: pd.DataFrame, test: pd.DataFrame, 
         return df
 
     tr, sy, te = cap(frames["train"]), cap(frames["synthetic"]), frames["test"]
-    Xt = encode_features(te, schema, target, "test")
-    yt = _target(te, schema, target, task, "test")
-    Xs = encode_features(sy, schema, target, "synthetic")
-    ys = _target(sy, schema, target, task, "synthetic")
-    Xr = encode_features(tr, schema, target, "train")
-    yr = _target(tr, schema, target, task, "train")
+    Xt, yt = _scored_rows(te, schema, target, task, "test")
+    Xs, ys = _scored_rows(sy, schema, target, task, "synthetic")
+    Xr, yr = _scored_rows(tr, schema, target, task, "train")
     test_key = _digest(Xt, yt)
     # said here, naming the table, not in the cached fit: "training table" read as the real rows when it
     # was the release, and a fit served from the cache said nothing

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from synthzoo.core import ConfigError, Schema, SchemaError
-from synthzoo.metrics import evaluate
+from synthzoo.metrics import evaluate, ml_scores
 from synthzoo.metrics._common import HoldoutWarning
 
 
@@ -468,21 +468,36 @@ def test_tiny_training_table_gives_nan_with_reason(tables):
         "mia_classifier_f1": "mia_classifier: needs at least 8 training rows, got 1"}
 
 
-def test_regression_target_with_missing_values_gives_nan_with_reason(tables):
-    # before: a regression target the schema lets be missing, missing in some synthetic rows, ended
-    # the whole evaluation with ml_scores' ConfigError instead of scoring the other metrics
+def test_regression_target_with_missing_values_scores_the_rows_that_have_it(tables):
+    # first: a regression target the schema lets be missing, missing in some synthetic rows, ended the whole
+    # evaluation with ml_scores' ConfigError; then NaN with that reason.  A model can neither learn from nor be
+    # scored on a value that is not there: those rows are left out of their table, and the warning says how many
     train, fake, test, schema = tables
     d = schema.to_dict()
     d["target"], d["task"] = "z", "regression"
     d["columns"]["z"]["missing"] = True
     schema = Schema.from_dict(d)
     fake = fake.assign(z=fake["z"].where(fake.index >= 10))
-    with pytest.warns(UserWarning, match=r"ml_r2 \(synthetic table: the regression target 'z' has missing values"):
+    test = test.assign(z=test["z"].where(test.index >= 3))
+    with pytest.warns(UserWarning) as seen:
         t, details = evaluate(train, fake, test=test, schema=schema, metrics=["ml_rmse", "ml_r2", "tvd_2way"],
                               baselines=False, evaluators=("linear",), return_details=True)
+    said = {str(w.message) for w in seen}
+    assert f"synthetic table: 10 of its {len(fake):,} rows lack the regression target 'z'; the ML scores leave them " \
+           "out" in said
+    assert f"test table: 3 of its {len(test):,} rows lack the regression target 'z'; the ML scores leave them out" \
+           in said
     t = t.set_index("metric")["value"]
-    assert t[["ml_rmse", "ml_r2"]].isna().all() and np.isfinite(t["tvd_2way"])
-    assert set(details["nan_reasons"]) == {"ml_rmse", "ml_r2"}
+    assert np.isfinite(t[["ml_rmse", "ml_r2", "tvd_2way"]]).all() and not details["nan_reasons"]
+    # the same scores as on the tables without those rows
+    clean = ml_scores(train, fake[fake.index >= 10], test[test.index >= 3], schema, evaluators=("linear",))
+    assert clean.set_index("score").loc["r2", "synthetic"] == pytest.approx(t["ml_r2"])
+    # a table where no row has it: NaN with the reason, the other metrics scored
+    with pytest.warns(UserWarning, match=r"ml_r2 \(synthetic table: every row lacks the regression target 'z'"):
+        t, details = evaluate(train, fake.assign(z=np.nan), test=test, schema=schema, metrics=["ml_r2", "tvd_2way"],
+                              baselines=False, evaluators=("linear",), return_details=True)
+    t = t.set_index("metric")["value"]
+    assert np.isnan(t["ml_r2"]) and np.isfinite(t["tvd_2way"]) and set(details["nan_reasons"]) == {"ml_r2"}
 
 
 def test_a_target_with_no_other_column_gives_nan_with_reason(tables):
