@@ -317,8 +317,8 @@ def test_dp_tvae_starts_its_decoder_at_the_noisy_one_way_frequencies(share):
     top, missing = (fake["c"] == "a").mean(), fake["x"].isna().mean()
     if share:
         # one release of 2 blocks (c, x's modes) and 1 flag, charged before training
-        assert notes == ["tvae: one-way counts of 2 one-hot block(s) and 1 flag(s) for the output layer's "
-                         "starting biases"]
+        assert notes == [("tvae: one-way counts of 2 one-hot block(s) and 1 flag(s) for the output layer's "
+                          "starting biases")]
         assert top > 0.8 and missing < 0.05
     else:  # the paper's start: one DP-SGD step leaves the decoder near uniform
         assert notes == [] and top < 0.6 and missing > 0.2
