@@ -35,8 +35,7 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import (OneNetwork, dpsgd_run, head_work, linear_weights, output_priors, sample_rows,
-                             torch_module)
+from .torch_features import OneNetwork, dpsgd_run, head_work, linear_weights, output_priors, sample_rows, torch_module
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): TVAE")
