@@ -77,7 +77,7 @@ from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, build_for_saved, load_json_state,
-                             resolve_device, state_dict_to_json, torch_module)
+                             column_counts, resolve_device, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -200,8 +200,7 @@ class _FlagRates:
         cols = self.idx.cpu().numpy()
         self.rates = []
         for j in cols:
-            # counted in float64 (a float32 sum is exact only up to 2^24)
-            count = float(data.x[:, j].sum(dtype=np.float64))
+            count = float(column_counts(data.x, int(j))[0])
             noisy, _ = discrete_gaussian(budget, count, 1.0, rho / max(len(cols), 1),
                                          note=f"{who}: flag count of feature {int(j)}")
             self.rates.append(float(np.clip(float(noisy) / max(n_hat, 1.0), 1e-4, 1 - 1e-4)))

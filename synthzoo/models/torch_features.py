@@ -298,6 +298,14 @@ def record_count(model, data, budget, who: str) -> float:
     return float(data.n)
 
 
+def column_counts(x: np.ndarray, start: int, width: int = 1) -> np.ndarray:
+    """Exact counts of the 0/1 feature columns ``start .. start + width`` (a one-hot block's categories, a
+    flag's ones), what a DP release of them adds its noise to.  Counted in float64: a float32 sum of float32
+    features is exact only up to 2^24 records, past which one added record moved a count by 2 (or by 0),
+    not the 1 the charge assumes."""
+    return x[:, start:start + width].sum(axis=0, dtype=np.float64).round()
+
+
 def output_priors(data, head: Head, budget, share: float, who: str) -> np.ndarray | None:
     """Starting biases for an output layer on the layout, from DP one-way counts: each softmax block's
     log-frequencies and each flag's log-odds (0 on the tanh scalars).  ``None`` when ``share`` is 0 or the
@@ -322,14 +330,12 @@ def output_priors(data, head: Head, budget, share: float, who: str) -> np.ndarra
     flags = [int(f) for f in head.sigm.cpu().tolist()]
     if not cells and not flags:
         return None
-    x = data.x
-    # counted in float64: a float32 sum of float32 features is exact only up to 2^24 records
-    exact = [x[:, s:s + w].sum(axis=0, dtype=np.float64) for s, w in cells]
+    exact = [column_counts(data.x, s, w) for s, w in cells]
     for f in flags:
-        on = float(x[:, f].sum(dtype=np.float64))
+        on = float(column_counts(data.x, f)[0])
         exact.append(np.array([data.n - on, on]))
     sizes = [c.size for c in exact]
-    noisy, sigma = discrete_gaussian(budget, np.concatenate(exact).round(), math.sqrt(len(exact)),
+    noisy, sigma = discrete_gaussian(budget, np.concatenate(exact), math.sqrt(len(exact)),
                                      float(share) * budget.remaining,
                                      note=f"{who}: one-way counts of {len(cells)} one-hot block(s) and "
                                           f"{len(flags)} flag(s) for the output layer's starting biases")
@@ -437,7 +443,7 @@ class Conditions:
         blocks = cls.blocks_of(data.table, head, every_block)
         if not budget.private:
             budget.charge("record_count", None, math.inf, note=f"{who}: counts (non-private)")
-            cond = cls(data.table, head, [data.x[:, s:s + w].sum(axis=0, dtype=np.float64) for _, s, w in blocks],
+            cond = cls(data.table, head, [column_counts(data.x, s, w) for _, s, w in blocks],
                        every_block)
             cond.n_sigma = 0.0
             return float(data.n), cond
@@ -445,9 +451,7 @@ class Conditions:
         n_hat, n_sigma = noisy_count(budget, data.n, rho_each, note=f"{who}: record count", with_sigma=True)
         counts = []
         for col, s, w in blocks:
-            # counted in float64: a float32 sum of the float32 features is exact only up to 2^24, past which
-            # one added record moved a count by 2 (or by 0), not the 1 the charge assumes
-            exact = data.x[:, s:s + w].sum(axis=0, dtype=np.float64).round()
+            exact = column_counts(data.x, s, w)
             noisy, _ = discrete_gaussian(budget, exact, 1.0, rho_each, note=f"{who}: one-way marginal of {col}")
             counts.append(noisy)
         cond = cls(data.table, head, counts, every_block)
