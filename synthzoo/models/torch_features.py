@@ -306,10 +306,11 @@ def column_counts(x: np.ndarray, start: int, width: int = 1) -> np.ndarray:
     return x[:, start:start + width].sum(axis=0, dtype=np.float64).round()
 
 
-def output_priors(data, head: Head, budget, share: float, who: str) -> np.ndarray | None:
+def output_priors(data, head: Head, budget, share: float, who: str, skip: str | None = None) -> np.ndarray | None:
     """Starting biases for an output layer on the layout, from DP one-way counts: each softmax block's
-    log-frequencies and each flag's log-odds (0 on the tanh scalars).  ``None`` when ``share`` is 0 or the
-    run is not private (the paper's initialisation).
+    log-frequencies and each flag's log-odds (0 on the tanh scalars, and on column ``skip``'s block, which
+    is neither counted nor charged: a conditioning target counted elsewhere).  ``None`` when ``share`` is
+    0 or the run is not private (the paper's initialisation).
 
     Why: DP-SGD's clipped, noised gradient moves a logit by little per step, and a private run takes a
     few hundred steps, so an output layer initialised near uniform keeps much of its uniform law: DP-TVAE
@@ -326,7 +327,7 @@ def output_priors(data, head: Head, budget, share: float, who: str) -> np.ndarra
 
     from ..core.privacy.mechanisms import discrete_gaussian
 
-    cells = [(start, width) for _, start, width in head.blocks]
+    cells = [(start, width) for column, start, width in head.blocks if column != skip]
     flags = [int(f) for f in head.sigm.cpu().tolist()]
     if not cells and not flags:
         return None

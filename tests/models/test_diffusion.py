@@ -262,7 +262,9 @@ def test_dp_tabddpm_fit_charges_labels_and_sgd_within_the_request(demo):
     s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tabddpm", **TabDDPM._test_params},
                        epsilon=1.0, schema=schema, seed=0).fit(df)
     mech = [c.mechanism for c in s.ledger_.charges]
-    assert mech[-2:] == ["label_counts", "dp_sgd"] and "discrete_gaussian" not in mech
+    # the labels' counts are the record count (no other is taken); the one-way counts start the denoiser
+    assert mech[-3:] == ["label_counts", "discrete_gaussian", "dp_sgd"] and mech.count("discrete_gaussian") == 1
+    assert "one-hot block(s)" in s.ledger_.charges[-2].note
     assert "q=" in s.ledger_.charges[-1].note
     assert s.privacy_spent().epsilon <= 1.0 * (1 + 1e-9)
     p = s.model.label_probs_
@@ -313,6 +315,105 @@ def test_tabddpm_training_brings_the_marginals_closer():
                            seed=0).fit(df) for e in (1, 100)]
     t_short, t_long = (tvd_1way(df, f.sample(2000, seed=0), schema) for f in fits)
     assert t_long < 0.5 * t_short and t_long < 0.05, (t_long, t_short)
+
+
+
+def _skewed_table(n=2000):
+    """A category of 90 % beside four rare ones, and a skewed number missing in 30 % of rows."""
+    rng = np.random.default_rng(5)
+    cat = rng.choice(list("abcde"), size=n, p=[0.9, 0.04, 0.03, 0.02, 0.01])
+    x = rng.gamma(2.0, 10.0, n).clip(0, 100)
+    x[rng.random(n) < 0.3] = np.nan
+    schema = sz.Schema.from_dict({"columns": {
+        "c": {"kind": "categorical", "categories": list("abcde")},
+        "x": {"kind": "numerical", "lower": 0, "upper": 100, "missing": True}}})
+    return pd.DataFrame({"c": cat, "x": x}), schema
+
+
+@pytest.mark.parametrize("share", [0.05, 0.0])
+def test_dp_tabddpm_starts_at_the_noisy_marginals(share):
+    """A denoiser that a few DP-SGD steps barely move draws near the marginals with the prior (the
+    network adds to the marginal denoiser), and near-uniform categories, 53 % missing and a number
+    spread over its range without it (hmeq at epsilon 1 drew 49-54 % missing in every numeric column)."""
+    df, schema = _skewed_table()
+    model = {"name": "tabddpm", **TabDDPM._test_params, "epochs": 1, "prior_share": share}
+    s = sz.Synthesizer(preprocess=["quantile_features"], model=model, epsilon=20.0, schema=schema, seed=0,
+                       noise_seed=11).fit(df)
+    notes = [c.note for c in s.ledger_.charges if "one-hot block" in c.note]
+    fake = s.sample(4000, seed=1)
+    top, missing = (fake["c"] == "a").mean(), fake["x"].isna().mean()
+    ks = stats.ks_2samp(fake["x"].dropna(), df["x"].dropna()).statistic
+    if share:
+        assert notes == [("tabddpm: one-way counts of 1 one-hot block(s) and 1 flag(s) for the output layer's "
+                          "starting biases")]
+        # near the marginals: the network's random weights (the paper's start) add a little
+        assert top > 0.85 and abs(missing - 0.3) < 0.05 and ks < 0.2, (top, missing, ks)
+    else:
+        assert notes == [] and s.model.prior_ is None
+        assert top < 0.5 and missing > 0.45 and ks > 0.4, (top, missing, ks)
+    assert s.privacy_spent().epsilon <= 20.0 * (1 + 1e-9)
+
+
+def test_tabddpm_marginal_denoiser_is_the_bayes_denoiser_of_the_marginals():
+    """What the prior adds to the Gaussian outputs is E[eps | x_t] when the columns are independent:
+    normal scores N(0, 1), a flag -1/+1 with the released log-odds (checked against simulated x_t,
+    binned)."""
+    df, schema = _skewed_table()
+    data, _ = _quantile_data(df, schema)
+    lay = TabDDPM()._layout(data.table, "cpu")
+    flag, normal = int(lay.flags[0]), int(lay.normal[0])
+    prior = np.zeros(lay.d)
+    prior[flag] = math.log(0.3 / 0.7)
+    diff = _Diffusion(torch, lay, 100, "cpu", prior)
+    gen = torch.Generator().manual_seed(0)
+    n = 400_000
+    z0 = torch.zeros(n, lay.d)
+    z0[:, normal] = torch.randn(n, generator=gen)
+    z0[:, flag] = torch.where(torch.rand(n, generator=gen) < 0.3, 1.0, -1.0)  # +1: the flag is on
+    for t in (5, 40, 90):
+        ab = diff.abar[t]
+        eps = torch.randn(n, lay.d, generator=gen)
+        xt = ab.sqrt() * z0 + (1 - ab).sqrt() * eps
+        pred = diff.with_prior(torch.zeros(n, lay.d), xt, ab)
+        for col in (flag, normal):
+            edges = torch.quantile(xt[:100_000, col], torch.linspace(0.05, 0.95, 10))
+            b = torch.bucketize(xt[:, col].contiguous(), edges)
+            for k in range(1, 10):
+                m = b == k
+                assert abs(float(eps[m, col].mean() - pred[m, col].mean())) < 0.03, (t, col, k)
+    # nothing is added without a prior, nor to the one-hot columns
+    assert torch.equal(_Diffusion(torch, lay, 100, "cpu").with_prior(pred, xt, ab), pred)
+    assert torch.all(pred[:, torch.as_tensor(lay.block_cols())] == 0)
+
+
+def test_a_tabddpm_file_written_before_prior_share_loads_as_fitted_without_it(tmp_path):
+    """Files written before ``prior_share`` lack it in their config and state, and their state has no
+    ``prior``: they load with 0 (the paper's denoiser) and sample as before.  An edited prior is refused."""
+    import json
+
+    df, schema = make_demo(n=600, seed=0)
+    model = {"name": "tabddpm", **TabDDPM._test_params, "prior_share": 0.0}
+    s = sz.Synthesizer(preprocess=["quantile_features"], model=model, epsilon=1.0, schema=schema, seed=0).fit(df)
+    s.save(tmp_path / "m.szm")
+    doc = json.loads((tmp_path / "m.szm").read_text())
+    assert doc["model_state"]["prior"] is None
+    del doc["config"]["model"]["prior_share"], doc["model_state"]["params"]["prior_share"], doc["model_state"]["prior"]
+    (tmp_path / "old.szm").write_text(json.dumps(doc))
+    back = sz.Synthesizer.load(tmp_path / "old.szm")
+    assert back.model.prior_share == 0.0 and back.model.prior_ is None
+    assert back.sample(300, seed=2).equals(s.sample(300, seed=2))
+    # a private fit with the prior keeps it through save and load; an edited one is refused
+    s2 = sz.Synthesizer(preprocess=["quantile_features"], model={**model, "prior_share": 0.05}, epsilon=1.0,
+                        schema=schema, seed=0).fit(df)
+    s2.save(tmp_path / "p.szm")
+    back2 = sz.Synthesizer.load(tmp_path / "p.szm")
+    assert np.array_equal(back2.model.prior_, s2.model.prior_)
+    assert back2.sample(300, seed=2).equals(s2.sample(300, seed=2))
+    doc2 = json.loads((tmp_path / "p.szm").read_text())
+    doc2["model_state"]["prior"] = doc2["model_state"]["prior"][:-1]
+    (tmp_path / "edited.szm").write_text(json.dumps(doc2))
+    with pytest.raises(sz.ConfigError, match="model_state.prior"):
+        sz.Synthesizer.load(tmp_path / "edited.szm")
 
 
 # ---------------------------------------------------------------------------- TableDiffusion
