@@ -42,7 +42,8 @@ counts of every one-hot block and missing flag (:func:`~.torch_features.output_p
 Gaussian release); the network's last layer starts with the blocks' log-frequencies as its biases
 (0 on the Gaussian outputs), and the Gaussian outputs are added to the noise that the Bayes denoiser
 of independent marginals predicts (:meth:`_Diffusion.with_prior`): a normal score is N(0, 1) by its
-encoding (a missing value sits at 0), a flag -1/+1 with the released log-odds.  An untrained network
+encoding (a missing value sits at 0), a flag -1/+1 with the released log-odds (a table of numbers
+alone releases nothing and keeps the normal scores' part).  An untrained network
 thus samples every column near its noisy marginal (its random weights add a little), and training adds
 what the columns share.  Its weights start as the paper's: a last layer at 0 gave the same one-way
 fit and a worse one on pairs (housing 2-way TVD .191 against .181, R^2 .47 against .52).  Measured in
@@ -246,8 +247,9 @@ class _Diffusion:
         if prior is not None and lay.n_gauss:
             gauss = lay.gauss.cpu().numpy()
             self.is_normal = f(np.isin(gauss, lay.normal.cpu().numpy()))
-            self.is_flag = f(np.isin(gauss, lay.flags.cpu().numpy()))
-            self.flag_logit = f(np.where(np.isin(gauss, lay.flags.cpu().numpy()), np.asarray(prior)[gauss], 0.0))
+            flag = np.isin(gauss, lay.flags.cpu().numpy())
+            self.is_flag = f(flag)
+            self.flag_logit = f(np.where(flag, np.asarray(prior)[gauss], 0.0))
 
     @staticmethod
     def _at(v, t):  # a schedule value per (..., ) timestep, broadcast over blocks and width
@@ -544,6 +546,8 @@ class TabDDPM(OneNetwork, Model):
             self.total_sigma_ = float(sigma) * math.sqrt(lay.n_labels)
             self.label_probs_ = _probs(noisy)
         bias = output_priors(data, head, budget, float(self.prior_share), "tabddpm", skip=lay.target)
+        if bias is None and budget.private and self.prior_share > 0:  # no block or flag: the normal scores' prior
+            bias = np.zeros(data.table.dim)
         self.prior_ = None if bias is None else bias[lay.keep.cpu().numpy()]
         if self.prior_ is not None:  # the last layer's biases: the blocks' log-frequencies, 0 elsewhere
             last = net.mlp[-1]
@@ -634,9 +638,10 @@ class TabDDPM(OneNetwork, Model):
         prior = state.get("prior")
         if prior is not None:
             prior = np.asarray(prior, dtype=float)
-            if prior.shape != (lay.d,) or not np.all(np.isfinite(prior)):
-                raise ConfigError(f"model file: model_state.prior: {lay.d} finite numbers (one per diffused "
-                                  f"feature) expected, got {prior.size}")
+            # a released log-frequency is within log(records / noise) of 0: 1e3 is far past any
+            if prior.shape != (lay.d,) or not np.all(np.abs(prior) <= 1e3):
+                raise ConfigError(f"model file: model_state.prior: {lay.d} numbers within +-1000 (one per "
+                                  f"diffused feature) expected, got {prior.size}")
         self.prior_ = prior
         super()._set_state(state, table)
 

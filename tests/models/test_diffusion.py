@@ -410,10 +410,24 @@ def test_a_tabddpm_file_written_before_prior_share_loads_as_fitted_without_it(tm
     assert np.array_equal(back2.model.prior_, s2.model.prior_)
     assert back2.sample(300, seed=2).equals(s2.sample(300, seed=2))
     doc2 = json.loads((tmp_path / "p.szm").read_text())
-    doc2["model_state"]["prior"] = doc2["model_state"]["prior"][:-1]
-    (tmp_path / "edited.szm").write_text(json.dumps(doc2))
-    with pytest.raises(sz.ConfigError, match="model_state.prior"):
-        sz.Synthesizer.load(tmp_path / "edited.szm")
+    for bad in (doc2["model_state"]["prior"][:-1], [1e300] * len(doc2["model_state"]["prior"])):
+        doc2["model_state"]["prior"] = bad
+        (tmp_path / "edited.szm").write_text(json.dumps(doc2))
+        with pytest.raises(sz.ConfigError, match="model_state.prior"):
+            sz.Synthesizer.load(tmp_path / "edited.szm")
+
+
+def test_dp_tabddpm_on_numbers_alone_takes_the_normal_scores_prior_without_a_release():
+    """No block and no flag: nothing to count, but the normal scores' N(0, 1) is the encoding's, so the
+    prior holds (all zeros) and no budget goes to it."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.gamma(2.0, 10.0, 800).clip(0, 100), "b": rng.uniform(0, 100, 800)})
+    schema = sz.Schema.from_dict({"columns": {c: {"kind": "numerical", "lower": 0, "upper": 100} for c in "ab"}})
+    s = sz.Synthesizer(preprocess=["quantile_features"], model={"name": "tabddpm", **TabDDPM._test_params},
+                       epsilon=1.0, schema=schema, seed=0).fit(df)
+    assert s.model.prior_ is not None and np.all(s.model.prior_ == 0) and s.model.prior_.size == 2
+    assert not [c for c in s.ledger_.charges if "one-hot block" in c.note]
+    assert s.sample(100, seed=0)[["a", "b"]].notna().all().all()
 
 
 # ---------------------------------------------------------------------------- TableDiffusion
