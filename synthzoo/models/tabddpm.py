@@ -33,21 +33,22 @@ and Opacus' ghost clipping (exact for ``(batch, K, dim)`` inputs to Linear and E
 clips that one per-record gradient to C.  A record's influence is C whatever K is, and the K copies
 average away much of the diffusion loss's own variance, which single-timestep DP-SGD drowns in noise.
 
-**The marginal start** (ours, not the paper's; private runs, ``prior_share`` > 0).  A few hundred
-DP-SGD steps barely move a denoiser from its initialisation, and the paper's initialisation samples
-nothing like the data: on hmeq at epsilon 1 DP-TabDDPM drew 49-54 % missing values in every numeric
-column (real 2-21 %) and numbers spread over their ranges (1-way TVD .49).  So the denoiser predicts
-what the columns' marginals alone leave unexplained.  ``prior_share`` of the budget releases one-way
-counts of every one-hot block and missing flag (:func:`~.torch_features.output_priors`: one discrete
-Gaussian release); the network's last layer starts with the blocks' log-frequencies as its biases
-(0 on the Gaussian outputs), and the Gaussian outputs are added to the noise that the Bayes denoiser
-of independent marginals predicts (:meth:`_Diffusion.with_prior`): a normal score is N(0, 1) by its
-encoding (a missing value sits at 0), a flag -1/+1 with the released log-odds (a table of numbers
-alone releases nothing and keeps the normal scores' part).  An untrained network
-thus samples every column near its noisy marginal (its random weights add a little), and training adds
-what the columns share.  Its weights start as the paper's: a last layer at 0 gave the same one-way
-fit and a worse one on pairs (housing 2-way TVD .191 against .181, R^2 .47 against .52).  Measured in
-the README's paragraph on the record models under DP-SGD.
+**The marginal start** (ours, not the paper's; private runs, ``prior_share`` > 0). A few dozen to a
+few hundred DP-SGD steps barely move a denoiser from its initialisation, and the paper's
+initialisation samples nothing like the data: on hmeq at epsilon 1 DP-TabDDPM drew 49-54 % missing
+values in every numeric column (real 1.6-21 %) and numbers spread over their ranges (1-way TVD .49).
+So the denoiser predicts what the columns' marginals alone leave unexplained. ``prior_share`` of the
+budget releases one-way counts of every one-hot block and missing flag
+(:func:`~.torch_features.output_priors`: one discrete Gaussian release); the network's last layer
+starts with the blocks' log-frequencies as its biases (0 on the Gaussian outputs), and the Gaussian
+outputs are added to the noise that the Bayes denoiser of independent marginals predicts
+(:meth:`_Diffusion.with_prior`): a normal score is N(0, 1) by its encoding (a missing value sits at
+0), a flag -1/+1 with the released log-odds (a table of numbers alone releases nothing and keeps the
+normal scores' part). An untrained network thus samples every column near its noisy marginal (its
+random weights add a little), and training adds what the columns share. Its weights start as the
+paper's: a last layer at 0 gave the same one-way fit and a worse one on pairs (housing 2-way TVD
+.191 against .181, R^2 .47 against .52). Measured in the README's paragraph on the record models
+under DP-SGD.
 
 Defaults are the paper's design sized for a CPU (``synthzoo/presets.py`` lists the presets): the
 reference's adult configuration is T = 100 diffusion steps, a (256, 1024, 1024, 1024, 1024, 256)
