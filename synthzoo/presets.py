@@ -209,9 +209,11 @@ PRESETS: dict[str, dict] = {
     # DP-TLDM (Zhu et al.) with both stages charged: DP-SGD on the VAE and on the denoiser (the paper
     # trains the latter without privacy); settings for DP-SGD on a CPU (on adult, one thread: a VAE epoch
     # about 29 CPU s, a whole fit at 1 + 1 epochs 61 s, so 15 + 15 epochs are at most about 15 min).
+    # Categories drawn from the decoder's softmax: after so few steps it is near the released marginals
+    # (prior_share), and its argmax would give every record the mode.
     "dp-tldm": {
         "model": {"name": "tldm", "vae_epochs": 15, "vae_batch_size": 1024, "diffusion_epochs": 15,
-                  "diffusion_batch_size": 1024, "noise_levels": 4},
+                  "diffusion_batch_size": 1024, "noise_levels": 4, "decode": "sample"},
         "paper": _TABSYN_PAPER + "; Zhu et al., DP-TLDM, with the diffusion stage charged too",
     },
 }
