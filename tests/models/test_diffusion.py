@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 import synthzoo as sz
+from helpers import skewed_table
 from synthzoo.core.features import FeatureData, FeatureTable, QuantileNumber
 from synthzoo.core.privacy.dpsgd import DPSGD
 from synthzoo.core.privacy.ledger import PrivacyLedger
@@ -317,25 +318,12 @@ def test_tabddpm_training_brings_the_marginals_closer():
     assert t_long < 0.5 * t_short and t_long < 0.05, (t_long, t_short)
 
 
-
-def _skewed_table(n=2000):
-    """A category of 90 % beside four rare ones, and a skewed number missing in 30 % of rows."""
-    rng = np.random.default_rng(5)
-    cat = rng.choice(list("abcde"), size=n, p=[0.9, 0.04, 0.03, 0.02, 0.01])
-    x = rng.gamma(2.0, 10.0, n).clip(0, 100)
-    x[rng.random(n) < 0.3] = np.nan
-    schema = sz.Schema.from_dict({"columns": {
-        "c": {"kind": "categorical", "categories": list("abcde")},
-        "x": {"kind": "numerical", "lower": 0, "upper": 100, "missing": True}}})
-    return pd.DataFrame({"c": cat, "x": x}), schema
-
-
 @pytest.mark.parametrize("share", [0.05, 0.0])
 def test_dp_tabddpm_starts_at_the_noisy_marginals(share):
     """A denoiser that a few DP-SGD steps barely move draws near the marginals with the prior (the
     network adds to the marginal denoiser), and near-uniform categories, 53 % missing and a number
     spread over its range without it (hmeq at epsilon 1 drew 49-54 % missing in every numeric column)."""
-    df, schema = _skewed_table()
+    df, schema = skewed_table()
     model = {"name": "tabddpm", **TabDDPM._test_params, "epochs": 1, "prior_share": share}
     s = sz.Synthesizer(preprocess=["quantile_features"], model=model, epsilon=20.0, schema=schema, seed=0,
                        noise_seed=11).fit(df)
@@ -358,7 +346,7 @@ def test_tabddpm_marginal_denoiser_is_the_bayes_denoiser_of_the_marginals():
     """What the prior adds to the Gaussian outputs is E[eps | x_t] when the columns are independent:
     normal scores N(0, 1), a flag -1/+1 with the released log-odds (checked against simulated x_t,
     binned)."""
-    df, schema = _skewed_table()
+    df, schema = skewed_table()
     data, _ = _quantile_data(df, schema)
     lay = TabDDPM()._layout(data.table, "cpu")
     flag, normal = int(lay.flags[0]), int(lay.normal[0])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import synthzoo as sz
-from helpers import schema_features
+from helpers import schema_features, skewed_table
 from synthzoo.datasets import make_demo
 from synthzoo.models import CTGAN, PATEGAN, TVAE, TabDDPM
 from synthzoo.models.torch_features import Conditions
@@ -290,25 +290,9 @@ def test_record_samples_are_the_same_in_one_go_in_chunks_and_on_file(fitted_reco
     assert not s.sample(2000, seed=6).equals(one_go)
 
 
-def _skewed_table(n=2000):
-    """A category of 90 % beside four rare ones and a number missing in 1 % of rows: what a decoder
-    started uniform draws far too evenly when DP-SGD cannot move its logits in a few steps."""
-    import pandas as pd
-
-    rng = np.random.default_rng(5)
-    cat = rng.choice(list("abcde"), size=n, p=[0.9, 0.04, 0.03, 0.02, 0.01])
-    x = rng.normal(50.0, 10.0, n).clip(0, 100)
-    x[rng.random(n) < 0.01] = np.nan
-    df = pd.DataFrame({"c": cat, "x": x})
-    schema = sz.Schema.from_dict({"columns": {
-        "c": {"kind": "categorical", "categories": list("abcde")},
-        "x": {"kind": "numerical", "lower": 0, "upper": 100, "missing": True}}})
-    return df, schema
-
-
 @pytest.mark.parametrize("share", [0.05, 0.0])
 def test_dp_tvae_starts_its_decoder_at_the_noisy_one_way_frequencies(share):
-    df, schema = _skewed_table()
+    df, schema = skewed_table(missing=0.01, number="normal")
     model = {"name": "tvae", **QUICK["tvae"], "epochs": 1, "prior_share": share}
     s = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=20.0, schema=schema, seed=0,
                        noise_seed=11).fit(df)
@@ -330,7 +314,7 @@ def test_output_priors_are_the_noisy_log_frequencies_with_a_floor_at_the_noise()
     from synthzoo.core.privacy.ledger import Budget
     from synthzoo.models.torch_features import output_priors
 
-    df, schema = _skewed_table()
+    df, schema = skewed_table(missing=0.01, number="normal")
     data = schema_features(df, schema)
     head = Head(data.table, "cpu")
     ledger = PrivacyLedger(1.0, 1e-5, noise_seed=3)

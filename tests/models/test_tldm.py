@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import synthzoo as sz
-from helpers import schema_features
+from helpers import schema_features, skewed_table
 from synthzoo.datasets import make_demo
 from synthzoo.models import TLDM
 from synthzoo.models.tldm import SIGMA_MAX, SIGMA_MIN, Tokens, _edm, _vae, edm_sample
@@ -297,27 +297,15 @@ def test_dp_latent_moments_move_by_one_records_contribution_only(mechanism_input
         assert np.linalg.norm(d) <= math.sqrt(2 * dim) * (1 + 1e-9)
 
 
-def _skewed_table(n=2000):
-    """A category of 90 % beside four rare ones, and a number missing in 30 % of rows."""
-    import pandas as pd
-
-    rng = np.random.default_rng(5)
-    cat = rng.choice(list("abcde"), size=n, p=[0.9, 0.04, 0.03, 0.02, 0.01])
-    x = rng.gamma(2.0, 10.0, n).clip(0, 100)
-    x[rng.random(n) < 0.3] = np.nan
-    schema = sz.Schema.from_dict({"columns": {
-        "c": {"kind": "categorical", "categories": list("abcde")},
-        "x": {"kind": "numerical", "lower": 0, "upper": 100, "missing": True}}})
-    return pd.DataFrame({"c": cat, "x": x}), schema
-
-
 @pytest.mark.parametrize("share", [0.05, 0.0])
 def test_dp_tldm_starts_its_decoder_at_the_noisy_one_way_frequencies(share):
     """The VAE's DP-SGD moves the decoder's category read-out little in a few steps: from the paper's
     start its softmax stays near uniform (dp-tldm on hmeq at epsilon 1 drew two numeric columns 100 %
     missing), from the released log-frequencies it draws near the marginals."""
-    df, schema = _skewed_table()
-    s = _fit(df, schema, 20.0, vae_epochs=1, diffusion_epochs=1, prior_share=share, decode="sample")
+    df, schema = skewed_table()
+    model = {"name": "tldm", **QUICK, "vae_epochs": 1, "diffusion_epochs": 1, "prior_share": share, "decode": "sample"}
+    s = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=20.0, schema=schema, seed=0,
+                       noise_seed=11).fit(df)
     notes = [c.note for c in s.ledger_.charges if "starting biases" in c.note]
     fake = s.sample(4000, seed=1)
     top, missing = (fake["c"] == "a").mean(), fake["x"].isna().mean()
