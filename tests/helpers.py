@@ -128,6 +128,18 @@ def skewed_table(n=2000, missing=0.3, number="gamma"):
     return pd.DataFrame({"c": cat, "x": x}), schema
 
 
+def fit_from_the_start(df, schema, preprocess: str, model: dict):
+    """A private fit of :func:`skewed_table` at epsilon 20 with replayed noise (test-only) and 4,000 rows of
+    it: ``(synthesizer, notes of its 'starting biases' releases, share of "a", share missing, rows)``."""
+    import synthzoo as sz
+
+    s = sz.Synthesizer(preprocess=[preprocess], model=model, epsilon=20.0, schema=schema, seed=0,
+                       noise_seed=11).fit(df)
+    notes = [c.note for c in s.ledger_.charges if "starting biases" in c.note]
+    fake = s.sample(4000, seed=1)
+    return s, notes, (fake["c"] == "a").mean(), fake["x"].isna().mean(), fake
+
+
 def schema_features(df: pd.DataFrame, schema):
     """``df`` as continuous features on the public schema alone (one-hot categories, numbers scaled
     on the bounds): what the record models fit."""

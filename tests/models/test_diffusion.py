@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 import synthzoo as sz
-from helpers import skewed_table
+from helpers import fit_from_the_start, skewed_table
 from synthzoo.core.features import FeatureData, FeatureTable, QuantileNumber
 from synthzoo.core.privacy.dpsgd import DPSGD
 from synthzoo.core.privacy.ledger import PrivacyLedger
@@ -325,11 +325,7 @@ def test_dp_tabddpm_starts_at_the_noisy_marginals(share):
     spread over its range without it (hmeq at epsilon 1 drew 49-54 % missing in every numeric column)."""
     df, schema = skewed_table()
     model = {"name": "tabddpm", **TabDDPM._test_params, "epochs": 1, "prior_share": share}
-    s = sz.Synthesizer(preprocess=["quantile_features"], model=model, epsilon=20.0, schema=schema, seed=0,
-                       noise_seed=11).fit(df)
-    notes = [c.note for c in s.ledger_.charges if "one-hot block" in c.note]
-    fake = s.sample(4000, seed=1)
-    top, missing = (fake["c"] == "a").mean(), fake["x"].isna().mean()
+    s, notes, top, missing, fake = fit_from_the_start(df, schema, "quantile_features", model)
     ks = stats.ks_2samp(fake["x"].dropna(), df["x"].dropna()).statistic
     if share:
         assert notes == [("tabddpm: one-way counts of 1 one-hot block(s) and 1 flag(s) for the output layer's "

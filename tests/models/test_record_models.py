@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import synthzoo as sz
-from helpers import schema_features, skewed_table
+from helpers import fit_from_the_start, schema_features, skewed_table
 from synthzoo.datasets import make_demo
 from synthzoo.models import CTGAN, PATEGAN, TVAE, TabDDPM
 from synthzoo.models.torch_features import Conditions
@@ -294,11 +294,7 @@ def test_record_samples_are_the_same_in_one_go_in_chunks_and_on_file(fitted_reco
 def test_dp_tvae_starts_its_decoder_at_the_noisy_one_way_frequencies(share):
     df, schema = skewed_table(missing=0.01, number="normal")
     model = {"name": "tvae", **QUICK["tvae"], "epochs": 1, "prior_share": share}
-    s = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=20.0, schema=schema, seed=0,
-                       noise_seed=11).fit(df)
-    notes = [c.note for c in s.ledger_.charges if "starting biases" in c.note]
-    fake = s.sample(4000, seed=1)
-    top, missing = (fake["c"] == "a").mean(), fake["x"].isna().mean()
+    s, notes, top, missing, _ = fit_from_the_start(df, schema, "mode_features", model)
     if share:
         # one release of 2 blocks (c, x's modes) and 1 flag, charged before training
         assert notes == [("tvae: one-way counts of 2 one-hot block(s) and 1 flag(s) for the output layer's "

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import synthzoo as sz
-from helpers import schema_features, skewed_table
+from helpers import fit_from_the_start, schema_features, skewed_table
 from synthzoo.datasets import make_demo
 from synthzoo.models import TLDM
 from synthzoo.models.tldm import SIGMA_MAX, SIGMA_MIN, Tokens, _edm, _vae, edm_sample
@@ -304,11 +304,7 @@ def test_dp_tldm_starts_its_decoder_at_the_noisy_one_way_frequencies(share):
     missing), from the released log-frequencies it draws near the marginals."""
     df, schema = skewed_table()
     model = {"name": "tldm", **QUICK, "vae_epochs": 1, "diffusion_epochs": 1, "prior_share": share, "decode": "sample"}
-    s = sz.Synthesizer(preprocess=["mode_features"], model=model, epsilon=20.0, schema=schema, seed=0,
-                       noise_seed=11).fit(df)
-    notes = [c.note for c in s.ledger_.charges if "starting biases" in c.note]
-    fake = s.sample(4000, seed=1)
-    top, missing = (fake["c"] == "a").mean(), fake["x"].isna().mean()
+    s, notes, top, missing, _ = fit_from_the_start(df, schema, "mode_features", model)
     if share:
         # one release, charged before either stage: c's block, x's mode block, x's missing flag
         assert notes == [("tldm: one-way counts of 2 one-hot block(s) and 1 flag(s) for the output layer's "
