@@ -901,7 +901,7 @@ def _with_target(schema, target, task):
     """``schema`` with ``--target`` / ``--task`` as its "target" and "task": without ``--schema`` there was no
     file to add them to, so the ML metrics could not be scored at all."""
     from synthzoo.core.errors import ConfigError
-    from synthzoo.core.schema import TASKS, Schema, task_kind
+    from synthzoo.core.schema import TASKS, Schema, task_kind, task_mismatch
 
     if target is None and task is None:
         return schema
@@ -915,10 +915,9 @@ def _with_target(schema, target, task):
     if task is not None and task_kind(task) is None:
         raise ConfigError(f"--task: unknown task {task[:80]!r}; choose from {sorted(TASKS)}")
     col = schema[target or schema.meta["target"]]
-    if task is not None and (task_kind(task) == "regression") == (col.kind == "categorical"):
-        raise ConfigError(f"--task {task!r}: the target {col.name!r} is {col.kind}; "
-                          + ("a categorical target is classified" if col.kind == "categorical" else
-                             "a classification target must be categorical"))
+    why = task_mismatch(task_kind(task), col) if task is not None else None
+    if why:
+        raise ConfigError(f"--task {task!r}: the target {col.name!r} is {col.kind}; {why}")
     d = schema.to_dict()
     if target is not None and target != d.get("target"):
         d["target"] = target

@@ -1435,6 +1435,16 @@ def task_kind(task) -> str | None:
     return TASKS.get(" ".join(task.lower().split())) if isinstance(task, str) else None
 
 
+def task_mismatch(kind: str, column: Column) -> str | None:
+    """Why a task of ``kind`` (:func:`task_kind`) cannot predict ``column``, or ``None`` when it can: a
+    classification target is categorical, a categorical target is classified."""
+    if kind == "classification" and column.kind != "categorical":
+        return "a classification target must be categorical"
+    if kind == "regression" and column.kind == "categorical":
+        return "a categorical target is classified, not regressed"
+    return None
+
+
 def _check_meta(meta: dict, columns: dict) -> None:
     """The top-level keys the library reads (``target``, ``task``, ``other_category``) are checked
     where a schema is read from JSON, naming the key: a typo in ``target`` must not surface later as a

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import ConfigError, quiet_library_warnings
-from ..core.schema import TASKS, Schema
+from ..core.schema import TASKS, Schema, task_mismatch
 from ..core.schema import task_kind as _task_kind
 from ._common import OnceCache, check_frames, count, resolve_schema, views
 
@@ -57,10 +57,9 @@ def _task(schema: Schema, target: str | None, task: str | None) -> tuple[str, st
         task = task_kind(schema.meta["task"], "the schema's \"task\"")
     else:
         task = "classification" if col.kind == "categorical" else "regression"
-    if task == "classification" and col.kind != "categorical":
-        raise ConfigError(f"target {target!r}: a classification target must be a categorical column")
-    if task == "regression" and col.kind == "categorical":
-        raise ConfigError(f"target {target!r}: a regression target must be numeric")
+    why = task_mismatch(task, col)
+    if why:
+        raise ConfigError(f"target {target!r} is {col.kind}: {why}")
     return target, task
 
 

@@ -297,6 +297,19 @@ def test_unknown_task_fails_before_any_metric_runs(tables):
     assert np.isfinite(ml_scores(train, fake, test, Schema.from_dict(d), evaluators=("linear",))["synthetic"]).all()
 
 
+def test_a_task_that_cannot_predict_its_target_names_both(tables):
+    # the rule has one home (core.schema.task_mismatch); the CLI's --task check words it the same way
+    from synthzoo.metrics import ml_scores
+    train, fake, test, schema = tables
+    target = schema.meta["target"]
+    with pytest.raises(ConfigError, match=rf"target '{target}' is categorical: a categorical target is classified"):
+        ml_scores(train, fake, test, schema, evaluators=("linear",), task="regression")
+    number = next(c.name for c in schema if c.kind == "numerical")
+    with pytest.raises(ConfigError, match=rf"target '{number}' is numerical: a classification target must be "
+                                          r"categorical"):
+        ml_scores(train, fake, test, schema, evaluators=("linear",), target=number, task="classification")
+
+
 def test_task_in_any_letter_case_picks_the_metrics_of_its_kind(tables):
     # before: "Regression" (accepted: any letter case and spacing) held no "regress", so the utility set
     # kept ml_f1 / ml_auc (NaN, "a single target class") for a numeric target and left out ml_rmse / ml_r2
