@@ -293,8 +293,9 @@ class _Diffusion:
         """The denoiser's output with, on its Gaussian coordinates, the noise that the best denoiser
         of the columns' marginals alone predicts from ``x`` (the state at ``abar_t = ab``), so that the
         network learns what the marginals leave: a normal score is N(0, 1) by its encoding (predicted
-        noise ``sqrt(1 - ab) x``; a missing value's 0 is left to the network); a flag is -1/+1 with the released log-odds ``L``, whose posterior mean
-        is ``tanh(L / 2 + sqrt(ab) x / (1 - ab))``; scalars get nothing.  A network that outputs 0 then
+        noise ``sqrt(1 - ab) x``; a missing value's 0 is left to the network); a flag is -1/+1 with the
+        released log-odds ``L``, whose posterior mean is ``tanh(L / 2 + sqrt(ab) x / (1 - ab))``;
+        scalars get nothing.  A network that outputs 0 then
         draws every column from its marginal.  Unchanged without a prior."""
         if self.flag_logit is None:
             return out
