@@ -197,6 +197,14 @@ def test_malformed_datetime_descriptions_name_the_column_and_key(spec, match):
         Schema.from_dict({"columns": {"x": spec}})
 
 
+def test_an_integer_column_whose_bounds_hold_no_whole_number_is_refused():
+    """No value could ever pass: refused when the schema is read, not at every fit."""
+    with pytest.raises(SchemaError, match=r"'x': an integer column, but no whole number lies between the bounds "
+                                          r"0.5 and 0.7"):
+        Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0.5, "upper": 0.7, "integer": True}}})
+    assert Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0.5, "upper": 1, "integer": True}}})
+
+
 # ------------------------------------------------------------------------------------------- privacy settings
 def test_epsilon_true_is_refused():
     with pytest.raises(ConfigError, match="epsilon must be a positive number"):

@@ -346,6 +346,9 @@ class Column:
             if self.lower > self.upper:
                 raise SchemaError(f"column {self.name!r}: lower bound {self.show(self.lower)} exceeds upper bound "
                                   f"{self.show(self.upper)}")
+            if self.kind == "numerical" and self.integer and math.ceil(self.lower) > math.floor(self.upper):
+                raise SchemaError(f"column {self.name!r}: an integer column, but no whole number lies between the "
+                                  f"bounds {self.show(self.lower)} and {self.show(self.upper)}")
             if self.kind == "numerical" and self.dtype is not None:
                 self._check_numerical_dtype()
             if self.kind == "datetime":
