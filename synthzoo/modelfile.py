@@ -103,6 +103,28 @@ def _module(spec, where: str) -> None:
         raise ConfigError(f"model file: {where}: parameter name(s) {bad} are not parameters")
 
 
+def _release(version: str) -> tuple[int, int, int] | None:
+    m = re.fullmatch(r"(\d{1,6})\.(\d{1,6})\.(\d{1,6})([.+-][0-9A-Za-z.+-]{0,64})?", version)
+    return None if m is None else (int(m[1]), int(m[2]), int(m[3]))
+
+
+def _check_version(version: str) -> None:
+    """The synthzoo version that wrote the file: a release number; a later one than this is read as far as
+    this version understands the file (every field is still checked), with a warning."""
+    import warnings
+
+    from ._version import __version__
+
+    written = _release(version)
+    if written is None:
+        raise ConfigError(f"model file: version: must be a synthzoo release such as {__version__!r}, got "
+                          f"{version[:40]!r}")
+    if written > _release(__version__):
+        warnings.warn(f"model file: written by synthzoo {version[:40]}, newer than this {__version__}: read as far as "
+                      f"this version understands it; install synthzoo>={version[:40]} to read it as written",
+                      UserWarning, stacklevel=4)
+
+
 def check_document(doc) -> None:
     """Validate a model document's structure; raise :class:`ConfigError` naming the first bad field."""
     if not isinstance(doc, dict):
@@ -113,6 +135,7 @@ def check_document(doc) -> None:
         raise ConfigError(f"model file: not a synthzoo model document ('format' is {shown}, expected {FORMAT!r})")
     check_depth(doc)
     _keys(doc, _TOP, "", _OPTIONAL)
+    _check_version(doc["version"])
     if "signature" in doc:
         check_signature_field(doc["signature"])
     if "tuning" in doc:  # shown first in privacy_report()

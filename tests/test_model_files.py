@@ -399,6 +399,22 @@ def test_the_saved_report_text_is_not_trusted(docs):
             _load(d)
 
 
+def test_the_writing_version_must_be_a_release_and_a_later_one_is_said(docs):
+    d = copy.deepcopy(docs["mst"])
+    d["version"] = "latest"
+    with pytest.raises(ConfigError, match=r"model file: version: must be a synthzoo release such as '0\.1\.0', "
+                                          r"got 'latest'"):
+        _load(d)
+    d["version"] = "9.9.9"
+    with pytest.warns(UserWarning, match=r"written by synthzoo 9\.9\.9, newer than this 0\.1\.0"):
+        sz.Synthesizer.from_json(copy.deepcopy(d)).sample(5)
+    d["version"] = "0.0.9"
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        sz.Synthesizer.from_json(copy.deepcopy(d))
+    assert not [w for w in seen if "written by synthzoo" in str(w.message)]
+
+
 @pytest.fixture(scope="module")
 def dp_schema_doc():
     df, public = make_demo(n=3000, seed=0)
