@@ -340,14 +340,26 @@ def output_priors(data, head: Head, budget, share: float, who: str, skip: str | 
                                      float(share) * budget.remaining,
                                      note=f"{who}: one-way counts of {len(cells)} one-hot block(s) and "
                                           f"{len(flags)} flag(s) for the output layer's starting biases")
-    parts = np.split(np.maximum(noisy, max(0.5 * sigma, 1.0)), np.cumsum(sizes)[:-1])
+    parts = floored_parts(noisy, sigma, sizes)
     bias = np.zeros(head.dim, dtype=np.float64)
     for (s, w), c in zip(cells, parts[:len(cells)]):
-        lg = np.log(c / c.sum())
-        bias[s:s + w] = lg - lg.mean()
+        bias[s:s + w] = centred_log_frequencies(c)
     for f, c in zip(flags, parts[len(cells):]):
         bias[f] = math.log(c[1] / c[0])
     return bias
+
+
+def floored_parts(noisy: np.ndarray, sigma: float, sizes: list[int]) -> list[np.ndarray]:
+    """A release of several count vectors split back into them, every count raised to half the noise's
+    standard deviation (at least 1): below that the release cannot tell a cell from an empty one, and a
+    logit far below the others would take the whole run to climb back."""
+    return np.split(np.maximum(noisy, max(0.5 * sigma, 1.0)), np.cumsum(sizes)[:-1])
+
+
+def centred_log_frequencies(counts: np.ndarray) -> np.ndarray:
+    """A softmax block's starting biases: the log-frequencies of (floored, positive) counts, centred."""
+    lg = np.log(counts / counts.sum())
+    return lg - lg.mean()
 
 
 def dpsgd_run(model, data, budget, who: str, n_hat: float | None = None):

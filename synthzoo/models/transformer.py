@@ -26,6 +26,14 @@ the secret noise (a public seed would hand them out by a record's rank in its ba
 number of steps; REaLTabFormer's DCR-based early stopping, which reads held-out rows after each
 round, is not implemented.
 
+**The marginal start** (ours, not the paper's; private runs, ``prior_share`` > 0).  GPT-2 starts with
+logits near 0, so an untrained network draws every allowed token about equally often, and the few
+dozen DP-SGD steps a small table affords leave much of that.  ``prior_share`` of the budget (after the
+record count) releases every position's token counts in one discrete Gaussian release
+(:func:`token_priors`), and their log-frequencies are added to the logits as a fixed vector (a buffer,
+saved with the weights): the untrained network draws each position from its noisy marginal, and
+training learns what the tokens before it change.  Measured in the README's transformer section.
+
 Sizes: the defaults are for a CPU (2 layers, width 128, 4 heads); ``size="paper"`` is
 REaLTabFormer's GPT-2 (``GPT2Config(n_layer=6)``: 6 layers, width 768, 12 heads).
 """
@@ -42,7 +50,8 @@ from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.tokens import BOS, TokenData, TokenTable
-from .torch_features import OneNetwork, dpsgd_run, draw_categories, resolve_device, torch_module
+from .torch_features import (OneNetwork, centred_log_frequencies, dpsgd_run, draw_categories, floored_parts,
+                             record_count, resolve_device, torch_module)
 
 _PAPER = ("Solatorio & Dupriez, REaLTabFormer: Generating Realistic Relational and Tabular Data using "
           "Transformers, arXiv:2302.02041, 2023; GPT-2: Radford et al., 2019")
@@ -102,9 +111,33 @@ def gpt2(vocab_size: int, n_positions: int, n_layer: int, n_embd: int, n_head: i
     return model
 
 
-def _network(torch, table: TokenTable, n_layer: int, n_embd: int, n_head: int, dropout: float):
+def token_priors(data: TokenData, budget: Budget, share: float, who: str) -> np.ndarray | None:
+    """Starting log-frequencies of every position's tokens (a vector over the vocabulary, 0 at
+    :data:`BOS`) from one discrete Gaussian release of each position's token counts, ``share`` of what
+    is left of ``budget``; ``None`` when ``share`` is 0 or the run is not private.  A record holds one
+    token at each of the ``L`` positions, so it moves ``L`` counts by one: L2 sensitivity ``sqrt(L)``.
+    Counts are floored as :func:`~.torch_features.output_priors` floors them."""
+    if not budget.private or share <= 0.0:
+        return None
+    from ..core.privacy.mechanisms import discrete_gaussian
+
+    table = data.table
+    local = table.local(data.x)
+    exact = [np.bincount(local[:, p], minlength=pos.width).astype(np.float64) for p, pos in enumerate(table.positions)]
+    noisy, sigma = discrete_gaussian(budget, np.concatenate(exact), math.sqrt(table.n_positions),
+                                     float(share) * budget.remaining,
+                                     note=f"{who}: token counts of {table.n_positions} position(s) for the output "
+                                          "layer's starting biases")
+    prior = np.zeros(table.vocab_size, dtype=np.float64)
+    for pos, c in zip(table.positions, floored_parts(noisy, sigma, [pos.width for pos in table.positions])):
+        prior[pos.start:pos.start + pos.width] = centred_log_frequencies(c)
+    return prior
+
+
+def _network(torch, table: TokenTable, n_layer: int, n_embd: int, n_head: int, dropout: float, prior: bool = False):
     """The GPT-2 plus the gather that reads each position's logits over its own tokens; its forward is
-    the per-record loss."""
+    the per-record loss.  With ``prior`` a fixed vector over the vocabulary (a buffer, saved with the
+    weights, not trained) is added to the logits: :func:`token_priors`' start."""
     L, W = table.n_positions, table.max_width
     idx = np.zeros((L, W), dtype=np.int64)
     for p, pos in enumerate(table.positions):
@@ -115,16 +148,23 @@ def _network(torch, table: TokenTable, n_layer: int, n_embd: int, n_head: int, d
             super().__init__()
             self.gpt = gpt2(table.vocab_size, L, n_layer, n_embd, n_head, dropout)
             self.register_buffer("idx", torch.as_tensor(idx), persistent=False)
+            if prior:
+                self.register_buffer("prior", torch.zeros(table.vocab_size))
 
         def position_logits(self, logits, positions):
             """(B, k, V) logits at ``positions`` (k of them) -> (B, k, W) over each position's tokens."""
             ix = self.idx[positions].unsqueeze(0).expand(logits.shape[0], -1, -1)
             return logits.gather(2, ix)
 
+        def logits(self, inp, pos):
+            """(B, L, V) next-token logits: GPT-2's, plus the prior when there is one."""
+            logits = self.gpt(input_ids=inp, position_ids=pos).logits
+            return logits + self.prior if prior else logits
+
         def forward(self, inp, pos, target, allowed):
             """Per-record mean negative log-likelihood of the target tokens (local ids), each position's
             softmax taken over its allowed tokens only."""
-            logits = self.gpt(input_ids=inp, position_ids=pos).logits
+            logits = self.logits(inp, pos)
             g = self.position_logits(logits, torch.arange(L, device=inp.device)).masked_fill(~allowed, float("-inf"))
             logp = torch.log_softmax(g, dim=2)
             return -logp.gather(2, target.unsqueeze(2)).squeeze(2).mean(dim=1)
@@ -159,6 +199,10 @@ class Transformer(OneNetwork, Model):
         DP-SGD's per-record clipping norm.
     count_share : float, default 0.02
         Share of the model's budget for the DP record count that sets the sampling rate.
+    prior_share : float, default 0.05
+        Private runs: share of what the count leaves for one release of every position's token counts,
+        whose log-frequencies are added to the logits as a fixed prior (:func:`token_priors`; ours, not
+        the paper's; 0: the paper's network alone).
     temperature : float, default 1.0
         Sampling temperature (below 1 sharpens each token's distribution).
     top_k : int, default 0
@@ -185,16 +229,18 @@ class Transformer(OneNetwork, Model):
         "lr": [Interval(Real, 0, None, closed="neither")], "weight_decay": [Interval(Real, 0, None)],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")],
+        "prior_share": [Interval(Real, 0, 1, closed="left")],
         "temperature": [Interval(Real, 0, None, closed="neither")], "top_k": [Interval(Integral, 0, None)],
         "sample_batch": [Interval(Integral, 1, MAX_BATCH)], "device": [Options("auto", "cpu", "cuda")],
         "progress": [None, Boolean()]}
     _test_params = {"n_layer": 1, "n_embd": 16, "n_head": 2, "epochs": 2, "batch_size": 200}
+    _params_added = {"prior_share": 0.0}  # files written before it: GPT-2's logits alone
 
     def __init__(self, size: str = "cpu", n_layer: int | None = None, n_embd: int | None = None,
                  n_head: int | None = None, dropout: float = 0.1, epochs: int = 20, batch_size: int = 512,
                  lr: float = 1e-3, weight_decay: float = 0.0, max_grad_norm: float = 1.0,
-                 count_share: float = 0.02, temperature: float = 1.0, top_k: int = 0, sample_batch: int = 8192,
-                 device: str = "auto", progress: bool | None = None):
+                 count_share: float = 0.02, prior_share: float = 0.05, temperature: float = 1.0, top_k: int = 0,
+                 sample_batch: int = 8192, device: str = "auto", progress: bool | None = None):
         self.size = size
         self.n_layer = n_layer
         self.n_embd = n_embd
@@ -206,6 +252,7 @@ class Transformer(OneNetwork, Model):
         self.weight_decay = weight_decay
         self.max_grad_norm = max_grad_norm
         self.count_share = count_share
+        self.prior_share = prior_share
         self.temperature = temperature
         self.top_k = top_k
         self.sample_batch = sample_batch
@@ -233,7 +280,8 @@ class Transformer(OneNetwork, Model):
     # ------------------------------------------------------------------ fit
     def _build(self, table: TokenTable):
         layers, width, heads = self.architecture()
-        return _network(torch_module(), table, layers, width, heads, float(self.dropout))
+        return _network(torch_module(), table, layers, width, heads, float(self.dropout),
+                        prior=float(self.prior_share) > 0)
 
     def fit_records(self, data: TokenData, budget: Budget, rng: np.random.Generator) -> "Transformer":
         """Train on the token rows, by DP-SGD charged to ``budget`` when private."""
@@ -245,7 +293,11 @@ class Transformer(OneNetwork, Model):
         torch.manual_seed(int(rng.integers(2 ** 62)))   # the weights (and a non-private fit's dropout): the user's seed
         table = data.table
         net = self._build(table).to(dev)
-        n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "transformer")
+        n_hat = record_count(self, data, budget, "transformer")
+        prior = token_priors(data, budget, float(self.prior_share), "transformer")
+        if prior is not None:
+            net.prior.copy_(torch.as_tensor(prior, dtype=net.prior.dtype))
+        n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "transformer", n_hat=n_hat)
         wrapped = sgd.wrap(net)
         params = [p for p in net.parameters() if p.requires_grad]
         _, rng = sgd.private_draws(torch, None, rng)  # dropout masks (torch's global generator)
@@ -363,6 +415,8 @@ class _Decoder:
         head = d(gpt.lm_head.weight)
         idx = net.idx.cpu()
         self.head = [head[idx[p]].T.contiguous() for p in range(idx.shape[0])]   # (width, W) per position
+        prior = d(net.prior) if hasattr(net, "prior") else torch.zeros(head.shape[0])
+        self.prior = [prior[idx[p]].contiguous() for p in range(idx.shape[0])]
         if gpt.lm_head.bias is not None:
             raise ConfigError("transformer: an output layer with a bias is not GPT-2's")
 
@@ -388,4 +442,4 @@ class _Decoder:
             h = torch.addmm(layer["fc"][1], F.layer_norm(x, (w,), *layer["ln2"], self.eps), layer["fc"][0])
             h = F.gelu(h, approximate="tanh") if self.fused_gelu else layer["act"](h)
             x = x + torch.addmm(layer["out"][1], h, layer["out"][0])
-        return F.layer_norm(x, (w,), *self.ln_f, self.eps) @ self.head[p]
+        return torch.addmm(self.prior[p], F.layer_norm(x, (w,), *self.ln_f, self.eps), self.head[p])

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import synthzoo as sz
+from helpers import fit_from_the_start, skewed_table
 from synthzoo.core.tokens import BOS, TokenTable
 from synthzoo.datasets import make_demo
 from synthzoo.models.transformer import Transformer, _network, gpt2
@@ -51,7 +52,8 @@ def test_ghost_clipping_norms_equal_a_per_record_loop():
 
     df, schema, table = demo_table()
     torch.manual_seed(0)
-    net = _network(torch, table, 2, 16, 2, 0.0)
+    net = _network(torch, table, 2, 16, 2, 0.0, prior=True)
+    net.prior.normal_()                    # a buffer: no gradient, no per-record norm of its own
     L, n = table.n_positions, 12
     tok = torch.as_tensor(table.transform(df.iloc[:n]))
     inp = torch.cat([torch.full((n, 1), BOS), tok[:, :-1]], dim=1)
@@ -81,14 +83,14 @@ def test_kv_cached_sampling_matches_the_full_forward():
 
     df, schema, table = demo_table()
     torch.manual_seed(0)
-    net = _network(torch, table, 2, 16, 2, 0.1).eval()
+    net = _network(torch, table, 2, 16, 2, 0.1, prior=True).eval()
+    net.prior.normal_()                    # a private fit's start: a fixed vector added to every logit
     n = 7
     tok = torch.as_tensor(table.transform(df.iloc[:n]))
     inp = torch.cat([torch.full((n, 1), BOS), tok[:, :-1]], dim=1)
     L = table.n_positions
     with torch.no_grad():
-        full = net.position_logits(net.gpt(input_ids=inp, position_ids=torch.arange(L).expand(n, L)).logits,
-                                   torch.arange(L))
+        full = net.position_logits(net.logits(inp, torch.arange(L).expand(n, L)), torch.arange(L))
     dec = _Decoder(torch, net)
     cache = dec.cache(n, L)
     steps = torch.stack([dec.step(inp[:, p], p, cache) for p in range(L)], 1)
@@ -175,3 +177,33 @@ def test_parameters_and_presets():
     assert sz.presets.preset_config("dp-transformer")["model"]["dropout"] == 0.0
     with pytest.raises(sz.ConfigError, match="tokens"):
         sz.Synthesizer(preprocess=["features"], model="transformer", epsilon=None)
+
+
+@pytest.mark.parametrize("share", [0.05, 0.0])
+def test_dp_transformer_starts_at_the_noisy_token_frequencies(share):
+    """A few DP-SGD steps barely move GPT-2's near-uniform logits; with the released token counts added
+    as a fixed prior the untrained network already draws each position near its marginal."""
+    df, schema = skewed_table()
+    model = {"name": "transformer", **TINY, "epochs": 1, "dropout": 0.0, "prior_share": share}
+    s, notes, top, missing, _ = fit_from_the_start(df, schema, "tokens", model)
+    if share:
+        L = s.encoder_.n_positions
+        assert notes == [f"transformer: token counts of {L} position(s) for the output layer's starting biases"]
+        charges = [c.note for c in s.ledger_.charges if c.module.startswith("transformer")]
+        assert charges[:2] == ["transformer: record count", notes[0]] and len(charges) == 3   # then DP-SGD
+        assert top > 0.8 and abs(missing - 0.3) < 0.08, (top, missing)
+    else:
+        assert notes == [] and top < 0.6, top
+        assert "prior" not in s.to_json()["model_state"]["weights"]
+    assert s.privacy_spent().epsilon <= 20.0 * (1 + 1e-9)
+
+
+def test_a_transformer_file_written_before_prior_share_loads_as_fitted_without_it(tmp_path):
+    df, schema = make_demo(n=400, seed=0)
+    s = _fit(1.0, df, schema, prior_share=0.0)
+    s.save(tmp_path / "m.szm")
+    doc = json.loads((tmp_path / "m.szm").read_text())
+    del doc["config"]["model"]["prior_share"], doc["model_state"]["params"]["prior_share"]
+    (tmp_path / "old.szm").write_text(json.dumps(doc))
+    back = sz.Synthesizer.load(tmp_path / "old.szm")
+    assert back.model.prior_share == 0.0 and back.sample(300, seed=2).equals(s.sample(300, seed=2))
