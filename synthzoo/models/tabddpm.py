@@ -230,7 +230,7 @@ class _Diffusion:
     floor for t >= 1.
     """
 
-    def __init__(self, torch, lay: _Layout, steps: int, device, prior=None):
+    def __init__(self, torch, lay: _Layout, steps: int, device, prior=None, score_prior: float = 1.0):
         self.torch, self.lay, self.T = torch, lay, int(steps)
         beta = cosine_schedule(self.T)
         alpha = 1.0 - beta
@@ -247,7 +247,7 @@ class _Diffusion:
         self.flag_logit = None
         if prior is not None and lay.n_gauss:
             gauss = lay.gauss.cpu().numpy()
-            self.is_normal = f(np.isin(gauss, lay.normal.cpu().numpy()))
+            self.is_normal = f(np.isin(gauss, lay.normal.cpu().numpy()) * float(score_prior))
             flag = np.isin(gauss, lay.flags.cpu().numpy())
             self.is_flag = f(flag)
             self.flag_logit = f(np.where(flag, np.asarray(prior)[gauss], 0.0))
@@ -451,6 +451,10 @@ class TabDDPM(OneNetwork, Model):
         every one-hot block and missing flag (the target's block aside), which start the denoiser at
         the columns' marginals (this module's docstring says how).  0 trains as the paper does;
         non-private runs always do.
+    score_prior : float, default 1.0
+        With the marginal start, the weight of the normal scores' part of the marginal denoiser (1: the
+        N(0, 1) prior in full; 0: flags only).  Lower weights keep more of the numbers' link to a target
+        and fit their marginals less closely (README, *Record models under DP-SGD*): a knob for the tuner.
     device : {"auto", "cpu", "cuda"}, default "auto"
     progress : bool or None, default None
         A progress bar over the training steps (None: on a terminal).
@@ -473,9 +477,10 @@ class TabDDPM(OneNetwork, Model):
         "clip_denoised": [Boolean()],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")],
-        "prior_share": [Interval(Real, 0, 1, closed="left")], "device": [Options("auto", "cpu", "cuda")],
-        "progress": [None, Boolean()]}
-    _params_added = {"prior_share": 0.0}  # files written before it: the paper's denoiser, no marginal prior
+        "prior_share": [Interval(Real, 0, 1, closed="left")], "score_prior": [Interval(Real, 0, 1, closed="both")],
+        "device": [Options("auto", "cpu", "cuda")], "progress": [None, Boolean()]}
+    # files written before them: the paper's denoiser, no marginal prior; the normal scores' prior in full
+    _params_added = {"prior_share": 0.0, "score_prior": 1.0}
     _test_params = {"steps": 10, "hidden": (16,), "embedding_dim": 8, "epochs": 2, "batch_size": 200,
                     "multiplicity": 2}
 
@@ -483,7 +488,8 @@ class TabDDPM(OneNetwork, Model):
                  dropout: float = 0.0, epochs: int = 240, batch_size: int = 1024, multiplicity: int = 1,
                  lr: float = 2e-3, weight_decay: float = 0.0, conditional: bool = True, normal_scores: bool = True,
                  clip_denoised: bool = True, max_grad_norm: float = 1.0, count_share: float = 0.02,
-                 prior_share: float = 0.05, device: str = "auto", progress: bool | None = None):
+                 prior_share: float = 0.05, score_prior: float = 1.0, device: str = "auto",
+                 progress: bool | None = None):
         self.steps = steps
         self.hidden = hidden
         self.embedding_dim = embedding_dim
@@ -499,6 +505,7 @@ class TabDDPM(OneNetwork, Model):
         self.max_grad_norm = max_grad_norm
         self.count_share = count_share
         self.prior_share = prior_share
+        self.score_prior = score_prior
         self.device = device
         self.progress = progress
 
@@ -506,8 +513,9 @@ class TabDDPM(OneNetwork, Model):
     def hyperparameter_space(cls) -> dict:
         # SynMeter's TabDDPM space (after the paper's): learning rate log-uniform in [1e-5, 3e-3], T in
         # {100, 1000}, batches of 256 or 4,096 (training length in epochs here, not steps)
+        # and ours: the weight of the normal scores' prior in a private run's marginal start
         return {"lr": ("log", 1e-5, 3e-3), "steps": ("cat", [100, 1000]), "epochs": ("int", 30, 300),
-                "batch_size": ("cat", [256, 1024, 4096])}
+                "batch_size": ("cat", [256, 1024, 4096]), "score_prior": ("float", 0.0, 1.0)}
 
     # ------------------------------------------------------------------ layout
     def _target(self, table: FeatureTable) -> str | None:
@@ -555,7 +563,7 @@ class TabDDPM(OneNetwork, Model):
             last = net.mlp[-1]
             with torch.no_grad():
                 last.bias.copy_(torch.as_tensor(np.where(lay.block_cols(), self.prior_, 0.0), dtype=last.bias.dtype))
-        diff = _Diffusion(torch, lay, int(self.steps), dev, self.prior_)
+        diff = _Diffusion(torch, lay, int(self.steps), dev, self.prior_, float(self.score_prior))
         n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tabddpm", n_hat=n_hat)
         wrapped = sgd.wrap(net)
         params = list(net.parameters())
@@ -588,7 +596,7 @@ class TabDDPM(OneNetwork, Model):
         torch = torch_module()
         dev = resolve_device(self.device, self.name, sampling=True)
         lay = self._layout(self.domain_, dev)
-        diff = _Diffusion(torch, lay, int(self.steps), dev, self.prior_)
+        diff = _Diffusion(torch, lay, int(self.steps), dev, self.prior_, float(self.score_prior))
         probs = torch.as_tensor(self.label_probs_, dtype=torch.float64) if lay.n_labels else None
         net = self._net.to(dev)
 

@@ -365,14 +365,19 @@ def test_tabddpm_marginal_denoiser_is_the_bayes_denoiser_of_the_marginals():
             for k in range(1, 10):
                 m = b == k
                 assert abs(float(eps[m, col].mean() - pred[m, col].mean())) < 0.03, (t, col, k)
+    # score_prior weighs the normal scores' part only
+    half = _Diffusion(torch, lay, 100, "cpu", prior, score_prior=0.5).with_prior(torch.zeros(n, lay.d), xt, ab)
+    torch.testing.assert_close(half[:, normal], 0.5 * pred[:, normal])
+    assert torch.equal(half[:, flag], pred[:, flag])
     # nothing is added without a prior, nor to the one-hot columns
     assert torch.equal(_Diffusion(torch, lay, 100, "cpu").with_prior(pred, xt, ab), pred)
     assert torch.all(pred[:, torch.as_tensor(lay.block_cols())] == 0)
 
 
 def test_a_tabddpm_file_written_before_prior_share_loads_as_fitted_without_it(tmp_path):
-    """Files written before ``prior_share`` lack it in their config and state, and their state has no
-    ``prior``: they load with 0 (the paper's denoiser) and sample as before.  An edited prior is refused."""
+    """Files written before ``prior_share`` lack it (and ``score_prior``) in their config and state, and their
+    state has no ``prior``: they load with 0 (the paper's denoiser) and sample as before.  An edited prior
+    is refused."""
     import json
 
     df, schema = make_demo(n=600, seed=0)
@@ -381,10 +386,12 @@ def test_a_tabddpm_file_written_before_prior_share_loads_as_fitted_without_it(tm
     s.save(tmp_path / "m.szm")
     doc = json.loads((tmp_path / "m.szm").read_text())
     assert doc["model_state"]["prior"] is None
-    del doc["config"]["model"]["prior_share"], doc["model_state"]["params"]["prior_share"], doc["model_state"]["prior"]
+    for key in ("prior_share", "score_prior"):
+        del doc["config"]["model"][key], doc["model_state"]["params"][key]
+    del doc["model_state"]["prior"]
     (tmp_path / "old.szm").write_text(json.dumps(doc))
     back = sz.Synthesizer.load(tmp_path / "old.szm")
-    assert back.model.prior_share == 0.0 and back.model.prior_ is None
+    assert back.model.prior_share == 0.0 and back.model.prior_ is None and back.model.score_prior == 1.0
     assert back.sample(300, seed=2).equals(s.sample(300, seed=2))
     # a private fit with the prior keeps it through save and load; an edited one is refused
     s2 = sz.Synthesizer(preprocess=["quantile_features"], model={**model, "prior_share": 0.05}, epsilon=1.0,
