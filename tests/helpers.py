@@ -140,6 +140,24 @@ def fit_from_the_start(df, schema, preprocess: str, model: dict):
     return s, notes, (fake["c"] == "a").mean(), fake["x"].isna().mean(), fake
 
 
+def load_as_written_before(synth, tmp_path, params, state=()):
+    """``synth`` saved, then loaded from a copy of its file without the model parameters ``params`` (in its
+    config and its state) and the state entries ``state``: a file written before they existed.  Returns
+    ``(loaded synthesizer, that document)``."""
+    import json
+
+    import synthzoo as sz
+
+    synth.save(tmp_path / "m.szm")
+    doc = json.loads((tmp_path / "m.szm").read_text())
+    for key in params:
+        del doc["config"]["model"][key], doc["model_state"]["params"][key]
+    for key in state:
+        del doc["model_state"][key]
+    (tmp_path / "old.szm").write_text(json.dumps(doc))
+    return sz.Synthesizer.load(tmp_path / "old.szm"), doc
+
+
 def schema_features(df: pd.DataFrame, schema):
     """``df`` as continuous features on the public schema alone (one-hot categories, numbers scaled
     on the bounds): what the record models fit."""
