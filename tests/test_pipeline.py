@@ -10,6 +10,7 @@ import pytest
 
 import synthzoo as sz
 from synthzoo.core.errors import ConfigError, NotFittedError, SchemaError
+from synthzoo.core.schema import READ_FROM_ROWS
 from synthzoo.datasets import make_demo
 
 
@@ -148,6 +149,29 @@ def test_a_release_on_a_schema_read_from_the_rows_says_its_epsilon_does_not_cove
     assert sz.make("mst", epsilon=1.0, schema=public, seed=0).fit(df).schema_covered
     with pytest.raises(SchemaError, match="read_from_rows.*must be a text"):
         sz.Schema.from_dict({**public.to_dict(), "read_from_rows": 5})
+
+
+def test_a_schema_built_from_inferred_columns_stays_marked_as_read_from_the_rows(demo):
+    """Taking a subset of an inferred schema's columns, or rebuilding it with other meta, once dropped the
+    mark, and a release on it claimed to cover bounds and categories read from the rows."""
+    import dataclasses
+
+    df, _ = demo
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        inferred = sz.Schema.infer(df)
+    for rebuilt in (sz.Schema(list(inferred.columns), {}), sz.Schema([inferred["age"], inferred["region"]]),
+                    sz.Schema([sz.Schema.from_dict(inferred.to_dict())["age"]])):
+        assert READ_FROM_ROWS in rebuilt.meta, rebuilt.meta
+    assert "column(s) 'age', 'region'" in sz.Schema([inferred["age"], inferred["region"]]).meta[READ_FROM_ROWS]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = sz.make("mst", epsilon=1.0, schema=sz.Schema(list(inferred.columns), {}), seed=0).fit(df)
+    assert synth.schema_covered is False and synth.privacy_report().startswith("NOT COVERED BY DP")
+    # declared public column by column: not marked; the mark is not part of a column's description
+    public = sz.Schema([dataclasses.replace(c, read_from_rows=False) for c in inferred.columns])
+    assert READ_FROM_ROWS not in public.meta and public.columns == inferred.columns
+    assert "read_from_rows" not in json.dumps(public.to_dict())
 
 
 def test_dp_schema_cost_is_inside_the_synthesizers_account(demo):

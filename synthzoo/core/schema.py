@@ -242,6 +242,9 @@ class Column:
     tz: str | None = None  # datetime only
     decimals: int | None = None  # numerical, not integer, only
     ordered: bool = False  # categorical only: the categories' order is the list's
+    # read from the rows (Schema.infer): a schema built of such a column is marked READ_FROM_ROWS, whatever
+    # meta it is given; not part of the description (never written, not compared)
+    read_from_rows: bool = field(default=False, compare=False, repr=False)
 
     @classmethod
     def from_spec(cls, name: str, spec: dict) -> "Column":
@@ -715,6 +718,13 @@ class Schema:
             raise SchemaError("schema lists a column twice")
         if not names:
             raise SchemaError("schema has no columns")
+        inferred = [c.name for c in self.columns if c.read_from_rows]
+        if inferred and READ_FROM_ROWS not in self.meta:
+            # built from an inferred schema's columns (a subset, one column changed): still read from the rows
+            more = f" and {len(inferred) - 5} more" if len(inferred) > 5 else ""
+            shown = ", ".join(repr(n) for n in inferred[:5]) + more
+            self.meta = {**self.meta, READ_FROM_ROWS: f"Schema.infer: column(s) {shown}: kinds, bounds, categories "
+                                                      "and missing values"}
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -734,6 +744,8 @@ class Schema:
             cols.append(Column.from_spec(name, spec))
         meta = {k: v for k, v in d.items() if k != "columns"}
         _check_meta(meta, {c.name: c for c in cols})
+        for c in cols if READ_FROM_ROWS in meta else ():
+            c.read_from_rows = True  # the mark stays with the columns, as in the schema Schema.infer returned
         return cls(cols, meta)
 
     @classmethod
@@ -846,8 +858,10 @@ class Schema:
                 cols.append(Column(name, kind, lower=float(v.min()), upper=float(v.max()), integer=integer,
                                    missing=missing, decimals=None if integer else _decimals(v, dtype=s.dtype),
                                    dtype=_kept_numerical_dtype(s.dtype, integer, missing)))
-        # the mark travels with the schema (JSON, model files): a release fitted on it reports that its
-        # (epsilon, delta) does not cover the schema
+        # the mark travels with the schema (JSON, model files) and with its columns: a release fitted on it
+        # reports that its (epsilon, delta) does not cover the schema
+        for c in cols:
+            c.read_from_rows = True
         return cls(cols, {READ_FROM_ROWS: "Schema.infer: every column's kind, bounds, categories and missing values"})
 
     # -- access --------------------------------------------------------------------------
@@ -1421,8 +1435,9 @@ def check_column_names(df: pd.DataFrame, role: str = "the table") -> None:
                           f"{', '.join(repr(str(c)) for c in dup[:5])} more than once; give each column its own name")
 
 
-#: Schema meta key that marks a schema read from the rows (:meth:`Schema.infer`): not covered by DP.  Delete
-#: it only once every description in the schema is public knowledge.
+#: Schema meta key that marks a schema read from the rows (:meth:`Schema.infer`): not covered by DP.  A schema
+#: built from such columns (``Column.read_from_rows``) is marked again, whatever meta it is given.  Delete it
+#: (and build from columns with ``read_from_rows=False``) only once every description in it is public knowledge.
 READ_FROM_ROWS = "read_from_rows"
 
 
