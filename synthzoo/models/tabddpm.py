@@ -247,7 +247,8 @@ class _Diffusion:
         self.flag_logit = None
         if prior is not None and lay.n_gauss:
             gauss = lay.gauss.cpu().numpy()
-            self.is_normal = f(np.isin(gauss, lay.normal.cpu().numpy()) * float(score_prior))
+            # the normal scores' part of the prior, weighed by score_prior (0 on flags and scalars)
+            self.normal_weight = f(np.isin(gauss, lay.normal.cpu().numpy()) * float(score_prior))
             flag = np.isin(gauss, lay.flags.cpu().numpy())
             self.is_flag = f(flag)
             self.flag_logit = f(np.where(flag, np.asarray(prior)[gauss], 0.0))
@@ -303,7 +304,7 @@ class _Diffusion:
         g = x[..., lay.gauss]
         s, v = ab.sqrt(), 1.0 - ab
         m = torch.tanh(0.5 * self.flag_logit + s * g / v)
-        eps = self.is_normal * v.sqrt() * g + self.is_flag * (g - s * m) / v.sqrt()
+        eps = self.normal_weight * v.sqrt() * g + self.is_flag * (g - s * m) / v.sqrt()
         add = torch.zeros_like(out)
         add[..., lay.gauss] = eps
         return out + add
