@@ -49,7 +49,8 @@ generated rows -- has nothing to pass on; one run on adult gave 2-way TVD .83 ev
   cross-entropy on that block; the batches the teachers and the student see therefore cover every
   category, which is what keeps the generator from collapsing onto one mode (the student can only
   rank rows it sees); besides the student's score the generator is pulled towards the released
-  one-way marginals, within-mode moments and flag rates (``marginal_weight``), a warm start of
+  one-way marginals, within-mode moments and flag rates (``marginal_weight``;
+  :class:`~synthzoo.models.torch_features.MarginalPull`, shared with DP-CTGAN), a warm start of
   ``warmup_steps`` on those alone;
 * generated rows are exact categorical draws (hard Gumbel-softmax, straight-through for the
   generator's gradient), so teachers compare one-hot rows with one-hot rows.
@@ -77,7 +78,7 @@ from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
 from ..core.statecheck import NUMBER, TENSOR
 from .torch_features import (SAMPLE_PRECISIONS, Conditions, Head, OnePassGenerator, build_for_saved, load_json_state,
-                             column_counts, resolve_device, state_dict_to_json, torch_module)
+                             release_marginal_targets, resolve_device, state_dict_to_json, torch_module)
 
 _PAPER = ("Jordon, Yoon, van der Schaar, PATE-GAN: Generating Synthetic Data with Differential Privacy "
           "Guarantees (ICLR 2019)")
@@ -133,85 +134,6 @@ class _Teachers:
         """How many teachers call each row of ``x`` real (a teacher with an empty part says fake)."""
         real = ((self.features(x) @ self.w.T + self.b) > 0) & ~self.empty
         return real.sum(1)
-
-
-class _ModeMoments:
-    """The within-mode values ``alpha`` of mode-normalised numbers (CTGAN's encoding): each mode's
-    mean and standard deviation of ``alpha``, from sums released by the Gaussian mechanism (a record
-    adds ``(alpha, alpha^2)``, both in [-1, 1], to one mode's pair: L2 sensitivity sqrt(2)) and the
-    modes' noisy counts, shrunk towards the encoding's own model ``N(0, 1/4^2)`` by 20 pseudo-records
-    so that a mode with a handful of records takes the model's values; standard deviations of at
-    least 0.005 (a point mass decodes within a fraction of a unit)."""
-
-    PRIOR_STD, PSEUDO = 0.25, 20.0
-
-    def __init__(self, table, cond: Conditions, data, n_hat: float, budget, rho: float, who: str):
-        from ..core.privacy.mechanisms import gaussian
-
-        freq = {col: f for (col, _, _), f in zip(cond.blocks, cond.freq)}
-        self.columns = []  # (alpha index, mode start, width, target means, target stds, weights)
-        segs = {}
-        for g in table.layout:
-            segs.setdefault(g.column, []).append(g)
-        cols = [c for c in table.schema.names if getattr(table.encoders[c], "kind", "") == "modes" and c in freq]
-        for c in cols:
-            a, m = segs[c][0].start, segs[c][1]
-            # in float64: float32 sums of a large table round, so that removing a record moved them by up to
-            # 0.4 more than its own (alpha, alpha^2) at 10,000,000 rows, which the sensitivity does not allow for
-            onehot, alpha = data.x[:, m.start:m.stop].astype(np.float64), data.x[:, a].astype(np.float64)
-            sums = np.concatenate([onehot.T @ alpha, onehot.T @ alpha ** 2])
-            noisy, _ = gaussian(budget, sums, math.sqrt(2.0), rho / max(len(cols), 1),
-                                note=f"{who}: within-mode moments of {c}")
-            count = np.clip(freq[c] * n_hat, 0.0, None)
-            s1, s2 = noisy[:m.width], noisy[m.width:]
-            mean = np.clip(s1 / (count + self.PSEUDO), -1.0, 1.0)
-            second = (s2 + self.PSEUDO * self.PRIOR_STD ** 2) / (count + self.PSEUDO)
-            std = np.sqrt(np.clip(second - mean ** 2, 0.005 ** 2, 1.0))
-            self.columns.append((a, m.start, m.width, mean, std, freq[c]))
-
-    def loss(self, fake):
-        """How far the generated rows' per-mode means and standard deviations of ``alpha`` are from
-        the released ones (weighted by the modes' frequencies)."""
-        torch = torch_module()
-        loss = fake.new_zeros(())
-        for a, start, width, mean, std, w in self.columns:
-            h = fake[:, start:start + width]
-            n = h.sum(0) + 1e-6
-            m = (h * fake[:, a:a + 1]).sum(0) / n
-            v = ((h * fake[:, a:a + 1] ** 2).sum(0) / n - m ** 2).clamp_min(1e-8)
-            t = [torch.as_tensor(z, dtype=fake.dtype, device=fake.device) for z in (mean, std, w)]
-            # KL(N(m, v) || N(target)): a spread too wide for a point-mass mode costs what it should
-            kl = torch.log(t[1]) - 0.5 * torch.log(v) + (v + (m - t[0]) ** 2) / (2 * t[1] ** 2) - 0.5
-            loss = loss + (t[2] * kl).sum()
-        return loss
-
-
-class _FlagRates:
-    """The flags' rates (a column's missing values): for each flag a discrete Gaussian count of the
-    records that raise it (L2 sensitivity 1), over the DP record count; the generator's mean flag
-    probability is pulled to it by a binary KL.  Without it only the student's score spoke for the
-    flags, which it hardly separates: hmeq's numbers came out missing at 6-7 % each without privacy
-    and from 40 to 98 % at epsilon 1 (real 1-22 %)."""
-
-    def __init__(self, head, data, n_hat: float, budget, rho: float, who: str):
-        from ..core.privacy.mechanisms import discrete_gaussian
-
-        self.idx = head.sigm
-        cols = self.idx.cpu().numpy()
-        self.rates = []
-        for j in cols:
-            count = float(column_counts(data.x, int(j))[0])
-            noisy, _ = discrete_gaussian(budget, count, 1.0, rho / max(len(cols), 1),
-                                         note=f"{who}: flag count of feature {int(j)}")
-            self.rates.append(float(np.clip(float(noisy) / max(n_hat, 1.0), 1e-4, 1 - 1e-4)))
-
-    def loss(self, probs):
-        torch = torch_module()
-        if not self.rates:
-            return probs.new_zeros(())
-        t = torch.as_tensor(self.rates, dtype=probs.dtype, device=probs.device)
-        q = probs[:, self.idx].mean(0).clamp(1e-6, 1 - 1e-6)
-        return (t * torch.log(t / q) + (1 - t) * torch.log((1 - t) / (1 - q))).sum()
 
 
 class _Student:
@@ -373,16 +295,9 @@ class PATEGAN(OnePassGenerator, Model):
         gen_t = torch.Generator().manual_seed(int(rng.integers(2 ** 62)))
         table, k, B = data.table, int(self.n_teachers), int(self.batch_size)
         head = Head(table, dev)
-        n_alpha = sum(getattr(e, "kind", "") == "modes" for e in table.encoders.values()) if self.condition_numbers else 0
-        n_blocks = len(Conditions.blocks_of(table, head, bool(self.condition_numbers)))
-        n_flags = int(head.sigm.numel())
-        parts = 1 + n_blocks + n_alpha + n_flags
-        rho_stats = float(self.count_share) * budget.remaining if budget.private else math.inf
-        n_hat, cond = Conditions.from_data(data, head, budget, float(self.count_share) * (1 + n_blocks) / parts,
-                                           "pategan", bool(self.condition_numbers))
+        n_hat, cond, pull = release_marginal_targets(data, head, budget, float(self.count_share), "pategan",
+                                                     bool(self.condition_numbers))
         self.total_sigma_ = cond.n_sigma
-        moments = _ModeMoments(table, cond, data, n_hat, budget, rho_stats * n_alpha / parts, "pategan")
-        flags = _FlagRates(head, data, n_hat, budget, rho_stats * n_flags / parts, "pategan")
         # every label is a discrete Gaussian vote histogram of L2 sensitivity sqrt(2): 1/sigma^2 zCDP each
         if budget.private:
             rho = budget.remaining * (1 - 1e-9)
@@ -426,16 +341,14 @@ class PATEGAN(OnePassGenerator, Model):
             loss = -student(fake).mean() if adversarial else fake.new_zeros(())
             mw = float(self.marginal_weight) if adversarial else 1.0
             if mw > 0:
-                loss = loss + mw * (moments.loss(fake) + flags.loss(head.activate(out)))
+                loss = loss + mw * pull.loss(out, fake)
             if cond.dim:
                 loss = loss + cond.loss(out, blk, cat)
-                if mw > 0:
-                    loss = loss + mw * cond.marginal_loss(head.activate(out))
             opt_g.zero_grad(set_to_none=True)
             loss.backward()
             opt_g.step()
 
-        for _ in range(int(self.warmup_steps) if cond.dim or n_flags else 0):
+        for _ in range(int(self.warmup_steps) if cond.dim or head.sigm.numel() else 0):
             generator_step(adversarial=False)
         self.steps_run_ = 0
         buf_x, buf_y = [], []

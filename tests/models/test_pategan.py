@@ -151,8 +151,7 @@ def test_within_mode_sums_move_by_one_records_values_only(mechanism_inputs):
     stored, a large table's sums moved by something else: removing one record left them up to 0.19
     (L2) away from its own contribution at 4,000,000 rows, 0.40 at 10,000,000 (0.0017 here)."""
     from synthzoo.core.features import FeatureData, FeatureTable, ModeNormalised
-    from synthzoo.models.pategan import _ModeMoments
-    from synthzoo.models.torch_features import Conditions, Head
+    from synthzoo.models.torch_features import Conditions, Head, ModeMoments
 
     schema = sz.Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 1}}})
     table = FeatureTable(schema, {"x": ModeNormalised(schema["x"], [0.25, 0.75], [0.1, 0.1], [0.5, 0.5])})
@@ -163,7 +162,7 @@ def test_within_mode_sums_move_by_one_records_values_only(mechanism_inputs):
 
     def sums(rows):
         budget = PrivacyLedger(1.0, 1e-5, noise_seed=0).stage("pategan", 1.0)
-        _ModeMoments(table, cond, FeatureData(x[rows], table), float(rows.size), budget, 0.01, "pategan")
+        ModeMoments(table, cond, FeatureData(x[rows], table), float(rows.size), budget, 0.01, "pategan")
         return released.pop()
 
     full = sums(np.arange(n))
@@ -182,8 +181,7 @@ def test_counts_past_two_to_the_24_move_by_one_per_record(mechanism_inputs):
     to 2^24: a table of 2^24 + 1 rows counted 2^24 and one of 2^24 + 2 rows 2^24 + 2, so one added record
     moved the count by 2 (a one-wide block, a flag), or not at all past 2^24 (wider blocks)."""
     from synthzoo.core.features import FeatureData, FeatureTable, OneHot, ScaledNumber
-    from synthzoo.models.pategan import _FlagRates
-    from synthzoo.models.torch_features import Conditions, Head
+    from synthzoo.models.torch_features import Conditions, FlagRates, Head
 
     seen = mechanism_inputs("discrete_gaussian")
     schema = sz.Schema.from_dict({"columns": {
@@ -201,5 +199,5 @@ def test_counts_past_two_to_the_24_move_by_one_per_record(mechanism_inputs):
         Conditions.from_data(data, head, budget, 0.5, "pategan")
         assert [s.tolist() for s in seen[1:]] == [[n], [n, 0]]  # after the record count: c's block, d's block
         seen.clear()
-        _FlagRates(head, data, float(n), budget, 0.001, "pategan")
+        FlagRates(head, data, float(n), budget, 0.001, "pategan")
         assert [float(s) for s in seen] == [n]
