@@ -162,7 +162,7 @@ class ModeNormalised:
                        rng: np.random.Generator) -> "ModeNormalised":
         """Fit up to ``n_modes`` modes to a noisy histogram over ``edges`` (any increasing edges;
         negative counts clipped), on 4,000 points drawn within the bins in proportion to the noisy
-        counts (admissible integers for an integer column, whose bins are ``[a, b)`` of integers) --
+        counts (for an integer column, the bin ``[a, b)``'s admissible integers ``ceil(a) .. ceil(b) - 1``) --
         post-processing of the histogram only."""
         counts = np.clip(np.asarray(noisy_counts, dtype=float), 0.0, None)
         lo, hi = float(edges[0]), float(edges[-1])
@@ -170,11 +170,15 @@ class ModeNormalised:
             return cls(column, [(lo + hi) / 2], [max((hi - lo) / 4, 1e-9)], [1.0])
         m = 4000
         bins = rng.choice(counts.size, size=m, p=counts / counts.sum())
-        width = edges[bins + 1] - edges[bins]
-        if column.integer:  # an admissible integer of the bin [a, b), a and b integers
-            pts = edges[bins] + np.floor(rng.random(m) * np.maximum(width, 1.0))
+        if column.integer:
+            # an admissible integer of the bin [a, b): ceil(a) .. ceil(b) - 1, as the histogram counted them.
+            # PrivTree halves integer ranges at non-integer points (0.5625, 1.125, ...): drawn from a + [0, b - a),
+            # a bin holding the integer 1 gave the point 0.5625, a mode of no spread there, and the column's 1s fell
+            # in a wide mode far away (hmeq's NINQ: a mode at 7.5, the 1s at alpha -0.7)
+            first = np.ceil(edges[bins])
+            pts = first + np.floor(rng.random(m) * np.maximum(np.ceil(edges[bins + 1]) - first, 1.0))
         else:
-            pts = edges[bins] + rng.random(m) * width
+            pts = edges[bins] + rng.random(m) * (edges[bins + 1] - edges[bins])
         return cls.from_values(column, pts, min(n_modes, int(np.count_nonzero(counts))), rng, (lo, hi))
 
     @classmethod

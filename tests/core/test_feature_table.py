@@ -55,6 +55,24 @@ def test_modes_from_a_histogram_recover_a_two_mode_column():
     assert np.abs(back - values).max() < 1e-3 * 100 + 1e-6
 
 
+def test_an_integer_columns_modes_from_privtree_bins_sit_on_its_integers():
+    """PrivTree halves an integer range at non-integer points; the bin [0.5625, 1.125) holds the integer 1
+    (the histogram counts ``ceil(a) .. ceil(b) - 1``).  The modes were fitted to points drawn from
+    ``a + [0, b - a)``: a mode of no spread at 0.5625, and the column's 1s encoded in a wide mode far away."""
+    col = Column("k", "numerical", lower=0, upper=4, integer=True)
+    edges = np.array([0.0, 0.5625, 1.125, 2.25, 3.125, 5.0])   # holding {0}, {1}, {2}, {3}, {4}
+    values = np.repeat([0.0, 1.0, 2.0, 3.0, 4.0], [500, 250, 150, 70, 30])
+    counts = np.array([500, 250, 150, 70, 30])
+    enc = ModeNormalised.from_histogram(col, edges, counts, 10, np.random.default_rng(1))
+    assert np.allclose(enc.means[enc.stds < 1e-3], np.round(enc.means[enc.stds < 1e-3]))
+    x = enc.transform(pd.Series(values), np.random.default_rng(2))
+    modes = x[:, 1:1 + enc.n_modes].argmax(axis=1)
+    for v in (0.0, 1.0, 2.0):   # each frequent value its own mode of no spread, at alpha 0
+        own = modes[values == v]
+        assert np.unique(own).size == 1 and enc.stds[own[0]] < 1e-3 and abs(enc.means[own[0]] - v) < 1e-6
+    assert np.array_equal(enc.inverse(x, None), values)
+
+
 def test_malformed_state_is_a_config_error():
     schema = Schema([Column("x", "numerical", lower=0, upper=1)])
     with pytest.raises(ConfigError, match="x"):
