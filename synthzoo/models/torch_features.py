@@ -439,6 +439,9 @@ class Conditions:
         self.blocks, self.freq, self.logf = blocks, freq, logf
         self.offsets = np.concatenate([[0], np.cumsum([w for _, _, w in self.blocks])]).astype(int)
         self.dim = int(self.offsets[-1])
+        # every block's cells in the layout and their frequencies, flat (what marginal_loss gathers each step)
+        self._cells = np.concatenate([np.arange(s, s + w) for _, s, w in blocks] or [np.zeros(0, dtype=int)])
+        self._flat_freq = np.concatenate(freq) if freq else np.zeros(0)
 
     def categorical_only(self, table: FeatureTable, head: Head) -> Conditions:
         """These conditions on the categorical columns' blocks alone (CTGAN's conditional vector), from
@@ -558,10 +561,12 @@ class Conditions:
         average of the generated block ``probs`` (softmax outputs): post-processing of the marginals
         that keeps a generator's one-way marginals where the released counts say."""
         torch = torch_module()
+        if not self.blocks:
+            return probs.new_zeros(())
         # every block's cells at once (one gather: a loop over a 100-column table's blocks cost more than the
         # generator's own step); the blocks' KL divergences sum cell by cell
-        cells = torch.as_tensor(np.concatenate([np.arange(s, s + w) for _, s, w in self.blocks]), device=probs.device)
-        target = torch.as_tensor(np.concatenate(self.freq), dtype=probs.dtype, device=probs.device)
+        cells = torch.as_tensor(self._cells, device=probs.device)
+        target = torch.as_tensor(self._flat_freq, dtype=probs.dtype, device=probs.device)
         avg = probs.index_select(1, cells).mean(0).clamp_min(1e-8)
         return (target * (torch.log(target.clamp_min(1e-8)) - torch.log(avg))).sum()
 
@@ -599,6 +604,10 @@ class ModeMoments:
             second = (s2 + self.PSEUDO * self.PRIOR_STD ** 2) / (count + self.PSEUDO)
             std = np.sqrt(np.clip(second - mean ** 2, 0.005 ** 2, 1.0))
             self.columns.append((a, m.start, m.width, mean, std, freq[c]))
+        # every mode of every column, flat: its indicator's column, its number's alpha column, its targets
+        self._cells = np.concatenate([np.arange(s, s + w) for _, s, w, *_ in self.columns] or [np.zeros(0, dtype=int)])
+        self._alpha = np.concatenate([np.full(w, a) for a, _, w, *_ in self.columns] or [np.zeros(0, dtype=int)])
+        self._targets = [np.concatenate([c[k] for c in self.columns]) if self.columns else np.zeros(0) for k in (3, 4, 5)]
 
     def loss(self, fake):
         """How far the generated rows' per-mode means and standard deviations of ``alpha`` are from
@@ -610,13 +619,10 @@ class ModeMoments:
         torch = torch_module()
         if not self.columns:
             return fake.new_zeros(())
-        # every mode of every column at once: its indicator's column and its number's alpha column
-        cells = np.concatenate([np.arange(s, s + w) for _, s, w, *_ in self.columns])
-        alpha = np.concatenate([np.full(w, a) for a, _, w, *_ in self.columns])
-        mean, std, w = (torch.as_tensor(np.concatenate([c[k] for c in self.columns]), dtype=fake.dtype,
-                                        device=fake.device) for k in (3, 4, 5))
-        h = fake.index_select(1, torch.as_tensor(cells, device=fake.device))
-        x = fake.index_select(1, torch.as_tensor(alpha, device=fake.device))
+        # every mode of every column at once (one gather, not a loop per column)
+        mean, std, w = (torch.as_tensor(t, dtype=fake.dtype, device=fake.device) for t in self._targets)
+        h = fake.index_select(1, torch.as_tensor(self._cells, device=fake.device))
+        x = fake.index_select(1, torch.as_tensor(self._alpha, device=fake.device))
         n = h.sum(0) + 1e-6
         m = (h * x).sum(0) / n
         v = ((h * x ** 2).sum(0) / n - m ** 2).clamp_min(1e-8)
