@@ -614,7 +614,7 @@ class ModeMoments:
         the released ones: the squared 2-Wasserstein distance between the two normal laws, weighted by
         the modes' frequencies.  It was their KL divergence, which divides by the target's variance: a
         point-mass mode (hmeq's ``DEROG`` = 0, 76 % of the rows; standard deviation 0.005) made the loss
-        10^4 times the blocks', the blocks' marginals were left behind (a zero-inflated column drew 22 %
+        3,000 times the blocks', the blocks' marginals were left behind (a zero-inflated column drew 22 %
         zeros against 75 %), and for such a mode ``alpha`` does not even matter to the decoded value."""
         torch = torch_module()
         if not self.columns:

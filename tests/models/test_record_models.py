@@ -112,7 +112,7 @@ def test_the_marginal_pull_sums_each_block_and_each_mode_as_a_loop_would(demo):
 def test_dp_ctgan_draws_a_point_mass_mode_as_often_as_the_table_holds_it():
     """An integer column that is 0 in 75 % of the rows has a mode of no spread.  The pull on its within-mode
     law was a KL divergence, which divides by the target's variance: it outweighed the blocks' marginals
-    10^4 times and the generator drew 22 % zeros.  The 2-Wasserstein distance keeps the two in scale."""
+    (3,000 times on hmeq) and the generator drew 22 % zeros.  The 2-Wasserstein distance keeps the two in scale."""
     rng = np.random.default_rng(3)
     k = np.where(rng.random(2000) < 0.75, 0, rng.integers(1, 11, 2000)).astype(float)
     df = pd.DataFrame({"k": k, "c": rng.choice(list("xyz"), size=2000, p=[0.6, 0.3, 0.1])})
