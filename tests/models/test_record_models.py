@@ -393,6 +393,29 @@ def test_dp_tvae_starts_its_decoder_at_the_noisy_one_way_frequencies(share):
     assert s.privacy_spent().epsilon <= 20.0 * (1 + 1e-9)
 
 
+def test_tvae_samples_with_the_scales_it_learnt():
+    """The scales are a layer fed 1: its weight and its bias are both trained, and training uses their sum.
+    Sampling read the bias alone, so it drew the numbers with other spreads than the ones learnt."""
+    import torch
+
+    df, schema = make_demo(n=600, seed=0)
+    s = sz.Synthesizer(preprocess=["mode_features"], model={"name": "tvae", **QUICK["tvae"], "epochs": 3},
+                       epsilon=None, schema=schema, seed=0).fit(df)
+    net = s.model._net
+    n = int(net.scales().numel())
+    with torch.no_grad():
+        learnt = torch.exp(net.log_sigma(torch.ones(1, 1))[0, :n].clamp(math.log(0.01), 0.0))
+        assert n > 0 and float(net.log_sigma.weight.abs().max()) > 1e-3  # the weight moved: the two differ
+        assert torch.allclose(net.scales(), learnt)
+        net.log_sigma.weight.add_(1.0)   # a larger learnt scale shows in the sampled numbers' spread
+    wider = s.sample(2000, seed=3)
+    with torch.no_grad():
+        net.log_sigma.weight.sub_(1.0)
+    rows = s.sample(2000, seed=3)
+    num = [c.name for c in schema if c.kind == "numerical"][0]
+    assert wider[num].std() > rows[num].std()
+
+
 def test_output_priors_are_the_noisy_log_frequencies_with_a_floor_at_the_noise():
     from synthzoo.core.privacy import PrivacyLedger
     from synthzoo.core.privacy.ledger import Budget
