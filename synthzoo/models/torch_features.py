@@ -474,19 +474,20 @@ class Conditions:
         blocks = cls.blocks_of(data.table, head, every_block)
         if not budget.private:
             budget.charge("record_count", None, math.inf, note=f"{who}: counts (non-private)")
-            cond = cls(data.table, head, [column_counts(data.x, s, w) for _, s, w in blocks],
-                       every_block)
-            cond.n_sigma = 0.0
+            counts = [column_counts(data.x, s, w) for _, s, w in blocks]
+            cond = cls(data.table, head, counts, every_block)
+            cond.n_sigma, cond.counts, cond.sigma = 0.0, counts, 0.0
             return float(data.n), cond
         rho_each = float(share) * budget.remaining / (1 + len(blocks))
         n_hat, n_sigma = noisy_count(budget, data.n, rho_each, note=f"{who}: record count", with_sigma=True)
-        counts = []
+        counts, sigma = [], 0.0
         for col, s, w in blocks:
             exact = column_counts(data.x, s, w)
-            noisy, _ = discrete_gaussian(budget, exact, 1.0, rho_each, note=f"{who}: one-way marginal of {col}")
+            noisy, sigma = discrete_gaussian(budget, exact, 1.0, rho_each, note=f"{who}: one-way marginal of {col}")
             counts.append(noisy)
         cond = cls(data.table, head, counts, every_block)
         cond.n_sigma = n_sigma
+        cond.counts, cond.sigma = [np.asarray(c, dtype=float) for c in counts], float(sigma)
         return n_hat, cond
 
     @classmethod
@@ -581,7 +582,8 @@ class ModeMoments:
 
     PRIOR_STD, PSEUDO = 0.25, 20.0
 
-    def __init__(self, table, cond: Conditions, data, n_hat: float, budget, rho: float, who: str):
+    def __init__(self, table, cond: Conditions, data, n_hat: float, budget, rho: float, who: str,
+                 released: bool = True):
         from ..core.privacy.mechanisms import gaussian
 
         freq = {col: f for (col, _, _), f in zip(cond.blocks, cond.freq)}
@@ -589,7 +591,8 @@ class ModeMoments:
         segs = {}
         for g in table.layout:
             segs.setdefault(g.column, []).append(g)
-        cols = [c for c in table.schema.names if getattr(table.encoders[c], "kind", "") == "modes" and c in freq]
+        cols = [c for c in table.schema.names
+                if released and getattr(table.encoders[c], "kind", "") == "modes" and c in freq]
         for c in cols:
             a, m = segs[c][0].start, segs[c][1]
             # in float64: float32 sums of a large table round, so that removing a record moved them by up to
@@ -641,12 +644,15 @@ class FlagRates:
 
         self.idx = head.sigm
         cols = self.idx.cpu().numpy()
-        self.rates = []
+        self.rates, self.log_odds = [], []
         for j in cols:
             count = float(column_counts(data.x, int(j))[0])
-            noisy, _ = discrete_gaussian(budget, count, 1.0, rho / max(len(cols), 1),
-                                         note=f"{who}: flag count of feature {int(j)}")
+            noisy, sigma = discrete_gaussian(budget, count, 1.0, rho / max(len(cols), 1),
+                                             note=f"{who}: flag count of feature {int(j)}")
             self.rates.append(float(np.clip(float(noisy) / max(n_hat, 1.0), 1e-4, 1 - 1e-4)))
+            # a starting bias: both counts floored at half the noise, as output_priors floors them
+            floor = max(0.5 * float(sigma), 1.0)
+            self.log_odds.append(math.log(max(float(noisy), floor) / max(n_hat - float(noisy), floor)))
 
     def loss(self, probs):
         torch = torch_module()
@@ -658,22 +664,22 @@ class FlagRates:
 
 
 def release_marginal_targets(data, head: Head, budget, share: float, who: str,
-                             every_block: bool = True) -> tuple[float, Conditions, MarginalPull]:
+                             every_block: bool = True, moments: bool = True) -> tuple[float, Conditions, MarginalPull]:
     """What a generator can be pulled towards besides its adversary, in one release of ``share`` of
     what is left of ``budget``: the record count and the one-way marginals of the one-hot blocks
     (categories and, with ``every_block``, the mode indicators of mode-normalised numbers) as
     :class:`Conditions`, the within-mode moments (:class:`ModeMoments`) and the flags' rates
     (:class:`FlagRates`), the share split evenly over the count, the blocks, the moments of each
-    mode-normalised column and the flags.  Exact (recorded as non-private) when the run is not private.
-    Returns ``(n_hat, conditions, pull)``."""
+    mode-normalised column and the flags (``moments=False``: no moments, their share to the others).
+    Exact (recorded as non-private) when the run is not private.  Returns ``(n_hat, conditions, pull)``."""
     table = data.table
-    n_alpha = sum(getattr(e, "kind", "") == "modes" for e in table.encoders.values()) if every_block else 0
+    n_alpha = sum(getattr(e, "kind", "") == "modes" for e in table.encoders.values()) if every_block and moments else 0
     n_blocks = len(Conditions.blocks_of(table, head, every_block))
     n_flags = int(head.sigm.numel())
     parts = 1 + n_blocks + n_alpha + n_flags
     rho_stats = float(share) * budget.remaining if budget.private else math.inf
     n_hat, cond = Conditions.from_data(data, head, budget, float(share) * (1 + n_blocks) / parts, who, every_block)
-    moments = ModeMoments(table, cond, data, n_hat, budget, rho_stats * n_alpha / parts, who)
+    moments = ModeMoments(table, cond, data, n_hat, budget, rho_stats * n_alpha / parts, who, released=n_alpha > 0)
     flags = FlagRates(head, data, n_hat, budget, rho_stats * n_flags / parts, who)
     return n_hat, cond, MarginalPull(head, cond, moments, flags)
 
@@ -687,12 +693,30 @@ class MarginalPull:
     def __init__(self, head: Head, cond: Conditions, moments: ModeMoments, flags: FlagRates):
         self.head, self.cond, self.moments, self.flags = head, cond, moments, flags
 
+    @property
+    def empty(self) -> bool:
+        """Nothing to pull towards (a table of scaled numbers alone): the loss is a constant 0."""
+        return not (self.cond.dim or self.moments.columns or self.flags.rates)
+
     def loss(self, out, fake):
         """The pull on a batch: ``out`` the generator's raw outputs, ``fake`` the rows it feeds its
         adversary (the activated layout)."""
         probs = self.head.activate(out)
         loss = self.moments.loss(fake) + self.flags.loss(probs)
         return loss + self.cond.marginal_loss(probs) if self.cond.dim else loss
+
+    def output_biases(self) -> np.ndarray:
+        """Starting biases for an output layer on the layout from the same release (what
+        :func:`output_priors` makes from its own): each block's centred log-frequencies and each flag's
+        log-odds, counts floored at half the noise's standard deviation (at least 1); 0 on the scalars.
+        Needs a release of every block (``every_block``)."""
+        bias = np.zeros(self.head.dim, dtype=np.float64)
+        floor = max(0.5 * self.cond.sigma, 1.0)
+        for (_, start, width), c in zip(self.cond.blocks, self.cond.counts):
+            bias[start:start + width] = centred_log_frequencies(np.maximum(c, floor))
+        for f, lo in zip(self.head.sigm.cpu().tolist(), self.flags.log_odds):
+            bias[int(f)] = lo
+        return bias
 
 
 class OnePassGenerator:

@@ -12,13 +12,22 @@ DP-TVAE trains encoder and decoder jointly with :class:`~synthzoo.core.privacy.d
 record's loss involves that record only, so per-record clipping holds exactly and Opacus' ghost
 clipping computes it at about the cost of a non-private step.  The learned scales are the bias of a
 linear layer fed a constant, so they are clipped with the rest.  The record count that sets the
-sampling rate is a discrete Gaussian count charged first (``count_share`` of the budget).  Before
-it, ``prior_share`` of the budget releases one-way counts of every one-hot block and missing flag
-(:func:`~synthzoo.models.torch_features.output_priors`), whose log-frequencies start the decoder's
-output biases: DP-SGD moves a logit little per step, and a decoder started near uniform kept drawing
-rare categories and missing values far too often (housing at epsilon 1: 6.9 % ISLAND for 0.03 %
-real, 12 % missing ``total_bedrooms`` for 1 %; with the start 0.2 % and 1.5 %).  This start is
-ours, not the paper's; ``prior_share=0`` trains as the paper does.
+sampling rate is a discrete Gaussian count charged first (``count_share`` of the budget).
+
+**The marginal start and pull** (ours, not the paper's; private runs, ``prior_share`` > 0).  With the
+record count, ``count_share + prior_share`` of the budget releases the one-way counts of every one-hot
+block (categories and the numbers' mode indicators), the within-mode moments of the numbers and the
+missing flags' counts in one go
+(:func:`~synthzoo.models.torch_features.release_marginal_targets`, the same release the GANs' start
+uses).  Their log-frequencies start the decoder's output biases: DP-SGD moves a logit little per step,
+and a decoder started near uniform kept drawing rare categories and missing values far too often
+(housing at epsilon 1: 6.9 % ISLAND for 0.03 % real, 12 % missing ``total_bedrooms`` for 1 %; with the
+start 0.2 % and 1.5 %).  Every DP-SGD step then adds, weighted ``marginal_weight``, the gradient of the
+GANs' pull (:class:`~synthzoo.models.torch_features.MarginalPull`) on rows the decoder draws from the
+prior, as sampling draws them: the biases alone leave the within-mode values where the few hundred
+noisy steps put them (hmeq: ``CLNO`` and ``YOJ`` .21-.26 per-column TVD).  The pull reads no record,
+only the release, fresh noise and the network, so it is post-processing beside the clipped, noised
+gradient.  ``prior_share=0`` trains as the paper does; ``marginal_weight=0`` keeps the start alone.
 
 Paper settings (the defaults): latent 128, two hidden layers of 128 in each network, Adam with
 learning rate 1e-3 and weight decay 1e-5, batches of 500, 300 epochs, loss factor 2.
@@ -35,7 +44,15 @@ from ..core.features import FeatureData, FeatureTable
 from ..core.params import MAX_BATCH, Boolean, Integral, Interval, Options, Real, Sequence
 from ..core.privacy.ledger import Budget
 from ..core.progress import progress_bar
-from .torch_features import OneNetwork, dpsgd_run, head_work, linear_weights, output_priors, sample_rows, torch_module
+from .torch_features import (
+    OneNetwork,
+    dpsgd_run,
+    head_work,
+    linear_weights,
+    release_marginal_targets,
+    sample_rows,
+    torch_module,
+)
 
 _PAPER = ("Xu, Skoularidou, Cuesta-Infante, Veeramachaneni, Modeling Tabular Data using Conditional GAN "
           "(NeurIPS 2019): TVAE")
@@ -113,10 +130,13 @@ class TVAE(OneNetwork, Model):
     count_share : float, default 0.02
         Share of the model's budget for the DP record count that sets the sampling rate.
     prior_share : float, default 0.05
-        Share of the model's budget for DP one-way counts of every one-hot block and missing flag, whose
-        log-frequencies start the decoder's output biases (private runs; 0 starts them as the paper
-        does). DP-SGD moves a logit slowly, so a decoder started uniform kept drawing rare categories
-        and missing values far too often.
+        Private runs: a share of the model's budget, beside ``count_share``, for the marginal start and
+        pull (module docstring): released with the record count, the one-way counts of every one-hot
+        block and missing flag, whose log-frequencies start the decoder's output biases, and the
+        within-mode moments of the numbers. 0 starts the decoder as the paper does, without a pull.
+    marginal_weight : float, default 1.0
+        Private runs with ``prior_share`` > 0: weight of the marginal pull on the decoder's prior draws in
+        every DP-SGD step (0: the starting biases alone, and no moments released).
     device : {"auto", "cpu", "cuda"}, default "auto"
     progress : bool or None, default None
         A progress bar over the training steps (None: on a terminal).
@@ -138,16 +158,18 @@ class TVAE(OneNetwork, Model):
         "loss_factor": [Interval(Real, 0, None, closed="neither")],
         "max_grad_norm": [Interval(Real, 0, None, closed="neither")],
         "count_share": [Interval(Real, 0, 1, closed="neither")],
-        "prior_share": [Interval(Real, 0, 1, closed="left")], "device": [Options("auto", "cpu", "cuda")],
-        "progress": [None, Boolean()]}
-    _params_added = {"prior_share": 0.0}  # files written before it: the decoder started as the paper's
+        "prior_share": [Interval(Real, 0, 1, closed="left")], "marginal_weight": [Interval(Real, 0, None)],
+        "device": [Options("auto", "cpu", "cuda")], "progress": [None, Boolean()]}
+    # files written before them: the decoder started as the paper's, then without a pull
+    _params_added = {"prior_share": 0.0, "marginal_weight": 0.0}
     _test_params = {"embedding_dim": 8, "compress_dims": (16,), "decompress_dims": (16,), "epochs": 2,
                     "batch_size": 200}
 
     def __init__(self, embedding_dim: int = 128, compress_dims=(128, 128), decompress_dims=(128, 128),
                  epochs: int = 300, batch_size: int = 500, lr: float = 1e-3, l2scale: float = 1e-5,
                  loss_factor: float = 2.0, max_grad_norm: float = 1.0, count_share: float = 0.02,
-                 prior_share: float = 0.05, device: str = "auto", progress: bool | None = None):
+                 prior_share: float = 0.05, marginal_weight: float = 1.0, device: str = "auto",
+                 progress: bool | None = None):
         self.embedding_dim = embedding_dim
         self.compress_dims = compress_dims
         self.decompress_dims = decompress_dims
@@ -159,8 +181,14 @@ class TVAE(OneNetwork, Model):
         self.max_grad_norm = max_grad_norm
         self.count_share = count_share
         self.prior_share = prior_share
+        self.marginal_weight = marginal_weight
         self.device = device
         self.progress = progress
+
+    def _check_related_params(self) -> None:
+        if self.count_share + self.prior_share >= 1:
+            self._bad("prior_share", f"with count_share={self.count_share} must leave some of the budget for "
+                                     "DP-SGD (their sum below 1)")
 
     @classmethod
     def hyperparameter_space(cls) -> dict:
@@ -180,11 +208,16 @@ class TVAE(OneNetwork, Model):
     def fit_records(self, data: FeatureData, budget: Budget, rng: np.random.Generator) -> "TVAE":
         """Train on the feature rows, by DP-SGD charged to ``budget`` when private."""
         torch, dev, gen, net, head = self._start(data, rng)
-        prior = output_priors(data, head, budget, float(self.prior_share), "tvae")
-        if prior is not None:
+        n_hat, pull = None, None
+        weight = float(self.marginal_weight)
+        if budget.private and self.prior_share > 0:  # one release: the count, the start and the pull's targets
+            n_hat, cond, pull = release_marginal_targets(data, head, budget,
+                                                         float(self.count_share) + float(self.prior_share), "tvae",
+                                                         moments=weight > 0)
+            self.total_sigma_ = cond.n_sigma
             with torch.no_grad():
-                net.out.bias.copy_(torch.as_tensor(prior, dtype=net.out.bias.dtype))
-        n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tvae")
+                net.out.bias.copy_(torch.as_tensor(pull.output_biases(), dtype=net.out.bias.dtype))
+        n_hat, n_steps, sgd = dpsgd_run(self, data, budget, "tvae", n_hat=n_hat)
         wrapped = sgd.wrap(net)
         params = [p for p in net.parameters() if p.requires_grad]
         opt = torch.optim.Adam(params, lr=float(self.lr), weight_decay=float(self.l2scale))
@@ -199,12 +232,31 @@ class TVAE(OneNetwork, Model):
                 eps = torch.randn(len(idx), emb, generator=gen).to(dev)
                 loss = wrapped(x, eps, head, factor)
             sgd.backward(wrapped, params, loss)
+            if pull is not None and weight > 0 and not pull.empty:
+                self._pull_step(torch, net, wrapped, head, pull, weight, gen, dev)
             opt.step()
         self._set_fitted(data.table, net, n_hat)
         # per-epoch mean training loss of a non-private fit (None under DP): how long it takes to
         # converge, for the overfit risk model (synthzoo.metrics.risk.converged_epochs)
         self.loss_history_ = sgd.loss_history(int(self.epochs))
         return self
+
+    def _pull_step(self, torch, net, wrapped, head, pull, weight: float, gen, dev) -> None:
+        """Add the marginal pull's gradient to the step's (noisy) one: a batch decoded from prior latents,
+        its scalars with the learned noise as sampling adds it.  Reads no record; Opacus' hooks are off,
+        so nothing of it enters the clipping."""
+        n_scalars = head.tanh.numel()
+        wrapped.disable_hooks()
+        try:
+            out = net.decode(torch.randn(int(self.batch_size), int(self.embedding_dim), generator=gen).to(dev))
+            probs = head.activate(out)
+            if n_scalars:
+                noise = torch.zeros_like(probs)
+                noise[:, head.tanh] = torch.randn(out.shape[0], n_scalars, generator=gen).to(dev) * net.scales()
+                probs = probs + noise
+            (weight * pull.loss(out, probs)).backward()
+        finally:
+            wrapped.enable_hooks()
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
