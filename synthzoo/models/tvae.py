@@ -36,6 +36,7 @@ learning rate 1e-3 and weight decay 1e-5, batches of 500, 300 epochs, loss facto
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -248,13 +249,15 @@ class TVAE(OneNetwork, Model):
         n_scalars = head.tanh.numel()
         wrapped.disable_hooks()
         try:
-            out = net.decode(torch.randn(int(self.batch_size), int(self.embedding_dim), generator=gen).to(dev))
-            probs = head.activate(out)
-            if n_scalars:
-                noise = torch.zeros_like(probs)
-                noise[:, head.tanh] = torch.randn(out.shape[0], n_scalars, generator=gen).to(dev) * net.scales()
-                probs = probs + noise
-            (weight * pull.loss(out, probs)).backward()
+            with warnings.catch_warnings():  # the disabled hooks still fire (and return) on inputs needing no grad
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+                out = net.decode(torch.randn(int(self.batch_size), int(self.embedding_dim), generator=gen).to(dev))
+                probs = head.activate(out)
+                if n_scalars:
+                    noise = torch.zeros_like(probs)
+                    noise[:, head.tanh] = torch.randn(out.shape[0], n_scalars, generator=gen).to(dev) * net.scales()
+                    probs = probs + noise
+                (weight * pull.loss(out, probs)).backward()
         finally:
             wrapped.enable_hooks()
 
