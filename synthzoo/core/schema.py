@@ -1464,9 +1464,16 @@ def task_mismatch(kind: str, column: Column) -> str | None:
 
 
 def _check_meta(meta: dict, columns: dict) -> None:
-    """The top-level keys the library reads (``target``, ``task``, ``other_category``) are checked
-    where a schema is read from JSON, naming the key: a typo in ``target`` must not surface later as a
-    traceback in an evaluation.  Other top-level keys are free-form notes."""
+    """The top-level keys the library reads (``target``, ``task``, ``other_category``, ``rows``) are
+    checked where a schema is read from JSON, naming the key: a typo in ``target`` must not surface later
+    as a traceback in an evaluation.  Other top-level keys are free-form notes."""
+    rows = meta.get("rows")
+    # a description of the table (no module reads it, a private fit drops it), but one that cannot be a count
+    # is a mistake in the file: -5 rows was accepted silently
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, (int, np.integer, float))
+                             or not float(rows).is_integer() or rows < 0):
+        raise SchemaError(f"\"rows\" (top level) must be the table's row count, a whole number >= 0, got "
+                          f"{str(rows)[:40]!r}")
     target = meta.get("target")
     if target is not None and (not isinstance(target, str) or target not in columns):
         shown = repr(target) if isinstance(target, str) else f"a {type(target).__name__}"
