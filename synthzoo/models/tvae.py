@@ -10,8 +10,9 @@ noise to the scalars (as the paper's code does).
 
 DP-TVAE trains encoder and decoder jointly with :class:`~synthzoo.core.privacy.dpsgd.DPSGD`: each
 record's loss involves that record only, so per-record clipping holds exactly and Opacus' ghost
-clipping computes it at about the cost of a non-private step.  The learned scales are the bias of a
-linear layer fed a constant, so they are clipped with the rest.  The record count that sets the
+clipping computes it at about the cost of a non-private step.  The learned scales are a linear layer
+fed a constant (its weight plus its bias, as training and sampling both read them), so they are clipped
+with the rest.  The record count that sets the
 sampling rate is a discrete Gaussian count charged first (``count_share`` of the budget).
 
 **The marginal start and pull** (ours, not the paper's; private runs, ``prior_share`` > 0).  With the
@@ -77,7 +78,7 @@ def _network(torch, dim: int, n_scalars: int, emb: int, enc: list, dec: list):
             self.logvar = torch.nn.Linear(enc[-1], emb)
             self.dec = _mlp(torch, [emb, *dec])
             self.out = torch.nn.Linear(dec[-1], dim)
-            self.log_sigma = torch.nn.Linear(1, max(n_scalars, 1))  # the scales: a bias fed a constant
+            self.log_sigma = torch.nn.Linear(1, max(n_scalars, 1))  # the log-scales: a layer fed a constant
             torch.nn.init.zeros_(self.log_sigma.weight)
             torch.nn.init.constant_(self.log_sigma.bias, math.log(0.1))
             # a table without numbers has no scales: the layer is unused, gets no gradient, so no training
