@@ -435,7 +435,7 @@ def test_tvae_samples_with_the_scales_it_learnt():
     with torch.no_grad():
         net.log_sigma.weight.sub_(1.0)
     rows = s.sample(2000, seed=3)
-    num = [c.name for c in schema if c.kind == "numerical"][0]
+    num = next(c.name for c in schema if c.kind == "numerical")
     assert wider[num].std() > rows[num].std()
 
 
