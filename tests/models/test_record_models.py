@@ -411,7 +411,7 @@ def test_the_marginal_pull_brings_dp_tvaes_rows_closer_to_the_table():
         assert ("tvae: within-mode moments of x" in notes) == (weight > 0)
         got[weight] = (float(np.mean(tvd_1way(df, fake, schema))), abs(missing - df["x"].isna().mean()))
         assert s.privacy_spent().epsilon <= 20.0 * (1 + 1e-9)
-    # measured: 1-way TVD .047 -> .028, missing share off by .048 -> .029 (weight 1, the default: .037, .032;
+    # measured: 1-way TVD .046 -> .028, missing share off by .057 -> .036 (weight 1, the default: .037, .039;
     # the test takes 5 for a margin that does not hang on float rounding)
     assert got[5.0][0] < 0.8 * got[0.0][0] and got[5.0][1] < got[0.0][1], got
 
