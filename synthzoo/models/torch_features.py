@@ -698,10 +698,10 @@ class MarginalPull:
         """Nothing to pull towards (a table of scaled numbers alone): the loss is a constant 0."""
         return not (self.cond.dim or self.moments.columns or self.flags.rates)
 
-    def loss(self, out, fake):
+    def loss(self, out, fake, probs=None):
         """The pull on a batch: ``out`` the generator's raw outputs, ``fake`` the rows it feeds its
-        adversary (the activated layout)."""
-        probs = self.head.activate(out)
+        adversary (the activated layout); ``probs``, ``head.activate(out)``, when the caller has it."""
+        probs = self.head.activate(out) if probs is None else probs
         loss = self.moments.loss(fake) + self.flags.loss(probs)
         return loss + self.cond.marginal_loss(probs) if self.cond.dim else loss
 

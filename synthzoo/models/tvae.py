@@ -261,11 +261,12 @@ class TVAE(OneNetwork, Model):
                 m = min(int(self.batch_size), PULL_ROWS)
                 out = net.decode(torch.randn(m, int(self.embedding_dim), generator=gen).to(dev))
                 probs = head.activate(out)
+                fake = probs
                 if n_scalars:
                     noise = torch.zeros_like(probs)
                     noise[:, head.tanh] = torch.randn(out.shape[0], n_scalars, generator=gen).to(dev) * net.scales()
-                    probs = probs + noise
-                (weight * pull.loss(out, probs)).backward()
+                    fake = probs + noise
+                (weight * pull.loss(out, fake, probs)).backward()
         finally:
             wrapped.enable_hooks()
 
