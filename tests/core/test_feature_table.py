@@ -73,6 +73,29 @@ def test_an_integer_columns_modes_from_privtree_bins_sit_on_its_integers():
     assert np.array_equal(enc.inverse(x, None), values)
 
 
+def test_a_value_holding_a_tenth_of_the_points_is_a_mode_of_no_spread():
+    """adult's capital-gain is 0 in 92 % of the rows.  Fitted with the few points just above it, the zeros' mode
+    took their spread (scale 12 at epsilon 1), and a generator's small within-mode noise decoded a third of the
+    zeros as 1s and 2s.  The zeros are now a mode of their own that decodes to 0 whatever alpha is."""
+    col = Column("g", "numerical", lower=0, upper=99999, integer=True)
+    rng = np.random.default_rng(0)
+    x = np.r_[np.zeros(9200), rng.integers(1, 60, 150), rng.normal(15000, 4000, 650).round().clip(0, 99999)]
+    enc = ModeNormalised.from_values(col, x, 10, np.random.default_rng(1))
+    zero = int(np.argmin(np.abs(enc.means)))
+    assert enc.means[zero] == 0.0 and enc.stds[zero] <= 0.1 and abs(enc.weights[zero] - 0.92) < 1e-3
+    assert enc.n_modes <= 10
+    codes = enc.transform(pd.Series(x), np.random.default_rng(2))
+    assert (codes[x == 0, 1 + zero] == 1).all() and np.all(codes[x == 0, 0] == 0)
+    spread = np.zeros((3, 1 + enc.n_modes))
+    spread[:, 0], spread[:, 1 + zero] = [-1.0, 0.3, 1.0], 1.0   # any alpha of the zeros' mode
+    assert np.array_equal(enc.inverse(spread, None), [0.0, 0.0, 0.0])
+    assert np.array_equal(enc.inverse(codes, None), x)
+    # a column without such a value keeps the plain mixture
+    y = rng.normal(50, 10, 3000).clip(0, 100)
+    plain = ModeNormalised.from_values(Column("y", "numerical", lower=0, upper=100), y, 5, np.random.default_rng(1))
+    assert plain.stds.min() > 0.5
+
+
 def test_malformed_state_is_a_config_error():
     schema = Schema([Column("x", "numerical", lower=0, upper=1)])
     with pytest.raises(ConfigError, match="x"):
