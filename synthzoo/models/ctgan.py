@@ -31,10 +31,11 @@ gradient penalty mixes records and needs a second derivative per record):
 which learns only from the critic and its conditional loss, stayed near its initialisation: on hmeq
 at epsilon 1 it drew ``BAD`` 56/44 where the table holds 80/20, and numbers fell in the wrong
 modes (1-way TVD .38).  So the record count, the categories' and the mode indicators' one-way
-marginals, the within-mode moments of the numbers and the flags' rates are released together
+marginals and the flags' rates are released together
 (:func:`~.torch_features.release_marginal_targets`, ``count_share + marginal_share`` of the budget,
 before the critic's DP-SGD is calibrated on what is left); the generator takes ``warmup_steps`` on
-its conditional loss and the pull towards them (:class:`~.torch_features.MarginalPull`) before the
+its conditional loss and the pull towards them and towards the encoding's own within-mode law
+(:class:`~.torch_features.MarginalPull`, :class:`~.torch_features.ModeMoments`) before the
 first critic step, and keeps the pull, weighted ``marginal_weight``, beside the critic's score.  Both
 are post-processing of the release.  PATE-GAN's generator has the same start.
 
@@ -123,8 +124,8 @@ class CTGAN(OnePassGenerator, Model):
         Share of the model's budget for the DP record count and the categorical one-way marginals.
     marginal_share : float, default 0.05
         Private runs: a further share for the marginal start (module docstring), released with the
-        record count and the categories' marginals: the mode indicators' one-way marginals, the
-        within-mode moments and the missing flags' rates.  0: the generator learns from its critic and
+        record count and the categories' marginals: the mode indicators' one-way marginals and the
+        missing flags' rates.  0: the generator learns from its critic and
         its conditional loss alone (DP-CTGAN as before).  Non-private runs take the paper's generator.
     warmup_steps : int, default 200
         Generator steps on the conditional loss and the marginal pull alone before the first critic

@@ -18,10 +18,10 @@ Privacy, with a data-independent bound and the ledger's accountant only:
 * the generator's conditional vectors come from the one-way marginals of the categorical columns
   (and of the mode indicators of mode-normalised numbers), released by the discrete Gaussian
   mechanism and charged with the record count before training
-  (:class:`~synthzoo.models.torch_features.Conditions`, shared with DP-CTGAN); the within-mode
-  means and spreads of those numbers by the Gaussian mechanism on their sums (L2 sensitivity
-  sqrt(2), the values being clipped to [-1, 1] by the encoding), and each flag's (a column's missing
-  values) count by the discrete Gaussian mechanism, all within ``count_share``;
+  (:class:`~synthzoo.models.torch_features.Conditions`, shared with DP-CTGAN), and each flag's (a
+  column's missing values) count by the discrete Gaussian mechanism, all within ``count_share``; the
+  within-mode law the generator is held to is the encoding's own model (nothing released:
+  :class:`~synthzoo.models.torch_features.ModeMoments` says why);
 * teachers, student and generator may train on anything else freely: only the noisy votes and the
   noisy statistics reach the student and the generator, and everything they do with them is
   post-processing (the student's soft labels and its fit, the generator's losses).
@@ -49,7 +49,7 @@ generated rows -- has nothing to pass on; one run on adult gave 2-way TVD .83 ev
   cross-entropy on that block; the batches the teachers and the student see therefore cover every
   category, which is what keeps the generator from collapsing onto one mode (the student can only
   rank rows it sees); besides the student's score the generator is pulled towards the released
-  one-way marginals, within-mode moments and flag rates (``marginal_weight``;
+  one-way marginals and flag rates and the encoding's within-mode law (``marginal_weight``;
   :class:`~synthzoo.models.torch_features.MarginalPull`, shared with DP-CTGAN), a warm start of
   ``warmup_steps`` on those alone;
 * generated rows are exact categorical draws (hard Gumbel-softmax, straight-through for the

@@ -573,17 +573,23 @@ class Conditions:
 
 
 class ModeMoments:
-    """The within-mode values ``alpha`` of mode-normalised numbers (CTGAN's encoding): each mode's
-    mean and standard deviation of ``alpha``, from sums released by the Gaussian mechanism (a record
-    adds ``(alpha, alpha^2)``, both in [-1, 1], to one mode's pair: L2 sensitivity sqrt(2)) and the
-    modes' noisy counts, shrunk towards the encoding's own model ``N(0, 1/4^2)`` by 20 pseudo-records
-    so that a mode with a handful of records takes the model's values; standard deviations of at
-    least 0.005 (a point mass decodes within a fraction of a unit)."""
+    """The within-mode values ``alpha`` of mode-normalised numbers (CTGAN's encoding): for each mode, the
+    mean and standard deviation of ``alpha`` that :meth:`loss` holds a generator's rows to.
+
+    In a private run these are the encoding's own model of every mode, ``N(0, 1/4^2)``: ``alpha`` is a
+    value's distance from its mode's mean in units of four of the mode's standard deviations, and the
+    modes were fitted to the histograms the encoder released (charged), so nothing more is read or
+    released.  They were the Gaussian release of each mode's sums of ``(alpha, alpha^2)`` (L2 sensitivity
+    sqrt(2)), at the share of the budget the start can spare: the released spreads ranged from 0.005 to
+    1 where the rows' were 0.18-0.29 (hmeq and housing at epsilon 1), and the pull drew the numbers towards
+    that noise; without the release the generators' 2-way TVD fell on all three tables (README,
+    *The within-mode pull*).  Without privacy, the rows' exact moments (recorded as non-private), shrunk
+    towards the model by 20 pseudo-records so that a mode with a handful of records takes the model's
+    values; standard deviations of at least 0.005 (a point mass decodes within a fraction of a unit)."""
 
     PRIOR_STD, PSEUDO = 0.25, 20.0
 
-    def __init__(self, table, cond: Conditions, data, n_hat: float, budget, rho: float, who: str,
-                 released: bool = True):
+    def __init__(self, table, cond: Conditions, data, n_hat: float, budget, who: str, pulled: bool = True):
         from ..core.privacy.mechanisms import gaussian
 
         freq = {col: f for (col, _, _), f in zip(cond.blocks, cond.freq)}
@@ -592,20 +598,21 @@ class ModeMoments:
         for g in table.layout:
             segs.setdefault(g.column, []).append(g)
         cols = [c for c in table.schema.names
-                if released and getattr(table.encoders[c], "kind", "") == "modes" and c in freq]
+                if pulled and getattr(table.encoders[c], "kind", "") == "modes" and c in freq]
         for c in cols:
             a, m = segs[c][0].start, segs[c][1]
-            # in float64: float32 sums of a large table round, so that removing a record moved them by up to
-            # 0.4 more than its own (alpha, alpha^2) at 10,000,000 rows, which the sensitivity does not allow for
-            onehot, alpha = data.x[:, m.start:m.stop].astype(np.float64), data.x[:, a].astype(np.float64)
-            sums = np.concatenate([onehot.T @ alpha, onehot.T @ alpha ** 2])
-            noisy, _ = gaussian(budget, sums, math.sqrt(2.0), rho / max(len(cols), 1),
-                                note=f"{who}: within-mode moments of {c}")
-            count = np.clip(freq[c] * n_hat, 0.0, None)
-            s1, s2 = noisy[:m.width], noisy[m.width:]
-            mean = np.clip(s1 / (count + self.PSEUDO), -1.0, 1.0)
-            second = (s2 + self.PSEUDO * self.PRIOR_STD ** 2) / (count + self.PSEUDO)
-            std = np.sqrt(np.clip(second - mean ** 2, 0.005 ** 2, 1.0))
+            if budget.private:
+                mean, std = np.zeros(m.width), np.full(m.width, self.PRIOR_STD)
+            else:
+                # in float64: float32 sums of a large table round
+                onehot, alpha = data.x[:, m.start:m.stop].astype(np.float64), data.x[:, a].astype(np.float64)
+                sums, _ = gaussian(budget, np.concatenate([onehot.T @ alpha, onehot.T @ alpha ** 2]), math.sqrt(2.0),
+                                   math.inf, note=f"{who}: within-mode moments of {c}")
+                count = np.clip(freq[c] * n_hat, 0.0, None)
+                s1, s2 = sums[:m.width], sums[m.width:]
+                mean = np.clip(s1 / (count + self.PSEUDO), -1.0, 1.0)
+                second = (s2 + self.PSEUDO * self.PRIOR_STD ** 2) / (count + self.PSEUDO)
+                std = np.sqrt(np.clip(second - mean ** 2, 0.005 ** 2, 1.0))
             self.columns.append((a, m.start, m.width, mean, std, freq[c]))
         # every mode of every column, flat: its indicator's column, its number's alpha column, its targets
         self._cells = np.concatenate([np.arange(s, s + w) for _, s, w, *_ in self.columns] or [np.zeros(0, dtype=int)])
@@ -614,7 +621,7 @@ class ModeMoments:
 
     def loss(self, fake):
         """How far the generated rows' per-mode means and standard deviations of ``alpha`` are from
-        the released ones: the squared 2-Wasserstein distance between the two normal laws, weighted by
+        the targets: the squared 2-Wasserstein distance between the two normal laws, weighted by
         the modes' frequencies.  It was their KL divergence, which divides by the target's variance: a
         point-mass mode (hmeq's ``DEROG`` = 0, 76 % of the rows; standard deviation 0.005) made the loss
         3,000 times the blocks', the blocks' marginals were left behind (a zero-inflated column drew 22 %
@@ -664,31 +671,30 @@ class FlagRates:
 
 
 def release_marginal_targets(data, head: Head, budget, share: float, who: str,
-                             every_block: bool = True, moments: bool = True) -> tuple[float, Conditions, MarginalPull]:
+                             every_block: bool = True) -> tuple[float, Conditions, MarginalPull]:
     """What a generator can be pulled towards besides its adversary, in one release of ``share`` of
     what is left of ``budget``: the record count and the one-way marginals of the one-hot blocks
     (categories and, with ``every_block``, the mode indicators of mode-normalised numbers) as
-    :class:`Conditions`, the within-mode moments (:class:`ModeMoments`) and the flags' rates
-    (:class:`FlagRates`), the share split evenly over the count, the blocks, the moments of each
-    mode-normalised column and the flags (``moments=False``: no moments, their share to the others).
+    :class:`Conditions` and the flags' rates (:class:`FlagRates`), the share split evenly over the count,
+    the blocks and the flags; with ``every_block`` also the within-mode laws of the numbers
+    (:class:`ModeMoments`: in a private run the encoding's own model, which releases nothing).
     Exact (recorded as non-private) when the run is not private.  Returns ``(n_hat, conditions, pull)``."""
     table = data.table
-    n_alpha = sum(getattr(e, "kind", "") == "modes" for e in table.encoders.values()) if every_block and moments else 0
     n_blocks = len(Conditions.blocks_of(table, head, every_block))
     n_flags = int(head.sigm.numel())
-    parts = 1 + n_blocks + n_alpha + n_flags
+    parts = 1 + n_blocks + n_flags
     rho_stats = float(share) * budget.remaining if budget.private else math.inf
     n_hat, cond = Conditions.from_data(data, head, budget, float(share) * (1 + n_blocks) / parts, who, every_block)
-    moments = ModeMoments(table, cond, data, n_hat, budget, rho_stats * n_alpha / parts, who, released=n_alpha > 0)
+    within = ModeMoments(table, cond, data, n_hat, budget, who, pulled=every_block)
     flags = FlagRates(head, data, n_hat, budget, rho_stats * n_flags / parts, who)
-    return n_hat, cond, MarginalPull(head, cond, moments, flags)
+    return n_hat, cond, MarginalPull(head, cond, within, flags)
 
 
 class MarginalPull:
     """A generator's loss towards released one-way statistics (:func:`release_marginal_targets`):
-    the KL divergences of the blocks' batch averages (:meth:`Conditions.marginal_loss`), of the modes'
-    within-mode laws (:meth:`ModeMoments.loss`) and of the flags' rates (:meth:`FlagRates.loss`).
-    Post-processing of the release: reads no record."""
+    the KL divergences of the blocks' batch averages (:meth:`Conditions.marginal_loss`) and of the flags'
+    rates (:meth:`FlagRates.loss`), and the distance of the modes' within-mode laws from their targets
+    (:meth:`ModeMoments.loss`).  Post-processing of the release: reads no record."""
 
     def __init__(self, head: Head, cond: Conditions, moments: ModeMoments, flags: FlagRates):
         self.head, self.cond, self.moments, self.flags = head, cond, moments, flags

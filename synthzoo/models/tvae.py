@@ -17,16 +17,16 @@ sampling rate is a discrete Gaussian count charged first (``count_share`` of the
 
 **The marginal start and pull** (ours, not the paper's; private runs, ``prior_share`` > 0).  With the
 record count, ``count_share + prior_share`` of the budget releases the one-way counts of every one-hot
-block (categories and the numbers' mode indicators), the within-mode moments of the numbers and the
-missing flags' counts in one go
+block (categories and the numbers' mode indicators) and the missing flags' counts in one go
 (:func:`~synthzoo.models.torch_features.release_marginal_targets`, the same release the GANs' start
 uses).  Their log-frequencies start the decoder's output biases: DP-SGD moves a logit little per step,
 and a decoder started near uniform kept drawing rare categories and missing values far too often
 (housing at epsilon 1: 6.9 % ISLAND for 0.03 % real, 12 % missing ``total_bedrooms`` for 1 %; with the
 start 0.2 % and 1.5 %).  Every DP-SGD step then adds, weighted ``marginal_weight``, the gradient of the
 GANs' pull (:class:`~synthzoo.models.torch_features.MarginalPull`) on rows the decoder draws from the
-prior, as sampling draws them: the biases alone leave the within-mode values where the few hundred
-noisy steps put them (hmeq: ``CLNO`` and ``YOJ`` .21-.26 per-column TVD).  The pull reads no record,
+prior, as sampling draws them, and towards the encoding's own law of each mode's values: the biases
+alone leave the within-mode values where the few hundred noisy steps put them (hmeq: ``CLNO`` and
+``YOJ`` .21-.26 per-column TVD).  The pull reads no record,
 only the release, fresh noise and the network, so it is post-processing beside the clipped, noised
 gradient.  ``prior_share=0`` trains as the paper does; ``marginal_weight=0`` keeps the start alone.
 
@@ -138,13 +138,12 @@ class TVAE(OneNetwork, Model):
     prior_share : float, default 0.15
         Private runs: a share of the model's budget, beside ``count_share``, for the marginal start and
         pull (module docstring): released with the record count, the one-way counts of every one-hot
-        block and missing flag, whose log-frequencies start the decoder's output biases, and the
-        within-mode moments of the numbers. 0 starts the decoder as the paper does, without a pull.
+        block and missing flag, whose log-frequencies start the decoder's output biases. 0 starts the decoder as the paper does, without a pull.
         With the pull, 0.15 beat 0.05 on hmeq, housing and adult at epsilon 1 (2-way TVD .186 -> .170,
         .212 -> .210, .131 -> .113), and 0.3 was no better on hmeq (.172).
     marginal_weight : float, default 1.0
         Private runs with ``prior_share`` > 0: weight of the marginal pull on the decoder's prior draws in
-        every DP-SGD step (0: the starting biases alone, and no moments released).
+        every DP-SGD step (0: the starting biases alone).
     device : {"auto", "cpu", "cuda"}, default "auto"
     progress : bool or None, default None
         A progress bar over the training steps (None: on a terminal).
@@ -220,8 +219,7 @@ class TVAE(OneNetwork, Model):
         weight = float(self.marginal_weight)
         if budget.private and self.prior_share > 0:  # one release: the count, the start and the pull's targets
             n_hat, cond, pull = release_marginal_targets(data, head, budget,
-                                                         float(self.count_share) + float(self.prior_share), "tvae",
-                                                         moments=weight > 0)
+                                                         float(self.count_share) + float(self.prior_share), "tvae")
             self.total_sigma_ = cond.n_sigma
             with torch.no_grad():
                 net.out.bias.copy_(torch.as_tensor(pull.output_biases(), dtype=net.out.bias.dtype))

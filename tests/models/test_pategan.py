@@ -145,34 +145,33 @@ def test_a_numbers_missing_rate_is_learnt(epsilon):
     assert abs(s.sample(2000, seed=1)["m"].isna().mean() - 0.9) < 0.1
 
 
-def test_within_mode_sums_move_by_one_records_values_only(mechanism_inputs):
-    """The Gaussian release of the within-mode sums assumes that a record moves them by its own
-    ``(alpha, alpha^2)`` (L2 sensitivity sqrt(2)).  Summed in float32, as the feature matrix is
-    stored, a large table's sums moved by something else: removing one record left them up to 0.19
-    (L2) away from its own contribution at 4,000,000 rows, 0.40 at 10,000,000 (0.0017 here)."""
+def test_a_private_within_mode_pull_holds_every_mode_to_the_encodings_law_and_releases_nothing():
+    """The within-mode targets were a Gaussian release of each mode's sums of ``(alpha, alpha^2)``: at the share
+    the start can spare, the released spreads ranged from 0.005 to 1 where the rows' were about 0.25, and the
+    pull drew the numbers towards that noise.  In a private run the targets are now the encoding's own model,
+    N(0, 1/4^2) in every mode: nothing is charged for them, and the rows do not move them."""
     from synthzoo.core.features import FeatureData, FeatureTable, ModeNormalised
     from synthzoo.models.torch_features import Conditions, Head, ModeMoments
 
     schema = sz.Schema.from_dict({"columns": {"x": {"type": "numerical", "lower": 0, "upper": 1}}})
     table = FeatureTable(schema, {"x": ModeNormalised(schema["x"], [0.25, 0.75], [0.1, 0.1], [0.5, 0.5])})
-    n = 400_000
-    x = table.transform(pd.DataFrame({"x": np.random.default_rng(0).random(n)}), np.random.default_rng(1))
-    cond = Conditions(table, Head(table, "cpu"), [np.array([1.0, 1.0])], every_block=True)
-    released = mechanism_inputs("gaussian")
-
-    def sums(rows):
-        budget = PrivacyLedger(1.0, 1e-5, noise_seed=0).stage("pategan", 1.0)
-        ModeMoments(table, cond, FeatureData(x[rows], table), float(rows.size), budget, 0.01, "pategan")
-        return released.pop()
-
-    full = sums(np.arange(n))
-    for i in (0, n // 3, n - 1):
-        d = full - sums(np.delete(np.arange(n), i))
-        alpha, mode = float(x[i, 0]), int(np.argmax(x[i, 1:3]))
-        own = np.zeros(4)
-        own[mode], own[2 + mode] = alpha, alpha ** 2
-        assert np.abs(d - own).max() < 1e-6, (i, d, own)
-        assert np.linalg.norm(d) <= math.sqrt(2.0)
+    cond = Conditions(table, Head(table, "cpu"), [np.array([300.0, 700.0])], every_block=True)
+    targets = []
+    for values in (np.random.default_rng(0).random(1000), np.full(1000, 0.3)):
+        x = table.transform(pd.DataFrame({"x": values}), np.random.default_rng(1))
+        ledger = PrivacyLedger(1.0, 1e-5)
+        budget = ledger.stage("pategan", 1.0)
+        mm = ModeMoments(table, cond, FeatureData(x, table), 1000.0, budget, "pategan")
+        assert not ledger.charges and budget.spent == 0.0
+        (_, _, width, mean, std, weight), = mm.columns
+        assert width == 2 and np.array_equal(mean, [0.0, 0.0]) and np.array_equal(std, [0.25, 0.25])
+        assert np.allclose(weight, [0.3, 0.7])
+        targets.append(mm._targets)
+    assert all(np.array_equal(a, b) for a, b in zip(*targets))
+    # without privacy, the rows' exact moments (recorded as non-private)
+    x = table.transform(pd.DataFrame({"x": np.full(1000, 0.3)}), np.random.default_rng(1))
+    exact = ModeMoments(table, cond, FeatureData(x, table), 1000.0, PrivacyLedger(None).stage("pategan", 1.0), "pategan")
+    assert exact.columns[0][3][0] == pytest.approx(0.125 * 1000 / (300 + 20))   # alpha (0.3 - 0.25) / 0.4, all in mode 0
 
 
 def test_counts_past_two_to_the_24_move_by_one_per_record(mechanism_inputs):
