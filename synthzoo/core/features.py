@@ -474,11 +474,11 @@ def feature_encoder_from_state(column: Column, state: dict):
     raise ConfigError(f"{where}: unknown or mismatched feature encoder {kind!r}")
 
 
-#: What sampling says when a model's network output is not finite (weights edited in a model file).
-#: the share of a numeric column's points one value must hold to be a mode of no spread of its own
-#: (:meth:`ModeNormalised.from_values`)
+#: The share of a numeric column's points one value must hold to be a mode of no spread of its own
+#: (:meth:`ModeNormalised.from_values`).
 SPIKE_SHARE = 0.1
 
+#: What sampling says when a model's network output is not finite (weights edited in a model file).
 NONFINITE_OUTPUT = ("the model's network output holds non-finite values (NaN or infinity), which no sound model "
                     "produces: weights edited in a model file (or a fit that diverged)")
 

@@ -581,9 +581,9 @@ class ModeMoments:
     modes were fitted to the histograms the encoder released (charged), so nothing more is read or
     released.  They were the Gaussian release of each mode's sums of ``(alpha, alpha^2)`` (L2 sensitivity
     sqrt(2)), at the share of the budget the start can spare: the released spreads ranged from 0.005 to
-    1 where the rows' were 0.18-0.29 (hmeq and housing at epsilon 1), and the pull drew the numbers towards
-    that noise; without the release the generators' 2-way TVD fell on all three tables (README,
-    *The within-mode pull*).  Without privacy, the rows' exact moments (recorded as non-private), shrunk
+    1 where the rows' were about 0.25 (hmeq and housing at epsilon 1), and the pull drew the numbers
+    towards that noise; without the release the generators' 2-way TVD fell on all three tables (README,
+    *Spike modes and the within-mode targets*).  Without privacy, the rows' exact moments (recorded as non-private), shrunk
     towards the model by 20 pseudo-records so that a mode with a handful of records takes the model's
     values; standard deviations of at least 0.005 (a point mass decodes within a fraction of a unit)."""
 

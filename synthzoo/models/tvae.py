@@ -138,7 +138,8 @@ class TVAE(OneNetwork, Model):
     prior_share : float, default 0.15
         Private runs: a share of the model's budget, beside ``count_share``, for the marginal start and
         pull (module docstring): released with the record count, the one-way counts of every one-hot
-        block and missing flag, whose log-frequencies start the decoder's output biases. 0 starts the decoder as the paper does, without a pull.
+        block and missing flag, whose log-frequencies start the decoder's output biases. 0 starts the
+        decoder as the paper does, without a pull.
         With the pull, 0.15 beat 0.05 on hmeq, housing and adult at epsilon 1 (2-way TVD .186 -> .170,
         .212 -> .210, .131 -> .113), and 0.3 was no better on hmeq (.172).
     marginal_weight : float, default 1.0
