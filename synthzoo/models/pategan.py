@@ -341,7 +341,13 @@ class PATEGAN(OnePassGenerator, Model):
             loss = -student(fake).mean() if adversarial else fake.new_zeros(())
             mw = float(self.marginal_weight) if adversarial else 1.0
             if mw > 0:
-                loss = loss + mw * pull.loss(out, fake)
+                # the batch averaged as over conditions drawn by frequency, as sampling draws them: averaged over the
+                # log-frequency conditions, the pull pushed the other rows to the majority categories (adult: 86.5 %
+                # Private where the table has 74.1 %; 2-way TVD .172 -> .120 with the weights, replayed noise).
+                # DP-CTGAN's pull is left unweighted: there, with a critic that sees frequency-drawn conditions, the
+                # weights cost a little (adult .098 -> .099, hmeq .159 -> .166, housing .213 -> .214)
+                w = cond.sampling_weights(blk, cat) if cond.dim else None
+                loss = loss + mw * pull.loss(out, fake, weights=w)
             if cond.dim:
                 loss = loss + cond.loss(out, blk, cat)
             opt_g.zero_grad(set_to_none=True)

@@ -418,6 +418,13 @@ class OneNetwork:
         self._set_fitted(table, net, float(state["total"]))
 
 
+def batch_mean(values, weights=None):
+    """The mean over a batch's rows (dimension 0), weighted by ``weights`` (one a row) when given."""
+    if weights is None:
+        return values.mean(0)
+    return (weights[:, None] * values).sum(0) / weights.sum()
+
+
 class Conditions:
     """CTGAN's conditional vectors (Xu et al., NeurIPS 2019): the categorical blocks a condition can
     name and each one's category probabilities, by frequency and by log-frequency.
@@ -522,6 +529,14 @@ class Conditions:
             cat[sel] = rng.choice(table[b].size, size=int(sel.sum()), p=table[b])
         return blk, cat
 
+    def sampling_weights(self, blk, cat) -> np.ndarray:
+        """Each condition's weight ``freq / logf`` when it was drawn by log-frequency (:meth:`draw` with
+        ``log``): a batch average weighted by them estimates the average over conditions drawn by frequency,
+        as sampling draws them, which is what the marginal pull must hold to the released marginals."""
+        p = np.array([self.freq[b][c] for b, c in zip(blk, cat)], dtype=np.float64)
+        q = np.array([self.logf[b][c] for b, c in zip(blk, cat)], dtype=np.float64)
+        return np.where(q > 0, p / np.where(q > 0, q, 1.0), 0.0)
+
     def onehot(self, blk, cat) -> np.ndarray:
         out = np.zeros((len(blk), self.dim), dtype=np.float32)
         out[np.arange(len(blk)), self.offsets[blk] + cat] = 1.0
@@ -557,10 +572,11 @@ class Conditions:
     def widths(self) -> np.ndarray:
         return np.array([w for _, _, w in self.blocks], dtype=np.int64)
 
-    def marginal_loss(self, probs):
+    def marginal_loss(self, probs, weights=None):
         """Sum over the blocks of the KL divergence from the (noisy) one-way marginal to the batch's
-        average of the generated block ``probs`` (softmax outputs): post-processing of the marginals
-        that keeps a generator's one-way marginals where the released counts say."""
+        average of the generated block ``probs`` (softmax outputs; weighted by ``weights``, a tensor of one
+        weight a row, when given): post-processing of the marginals that keeps a generator's one-way
+        marginals where the released counts say."""
         torch = torch_module()
         if not self.blocks:
             return probs.new_zeros(())
@@ -568,7 +584,7 @@ class Conditions:
         # generator's own step); the blocks' KL divergences sum cell by cell
         cells = torch.as_tensor(self._cells, device=probs.device)
         target = torch.as_tensor(self._flat_freq, dtype=probs.dtype, device=probs.device)
-        avg = probs.index_select(1, cells).mean(0).clamp_min(1e-8)
+        avg = batch_mean(probs.index_select(1, cells), weights).clamp_min(1e-8)
         return (target * (torch.log(target.clamp_min(1e-8)) - torch.log(avg))).sum()
 
 
@@ -619,7 +635,7 @@ class ModeMoments:
         self._alpha = np.concatenate([np.full(w, a) for a, _, w, *_ in self.columns] or [np.zeros(0, dtype=int)])
         self._targets = [np.concatenate([c[k] for c in self.columns]) if self.columns else np.zeros(0) for k in (3, 4, 5)]
 
-    def loss(self, fake):
+    def loss(self, fake, weights=None):
         """How far the generated rows' per-mode means and standard deviations of ``alpha`` are from
         the targets: the squared 2-Wasserstein distance between the two normal laws, weighted by
         the modes' frequencies.  It was their KL divergence, which divides by the target's variance: a
@@ -632,6 +648,8 @@ class ModeMoments:
         # every mode of every column at once (one gather, not a loop per column)
         mean, std, w = (torch.as_tensor(t, dtype=fake.dtype, device=fake.device) for t in self._targets)
         h = fake.index_select(1, torch.as_tensor(self._cells, device=fake.device))
+        if weights is not None:  # each row's mode memberships weighted as the batch average is (batch_mean)
+            h = h * (weights / weights.mean())[:, None]
         x = fake.index_select(1, torch.as_tensor(self._alpha, device=fake.device))
         n = h.sum(0) + 1e-6
         m = (h * x).sum(0) / n
@@ -661,12 +679,12 @@ class FlagRates:
             floor = max(0.5 * float(sigma), 1.0)
             self.log_odds.append(math.log(max(float(noisy), floor) / max(n_hat - float(noisy), floor)))
 
-    def loss(self, probs):
+    def loss(self, probs, weights=None):
         torch = torch_module()
         if not self.rates:
             return probs.new_zeros(())
         t = torch.as_tensor(self.rates, dtype=probs.dtype, device=probs.device)
-        q = probs[:, self.idx].mean(0).clamp(1e-6, 1 - 1e-6)
+        q = batch_mean(probs[:, self.idx], weights).clamp(1e-6, 1 - 1e-6)
         return (t * torch.log(t / q) + (1 - t) * torch.log((1 - t) / (1 - q))).sum()
 
 
@@ -704,12 +722,16 @@ class MarginalPull:
         """Nothing to pull towards (a table of scaled numbers alone): the loss is a constant 0."""
         return not (self.cond.dim or self.moments.columns or self.flags.rates)
 
-    def loss(self, out, fake, probs=None):
+    def loss(self, out, fake, probs=None, weights=None):
         """The pull on a batch: ``out`` the generator's raw outputs, ``fake`` the rows it feeds its
-        adversary (the activated layout); ``probs``, ``head.activate(out)``, when the caller has it."""
+        adversary (the activated layout); ``probs``, ``head.activate(out)``, when the caller has it;
+        ``weights`` (one a row, :meth:`Conditions.sampling_weights`) when the batch's conditions were drawn
+        otherwise than sampling draws them."""
         probs = self.head.activate(out) if probs is None else probs
-        loss = self.moments.loss(fake) + self.flags.loss(probs)
-        return loss + self.cond.marginal_loss(probs) if self.cond.dim else loss
+        if weights is not None:
+            weights = torch_module().as_tensor(weights, dtype=probs.dtype, device=probs.device)
+        loss = self.moments.loss(fake, weights) + self.flags.loss(probs, weights)
+        return loss + self.cond.marginal_loss(probs, weights) if self.cond.dim else loss
 
     def output_biases(self) -> np.ndarray:
         """Starting biases for an output layer on the layout from the same release (what

@@ -73,6 +73,28 @@ def test_dp_ctgan_starts_at_the_released_marginals(share):
     assert s.privacy_spent().epsilon <= 20.0 * (1 + 1e-9)
 
 
+def test_the_pull_averages_a_log_frequency_batch_as_sampling_draws_conditions():
+    """PATE-GAN trains on conditions drawn by log-frequency and samples with conditions drawn by frequency.
+    Its pull averaged the training batch as it was, so the conditioned rows over-represented the rare categories
+    and the pull pushed the other rows to the majority (adult: 86.5 % Private where the table has 74.1 %).
+    Weighted by ``freq / logf``, the batch average is the one over frequency-drawn conditions."""
+    import torch
+
+    from synthzoo.core.features import FeatureTable, OneHot
+    from synthzoo.models.torch_features import Conditions, Head, batch_mean
+
+    schema = sz.Schema.from_dict({"columns": {"a": {"type": "categorical", "categories": ["x", "y", "z"]},
+                                              "b": {"type": "categorical", "categories": ["u", "v"]}}})
+    table = FeatureTable(schema, {"a": OneHot(schema["a"]), "b": OneHot(schema["b"])})
+    cond = Conditions(table, Head(table, "cpu"), [np.array([9000.0, 900.0, 100.0]), np.array([500.0, 9500.0])])
+    blk, cat, onehot = cond.draw(200_000, np.random.default_rng(0), log=True)
+    rows = torch.as_tensor(onehot, dtype=torch.float64)
+    w = torch.as_tensor(cond.sampling_weights(blk, cat))
+    _, _, by_freq = cond.draw(200_000, np.random.default_rng(1), log=False)
+    assert np.allclose(batch_mean(rows, w).numpy(), by_freq.mean(0), atol=0.005)
+    assert not np.allclose(batch_mean(rows).numpy(), by_freq.mean(0), atol=0.05)   # unweighted: log-frequency's
+
+
 def test_the_marginal_pull_sums_each_block_and_each_mode_as_a_loop_would(demo):
     """The pull is computed over every block's cells and every mode at once (a loop over a 100-column
     table's blocks cost more than the generator's step); it equals the per-block, per-column sums."""
