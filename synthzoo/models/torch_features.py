@@ -449,6 +449,7 @@ class Conditions:
         # every block's cells in the layout and their frequencies, flat (what marginal_loss gathers each step)
         self._cells = np.concatenate([np.arange(s, s + w) for _, s, w in blocks] or [np.zeros(0, dtype=int)])
         self._flat_freq = np.concatenate(freq) if freq else np.zeros(0)
+        self._flat_logf = np.concatenate(logf) if logf else np.zeros(0)
 
     def categorical_only(self, table: FeatureTable, head: Head) -> Conditions:
         """These conditions on the categorical columns' blocks alone (CTGAN's conditional vector), from
@@ -533,8 +534,8 @@ class Conditions:
         """Each condition's weight ``freq / logf`` when it was drawn by log-frequency (:meth:`draw` with
         ``log``): a batch average weighted by them estimates the average over conditions drawn by frequency,
         as sampling draws them, which is what the marginal pull must hold to the released marginals."""
-        p = np.array([self.freq[b][c] for b, c in zip(blk, cat)], dtype=np.float64)
-        q = np.array([self.logf[b][c] for b, c in zip(blk, cat)], dtype=np.float64)
+        cell = self.offsets[np.asarray(blk)] + np.asarray(cat)
+        p, q = self._flat_freq[cell], self._flat_logf[cell]
         return np.where(q > 0, p / np.where(q > 0, q, 1.0), 0.0)
 
     def onehot(self, blk, cat) -> np.ndarray:
