@@ -23,15 +23,13 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 import numpy as np  # noqa: E402
 
 
-def main(k: int, iters: int, engines: list[str]) -> None:
+def setup(k: int) -> tuple:
+    """adult's domain under mst's DP binning, its 1-way and ``k`` chained 4-way cliques, their noisy
+    marginals (a fixed-seed Gaussian, sigma 10) and the row count."""
     import synthzoo as sz
-    from synthzoo._threads import thread_settings
     from synthzoo.core.domain import EncodedData, Measurement
-    from synthzoo.core.graph import model_size_mb
     from synthzoo.datasets import load_shared
-    from synthzoo.models.pgm import PGM, _cuda, _gpu
 
-    warnings.simplefilter("ignore")
     df, schema = load_shared("adult")
     enc = sz.make("mst", epsilon=1.0, schema=schema, seed=0)
     enc.fit(df)  # for its domain (mst's DP bins) and encoder only
@@ -41,6 +39,16 @@ def main(k: int, iters: int, engines: list[str]) -> None:
     widest = sorted(dom.attrs, key=lambda a: -dom.project([a]).shape[0])
     cliques = [(a,) for a in dom.attrs] + [tuple(widest[i:i + 4]) for i in range(k)]
     meas = [Measurement(c, data.project(c) + rng.normal(0, 10.0, dom.project(c).shape), 10.0) for c in cliques]
+    return dom, cliques, meas, len(df)
+
+
+def main(k: int, iters: int, engines: list[str]) -> None:
+    from synthzoo._threads import thread_settings
+    from synthzoo.core.graph import model_size_mb
+    from synthzoo.models.pgm import PGM, _cuda, _gpu
+
+    warnings.simplefilter("ignore")
+    dom, cliques, meas, rows = setup(k)
     first = None
     for eng in engines:
         m = PGM(iters=iters, engine=eng, warm_start=False, max_model_size=1000.0)
@@ -54,7 +62,7 @@ def main(k: int, iters: int, engines: list[str]) -> None:
                "cells": int(sum(np.prod(dom.project(c).shape) for c in m.cliques_)), "threads": thread_settings()}
         if first is not None:
             out["max_abs_diff_vs_first_over_rows"] = float(max(np.abs(first[c] - ans[c]).max() for c in cliques)
-                                                           / len(df))
+                                                           / rows)
         first = ans if first is None else first
         print(json.dumps(out), flush=True)
 

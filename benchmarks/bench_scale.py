@@ -79,6 +79,10 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=1, help="repeat in fresh processes and print the mean")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=None,
                    help="the model's device parameter (torch models; default: the preset's, 'auto')")
+    p.add_argument("--noise-seed", type=int, default=None,
+                   help="replayable noise (the test-only opt-in, named in the output): runs follow the same rounds")
+    p.add_argument("--no-cuda-graph", action="store_true",
+                   help="the torch PGM engine on CUDA eager, not replaying its evaluation as a CUDA graph")
     p.add_argument("--peer", choices=sorted(PEERS), action="append", default=[],
                    help="also run this peer's method of the same name (repeatable)")
     p.add_argument("--dpmm-venv", default="/work/venvs/dpmm")
@@ -120,6 +124,12 @@ def main() -> None:
         sel = sz.presets.preset_config(a.preset)["select"]
         over["select"] = {**({"name": sel} if isinstance(sel, str) else sel), "rounds": int(a.rounds)}
     eps = None if a.preset in ("ctgan", "tvae") else 1.0
+    if a.noise_seed is not None:
+        over["noise_seed"] = int(a.noise_seed)
+    if a.no_cuda_graph:
+        from synthzoo.models import _pgm_torch
+
+        _pgm_torch.CUDA_GRAPH = False
     refits = _count_refits()
     c0, t0 = time.process_time(), time.perf_counter()
     s = sz.make(a.preset, epsilon=eps, delta=1e-5, schema=schema, seed=0, **over)
@@ -127,6 +137,10 @@ def main() -> None:
     out = {"data": a.data, "preset": a.preset, "rows": len(df), "cols": df.shape[1],
            "fit_cpu_s": round(time.process_time() - c0, 2), "fit_wall_s": round(time.perf_counter() - t0, 2),
            "frame_mb": round(df.memory_usage(deep=True).sum() / 2 ** 20, 1), "threads": thread_settings()}
+    if a.noise_seed is not None:
+        out["replayed_noise_seed"] = int(a.noise_seed)
+    if a.no_cuda_graph:
+        out["cuda_graph"] = False
     if a.data != "resampled":
         fake = s.sample(len(df))
         out["tvd_2way"] = round(float(tvd_2way(df, fake, schema, bins=10)), 4)

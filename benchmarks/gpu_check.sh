@@ -6,7 +6,8 @@
 #
 #     SYNTHZOO_DATASETS=/path/to/shared/datasets bash benchmarks/gpu_check.sh [all|tests|bench|pgm]
 #
-# pgm: tests/models/test_pgm.py with CUDA visible, the PGM engines (torch on CUDA against numba, PGM_ITERS
+# pgm: tests/models/test_pgm.py with CUDA visible, the torch engine eager against its CUDA graph
+# (bench_pgm_torch.py, with a profile), the PGM engines (torch on CUDA against numba, PGM_ITERS
 # iterations, default 300) on models of KS (default 3 10) chained 4-way marginals, then
 # bench_scale.py's aim on adult and aim / privmrf on adult resampled to 3 million rows with engine="auto"
 # (SCALE_T seconds each, default 240).
@@ -52,6 +53,8 @@ if [ "$MODE" = pgm ]; then
   OMP_NUM_THREADS=1 timeout "${TEST_T:-200}" python3 -m pytest tests/models/test_pgm.py -n 4 -q -p no:cacheprovider \
     -rfE > "$OUT/tests_pgm.txt" 2>&1
   echo "pgm tests rc=$? at $(( $(date +%s) - T0 )) s"; grep -E "passed|failed|^FAILED|^ERROR" "$OUT/tests_pgm.txt" | tail
+  OMP_NUM_THREADS=1 timeout "${PGM_T:-90}" python3 benchmarks/bench_pgm_torch.py 3 300 --profile 20 > "$OUT/pgm_torch.txt" 2>&1
+  echo "pgm torch eager/graph rc=$? at $(( $(date +%s) - T0 )) s"; grep '^{' "$OUT/pgm_torch.txt"
   for K in ${KS:-3 10}; do  # torch first: numba alone took over 80 s for 1,000 iterations at 3 million cells
     OMP_NUM_THREADS=1 timeout "${PGM_T:-90}" python3 benchmarks/bench_pgm_engines.py $K ${PGM_ITERS:-300} torch numpy \
       >> "$OUT/pgm.txt" 2>&1

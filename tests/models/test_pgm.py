@@ -219,6 +219,38 @@ def test_the_torch_engine_runs_the_numpy_engines_iteration():
     assert b.warm_started_
 
 
+def test_the_torch_engine_on_cuda_replays_one_graph_a_fit_with_the_eager_answer(monkeypatch):
+    """On CUDA each fit captures its evaluation once as a CUDA graph and replays it every step: the same
+    iterations and estimate as the eager loop, warm-started rounds included (a new graph each round)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: the graph is a CUDA capture (the eager torch path is tested above)")
+    from synthzoo.models import _pgm_torch
+
+    made = []
+    real = _pgm_torch._graph
+    monkeypatch.setattr(_pgm_torch, "_graph", lambda *a: made.append(real(*a)) or made[-1])
+    data = chain_data(n=3000, seed=2)
+    rng = np.random.default_rng(0)
+    cliques = [(a,) for a in data.domain.attrs] + [("a", "b"), ("b", "c"), ("c", "e"), ("a", "c", "d")]
+    ms = [Measurement(c, data.project(c) + rng.normal(0, 5, data.domain.project(c).shape), 5.0) for c in cliques]
+    fits = {}
+    for graph in (False, True):
+        monkeypatch.setattr(_pgm_torch, "CUDA_GRAPH", graph)
+        m = PGM(iters=150, engine="torch", momentum=False, tol=0.0).fit(data.domain, ms, np.random.default_rng(0))
+        r = PGM(round_iters=3000, round_tol=1e-9, engine="torch")
+        for k in (len(data.domain.attrs), len(ms)):
+            r.fit_round(data.domain, ms[:k], np.random.default_rng(0))
+        fits[graph] = (m, r)
+    assert len(made) == 3 and all(g is not None for g in made)
+    assert fits[False][0].iters_ == fits[True][0].iters_ == 150
+    # (the rounds to a tight tolerance: index_add_'s atomic adds vary the last bits from run to run on a GPU)
+    for (a, b), tol in zip(zip(fits[False], fits[True]), (1e-9, 1e-6)):
+        assert b.engine_ == "torch"
+        for q in [("a", "b"), ("c", "e"), ("a", "d"), ("b", "d", "e")]:
+            np.testing.assert_allclose(a.project(q), b.project(q), rtol=tol, atol=tol * data.n)
+
+
 def test_auto_engine_takes_torch_on_a_gpu_for_large_models_between_rounds_too(monkeypatch):
     """engine="auto": numpy without a GPU or for a small model; torch on CUDA from _TORCH_CELLS cells, in
     the rounds as in the final fit; the jitted program only for a final fit on a JAX GPU (a compile
