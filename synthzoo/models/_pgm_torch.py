@@ -239,7 +239,9 @@ def _graph(torch, core, T, zero):
             core(s_t, s_ym, s_wr)
         torch.cuda.current_stream(T.device).wait_stream(side)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
+        # thread_local: a capture in the default mode makes another thread's CUDA calls fail while it lasts
+        # (a user fitting two models in threads); this capture's own thread makes no unsafe call
+        with torch.cuda.graph(g, capture_error_mode="thread_local"):
             out = core(s_t, s_ym, s_wr)
     except RuntimeError:  # a capture this torch or driver refuses: the eager loop gives the same answer
         return None
