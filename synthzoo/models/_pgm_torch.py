@@ -184,8 +184,7 @@ CUDA_GRAPH = True
 def operations(plan, T0: np.ndarray, y: np.ndarray, w: np.ndarray, total: float, device) -> tuple:
     """What :func:`~.pgm_engine.mirror_descent`'s loop needs, on ``device``: the potentials there,
     ``evaluate(t, prev)`` (one synchronisation: the loss, the Armijo product and whether every clique
-    marginal stayed finite come back together), ``gradient(state)``, a copy back to numpy, and whether
-    ``evaluate`` replays a CUDA graph.
+    marginal stayed finite come back together), ``gradient(state)`` and a copy back to numpy.
 
     On CUDA the evaluation -- a few hundred small operations whose launches, not their arithmetic, set an
     iteration's time -- is captured once per fit as a CUDA graph and replayed for every step: the
@@ -224,7 +223,7 @@ def operations(plan, T0: np.ndarray, y: np.ndarray, w: np.ndarray, total: float,
     def to_numpy(a):
         return a.cpu().numpy()
 
-    return T, evaluate, gradient, to_numpy, replay is not None
+    return T, evaluate, gradient, to_numpy
 
 
 def _graph(torch, core, T, zero):

@@ -632,7 +632,7 @@ def mirror_descent(plan: Plan, ys: list, sigmas: list[float], theta: dict, total
     if device is not None:
         from . import _pgm_torch
 
-        T, evaluate, gradient, to_numpy, _ = _pgm_torch.operations(plan, T, y, w, float(total), device)
+        T, evaluate, gradient, to_numpy = _pgm_torch.operations(plan, T, y, w, float(total), device)
     else:
         def evaluate(t, prev):
             try:
