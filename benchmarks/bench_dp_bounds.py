@@ -40,6 +40,9 @@ def cases(n: int, seed: int = 0) -> dict:
         "count 0-20, 60 % zeros": (np.where(rng.random(n) < 0.6, 0, rng.geometric(0.3, n)).astype(float), True),
         "small positive floats": (rng.uniform(0.001, 0.01, n), False),
         "integers 18-89": (rng.integers(18, 90, n).astype(float), True),
+        "integers 0-99, no zeros cell of their own": (rng.integers(0, 100, n).astype(float), True),
+        "floats 0-50, uniform": (rng.uniform(0.0, 50.0, n), False),
+        "integers 1-40, geometric": (np.minimum(rng.geometric(0.12, n), 40).astype(float), True),
     }
 
 
@@ -109,7 +112,10 @@ def main(argv=None) -> dict:
                                   "lower_median": float(np.median(lows)) if lows else None,
                                   "lower_range": [float(min(lows)), float(max(lows))] if lows else None,
                                   "upper_median": float(np.median(highs)) if highs else None,
-                                  "upper_max": float(max(highs)) if highs else None}
+                                  "upper_max": float(max(highs)) if highs else None,
+                                  # the price of not clipping: the range over the data's, log2, mean over draws
+                                  "log2_width": round(float(np.mean(np.log2((np.array(highs) - np.array(lows))
+                                                                            / np.ptp(v)))), 3) if lows else None}
     out["cpu_s"] = round(time.process_time() - cpu, 2)
     print(json.dumps(out, indent=1))
     return out

@@ -57,10 +57,10 @@ from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussia
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
-from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, Column, Schema, _distinct, _iso_text, _to_epoch_seconds,
-                     booleans_declared_numerical, category_key, check_column_names, check_one_value_per_cell,
-                     date_layout, dates_declared_numerical, datetime_dtype_spec, is_integer_dtype_name,
-                     nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
+from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, NUMERICAL_DTYPES, Column, Schema, _distinct, _iso_text,
+                     _to_epoch_seconds, booleans_declared_numerical, category_key, check_column_names,
+                     check_one_value_per_cell, date_layout, dates_declared_numerical, datetime_dtype_spec,
+                     is_integer_dtype_name, nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
 
 #: Exponents of the fixed logarithmic bucket grid: +-2^k for k in [LOG2_MIN, LOG2_MAX], plus 0.
 #: Wide enough for amounts, counts, epoch seconds and epoch nanoseconds.
@@ -277,6 +277,8 @@ class BoundsReport:
     #: ring holding nothing clears the innermost ring's threshold at this budget (what the reader weighs it by)
     past_margin: tuple = ()
     empty_ring_passes: float = 0.0
+    #: sides ("low"/"high") of one-signed data taken on to 0 because the noise could hide a tail there
+    to_zero: tuple = ()
 
     def as_dict(self, column) -> dict:
         r = lambda x: float(round(x, 1))  # noqa: E731
@@ -290,7 +292,8 @@ class BoundsReport:
                 **({"beyond_grid_estimate": {k: r(max(x, 0.0)) for k, x in self.beyond.items()}}
                    if self.beyond else {}),
                 **({"past_margin": [[side, column.show(x)] for side, x in self.past_margin],
-                    "empty_ring_passes": float(f"{self.empty_ring_passes:.2g}")} if self.past_margin else {})}
+                    "empty_ring_passes": float(f"{self.empty_ring_passes:.2g}")} if self.past_margin else {}),
+                **({"to_zero": list(self.to_zero)} if self.to_zero else {})}
 
 
 def _grid(kind: str, integer: bool, log2_range, span):
@@ -557,6 +560,18 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
         lo = float(edges[left[far_l][0], 0])
     if far_r >= 0:
         hi = float(edges[right[far_r][1], 1])
+    # One-signed data whose side towards 0 needed a margin, and where no ring took the bound on nor did the trimming
+    # move it: the bound goes on to 0.  The log grid's buckets shrink towards 0, so a margin of m buckets there
+    # covers only 2^-m of the core's edge, and a thin tail -- the 0s and 1s of a uniform 0-99 column, 2 % of it --
+    # falls short of every ring's evidence at a small budget and was clipped.  The margin on the other side makes
+    # the bound at most 2^-(2m+1) of the far one, so going on to 0 costs little width.
+    to_zero = []
+    if margin and pos and far_l < 0 and trim_l == 0 and known_lower is None and lo > 0:
+        lo = 0.0
+        to_zero.append("low")
+    if margin and neg and far_r < 0 and trim_r == 0 and known_upper is None and hi < 0:
+        hi = 0.0
+        to_zero.append("high")
     # the sides whose bound rings took past the margin (a side known in public keeps its bound whatever the rings)
     past = [side for side, far, known in (("low", far_l, known_lower), ("high", far_r, known_upper))
             if far >= 0 and known is None]
@@ -584,7 +599,8 @@ def dp_bounds(values, budget: Budget, rho: float | None = None, *,
                        noisy_missing, sigma_missing, rings, tuple(at_edge),
                        {side: beyond[side] for side, _ in at_edge if side in beyond},
                        tuple((side, lo if side == "low" else hi) for side in past),
-                       float(norm.sf(min(_RING_Z[0] + floor / sigma2, _ZERO_Z, _OTHER_Z[0]))) if past else 0.0)
+                       float(norm.sf(min(_RING_Z[0] + floor / sigma2, _ZERO_Z, _OTHER_Z[0]))) if past else 0.0,
+                       tuple(to_zero))
     return (lo, hi, rep) if report else (lo, hi)
 
 
@@ -706,10 +722,26 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
 
 
 def _dtype_kind(dtype, name: str) -> str | dict:
-    """:func:`kind_from_dtype`, with a datetime dtype's unit and zone
-    (:func:`~synthzoo.core.schema.datetime_dtype_spec`) where it has them, as a partial description."""
+    """:func:`kind_from_dtype`, with what else the dtype states, as a partial description: a datetime dtype's
+    unit and zone (:func:`~synthzoo.core.schema.datetime_dtype_spec`); a boolean's two values (numpy's ``bool``
+    without missing values, pandas' ``boolean`` with them measured); a pandas category, nullable text, integer or
+    narrow float dtype, so that the release comes back in it (a numpy integer is integral and never missing, a
+    nullable one integral).  A category dtype's own categories are not taken (``astype("category")`` reads them
+    from the values), so it comes back as a category over their text, with the catch-all."""
     kind = kind_from_dtype(dtype)
-    spec = datetime_dtype_spec(dtype, name) if kind == "datetime" else {}
+    spec: dict = {}
+    if kind == "datetime":
+        spec = datetime_dtype_spec(dtype, name)
+    elif pd.api.types.is_bool_dtype(dtype):
+        boolean = isinstance(dtype, pd.BooleanDtype)
+        spec = {"categories": ["False", "True"], "dtype": "boolean" if boolean else "bool",
+                **({} if boolean else {"missing": False})}
+    elif isinstance(dtype, pd.CategoricalDtype):  # over text: measured categories need the catch-all's text
+        spec = {"dtype": "category"}
+    elif isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA:
+        spec = {"dtype": "string"}
+    elif kind == "numerical" and str(dtype) in NUMERICAL_DTYPES and str(dtype) != "float64":
+        spec = {"dtype": str(dtype)}  # dp_schema takes integer-ness (and a numpy integer's no-missing) from it
     return {"type": kind, **spec} if spec else kind
 
 
@@ -719,12 +751,19 @@ def kinds_from_dtypes(df: pd.DataFrame) -> dict[str, str | dict]:
     a partial description that keeps them (``{"type": "datetime", "dtype": "datetime64[us]", "tz":
     "Europe/Paris"}``), so that the release is sampled in the frame's own dtype.
 
+    The rest of what a dtype states comes too, so that the release is typed as the frame is: a numpy
+    ``bool`` column's two values and no missing one (``{"type": "categorical", "categories": ["False",
+    "True"], "dtype": "bool", "missing": False}``: nothing left to measure, no catch-all), pandas'
+    ``boolean`` its two values, a ``category`` or nullable ``string`` dtype itself, an integer dtype its
+    integer-ness (a numpy one also that no value is missing) and a width other than ``float64`` itself.
+
     A private ``dp_schema`` does not read kinds from the frame: a dtype is a function of the rows
     wherever a reader infers it (``read_csv`` makes a numeric column text when one record holds
-    text; ``to_datetime`` picks the unit and zone from the text), so a kind taken from it would tell
-    neighbouring tables apart whatever the noise.  Passing ``kinds=kinds_from_dtypes(df)`` declares the
-    frame's dtypes public -- right where you set them yourself (``astype``, ``tz_localize``, a typed
-    source), not where a reader guessed them from the values.
+    text, an integer column ``float64`` when one value is missing; ``to_datetime`` picks the unit and
+    zone from the text), so a kind taken from it would tell neighbouring tables apart whatever the
+    noise.  Passing ``kinds=kinds_from_dtypes(df)`` declares the frame's dtypes public -- right where
+    you set them yourself (``astype``, ``tz_localize``, a typed source), not where a reader guessed them
+    from the values.
     """
     if not isinstance(df, pd.DataFrame):
         raise SchemaError(f"kinds_from_dtypes expects a pandas DataFrame, got {type(df).__name__}")
@@ -1217,6 +1256,9 @@ def dp_schema_report(schema: Schema) -> str:
                              f"{' and the '.join(past)} (a ring that holds nothing does so in up to "
                              f"{100 * r['empty_ring_passes']:.2g} % of draws at this budget: declare the column's "
                              "public 'lower' and 'upper' if they are known)")
+                for side in r.get("to_zero", []):
+                    text += (f"; the {'lower' if side == 'low' else 'upper'} bound goes on to 0: the margin's buckets "
+                             "shrink towards 0, and a tail there would be hidden by the noise")
                 for side, edge in r.get("grid_edges", []):
                     text += "; " + grid_edge_text(side, edge, beyond.get(side), r.get("rows_estimate"))
         else:
