@@ -718,6 +718,8 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
         v = pd.to_numeric(s, errors="coerce").dropna().to_numpy(dtype=float)
         if v.size and np.isfinite(v).all() and (v == np.round(v)).all():
             return {"type": kind, "integer": True}, ""
+    if pd.api.types.is_bool_dtype(s.dtype):  # its two values are the type's, not the rows': no catch-all needed
+        return {"type": kind, "categories": ["False", "True"]}, ""
     return {"type": kind}, ""
 
 
