@@ -57,10 +57,11 @@ def _small(synth):
 
 def test_bench_dp_bounds_scores_every_case(capsys):
     out = bench_dp_bounds.main(["--draws", "4"])
-    assert out["draws"] == 4 and len(out["cases"]) == 7 and out["code"].endswith("synthzoo")
+    assert out["draws"] == 4 and len(out["cases"]) == 10 and out["code"].endswith("synthzoo")
     for case in out["cases"].values():
         assert case["draws_over_2pct"] + case["draws_without_a_range"] <= 4
         assert case["lower_range"][0] <= case["lower_median"] <= case["lower_range"][1]
+        assert case["log2_width"] > 0  # the bounds are wider than the data's range in every case here
     assert out["cases"]["0-99 score, 12 % -1 sentinel"]["lower_range"][1] <= -1  # the sentinel kept
 
 
