@@ -718,7 +718,10 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
         v = pd.to_numeric(s, errors="coerce").dropna().to_numpy(dtype=float)
         if v.size and np.isfinite(v).all() and (v == np.round(v)).all():
             return {"type": kind, "integer": True}, ""
-    if pd.api.types.is_bool_dtype(s.dtype):  # its two values are the type's, not the rows': no catch-all needed
+    # True/False (a reader's bool column, or its object column of bools around missing values): the two values are
+    # the type's, not the rows', so no catch-all is needed
+    if pd.api.types.is_bool_dtype(s.dtype) or (
+            s.dtype == object and s.notna().any() and all(isinstance(v, (bool, np.bool_)) for v in s.dropna())):
         return {"type": kind, "categories": ["False", "True"]}, ""
     return {"type": kind}, ""
 
