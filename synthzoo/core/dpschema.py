@@ -57,8 +57,8 @@ from .privacy.ledger import Budget, PrivacyLedger, check_privacy_params, gaussia
 from .privacy.mechanisms import discrete_gaussian
 from .privacy.noise import discrete_gaussian_tail
 from .datetimes import RESOLUTIONS, resolution_of_bound, unit_of, unit_span
-from .schema import (COLUMN_KEYS, INTEGER_DTYPES, KINDS, NUMERICAL_DTYPES, Column, Schema, _distinct, _iso_text,
-                     _to_epoch_seconds, booleans_declared_numerical, category_key, check_column_names,
+from .schema import (BOOL_CATEGORIES, COLUMN_KEYS, INTEGER_DTYPES, KINDS, NUMERICAL_DTYPES, Column, Schema, _distinct,
+                     _iso_text, _to_epoch_seconds, booleans_declared_numerical, category_key, check_column_names,
                      check_one_value_per_cell, date_layout, dates_declared_numerical, datetime_dtype_spec,
                      is_integer_dtype_name, nullable_dtype_name, numeric_values, period_dtype, unsupported_numbers)
 
@@ -722,7 +722,7 @@ def kind_hint(s: pd.Series) -> tuple[dict, str]:
     # the type's, not the rows', so no catch-all is needed
     if pd.api.types.is_bool_dtype(s.dtype) or (
             s.dtype == object and s.notna().any() and all(isinstance(v, (bool, np.bool_)) for v in s.dropna())):
-        return {"type": kind, "categories": ["False", "True"]}, ""
+        return {"type": kind, "categories": list(BOOL_CATEGORIES)}, ""
     return {"type": kind}, ""
 
 
@@ -739,7 +739,7 @@ def _dtype_kind(dtype, name: str) -> str | dict:
         spec = datetime_dtype_spec(dtype, name)
     elif pd.api.types.is_bool_dtype(dtype):
         boolean = isinstance(dtype, pd.BooleanDtype)
-        spec = {"categories": ["False", "True"], "dtype": "boolean" if boolean else "bool",
+        spec = {"categories": list(BOOL_CATEGORIES), "dtype": "boolean" if boolean else "bool",
                 **({} if boolean else {"missing": False})}
     elif isinstance(dtype, pd.CategoricalDtype):  # over text: measured categories need the catch-all's text
         spec = {"dtype": "category"}
@@ -893,7 +893,7 @@ def dp_schema(df: pd.DataFrame, kinds: Mapping[str, str | dict] | None = None, e
         d = specs[c].get("dtype")
         if specs[c]["type"] == "categorical" and "categories" not in specs[c]:
             if d in ("bool", "boolean"):
-                specs[c]["categories"] = ["False", "True"]  # the declared dtype lists them: nothing to measure
+                specs[c]["categories"] = list(BOOL_CATEGORIES)  # the declared dtype lists them: nothing to measure
             elif other is not None and (d in ("int", "category[int]", "category[interval]")
                                         or is_integer_dtype_name(d) or period_dtype(d) is not None):
                 whole = d in ("int", "category[int]") or is_integer_dtype_name(d)  # integers have bounds to measure

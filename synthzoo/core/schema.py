@@ -43,6 +43,8 @@ KINDS = ("categorical", "numerical", "datetime")
 CATEGORICAL_DTYPES = ("str", "string", "int", "bool", "boolean", "category", "category[int]", "category[interval]")
 #: The pandas category dtypes (``ordered`` applies to them).
 CATEGORY_DTYPES = ("category", "category[int]", "category[interval]")
+#: The categories of a True/False column, as :func:`category_key` spells its values (a bool dtype lists them).
+BOOL_CATEGORIES = ("False", "True")
 #: Output dtypes a datetime column may declare with its ``"dtype"`` key.
 DATETIME_DTYPES = dtm.DATETIME_DTYPES
 #: Output dtypes a numerical column may declare with its ``"dtype"`` key: numpy's integer and float
@@ -318,7 +320,7 @@ class Column:
                     self._check_width(min(ints), max(ints), "categories")
             if self.dtype == "category[interval]":
                 interval_categories(self.categories, self.name)  # each must read back as the interval it prints
-            if self.dtype in ("bool", "boolean") and not set(self.categories) <= {"True", "False"}:
+            if self.dtype in ("bool", "boolean") and not set(self.categories) <= set(BOOL_CATEGORIES):
                 raise SchemaError(f"column {self.name!r}: dtype {self.dtype!r} needs the categories True/False")
             if (period := period_dtype(self.dtype)) is not None:
                 bad = [c for c in self.categories if _period_text(c, period) != c]
@@ -678,7 +680,7 @@ def _categorical_default(categories) -> str:
     # 20-digit codes (card or account numbers) exceed
     if all(_INT.fullmatch(c) and str(int(c)) == c and -2 ** 63 <= int(c) < 2 ** 63 for c in categories):
         return "int"
-    if set(categories) <= {"True", "False"}:
+    if set(categories) <= set(BOOL_CATEGORIES):
         return "bool"
     return "str"
 
