@@ -9,6 +9,10 @@ selector's ~10^4 iterations on small models cost microseconds each instead of th
 overhead.  On large trees an iteration is bound by memory traffic: maps between tables are read as
 blocks (:func:`~.pgm_engine.block_map`), and the one exponential per cell is vectorised
 (:func:`_exp_below`).
+
+A call from one cached kernel to another passes its constants typed (``np.int64(0)``, ``np.bool_(True)``):
+numba types a bare ``0`` or ``True`` as a literal and compiles another copy of the callee for it, which
+cost a fresh install's first fit 5 of its 19 s of compiling.
 """
 
 from __future__ import annotations
@@ -144,7 +148,7 @@ def _mul_run(out, u, o0, nb, vals, blk, b0, L, ds):  # pragma: no cover - compil
         ov, uv = out[o:o + L], u[o:o + L]
         for j in range(L):
             ov[j] = uv[j] * vals[d + j * ds]
-        tot += _sum(ov, 0, L)
+        tot += _sum(ov, np.int64(0), L)
     return tot
 
 
@@ -257,7 +261,7 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
         if c0 < c1:  # the children's messages: a leaf's log-beliefs are its potentials (src = logb)
             t[lo:hi] = logb[lo:hi]
             for j in range(c0, c1):
-                _bwd(t, lo, hi - lo, lmsg, 0, pp_map[child_list[j]], B)
+                _bwd(t, lo, hi - lo, lmsg, np.int64(0), pp_map[child_list[j]], B)
         src = t if c0 < c1 else logb
         sv = src[lo:hi]
         for i in range(hi - lo):
@@ -269,7 +273,7 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
             s0, s1 = sep_lo[c], sep_lo[c + 1]
             for s in range(s0, s1):
                 msg[s] = 0.0
-            _fwd(u, lo, hi - lo, msg, 0, sep_map[c], B)
+            _fwd(u, lo, hi - lo, msg, np.int64(0), sep_map[c], B)
             under = False
             for s in range(s0, s1):
                 if msg[s] < _TINY:  # near-subnormal sums have lost their precision: from logs instead
@@ -301,7 +305,7 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
             for s in range(s0, s1):
                 sepsum[s] = 0.0
             plo = node_lo[p]
-            _fwd(out, plo, node_lo[p + 1] - plo, sepsum, 0, pp_map[c], B)
+            _fwd(out, plo, node_lo[p + 1] - plo, sepsum, np.int64(0), pp_map[c], B)
             under = False
             for s in range(s0, s1):
                 if msg[s] > 0:
@@ -376,9 +380,9 @@ def _measurements(out, vals, P, forward):  # pragma: no cover - compiled
     out[:] = 0.0
     for m in range(ms_map.shape[0]):
         if forward:
-            _fwd(vals, ms_src[m], ms_len[m], out, 0, ms_map[m], B)
+            _fwd(vals, ms_src[m], ms_len[m], out, np.int64(0), ms_map[m], B)
         else:
-            _bwd(out, ms_src[m], ms_len[m], vals, 0, ms_map[m], B)
+            _bwd(out, ms_src[m], ms_len[m], vals, np.int64(0), ms_map[m], B)
 
 
 @njit(cache=True, nogil=True)
@@ -388,7 +392,7 @@ def _evaluate(lb, total, y, w, P, marg, u, t, scr, lmsg, msg, sepsum, z, ym, wr)
     if not calibrate(lb, total, P, marg, u, t, scr, lmsg, msg, sepsum):
         return math.nan
     _reduce(z, marg, P)
-    _measurements(ym, z, P, True)  # the potential marginals are z[:T]
+    _measurements(ym, z, P, np.bool_(True))  # the potential marginals are z[:T]
     loss = 0.0
     for i in range(y.shape[0]):
         r = ym[i] - y[i]
@@ -418,7 +422,7 @@ def mirror_descent(T, y, w, total, iters, tol, window, scale, alpha, mom, P, Z):
     loss = _evaluate(lb, total, y, w, P, marg, u, t, scr, lmsg, msg, sepsum, z, ym, wr)
     if not (loss == loss):
         return T, marg, 0, loss, alpha, False
-    _measurements(grad, wr, P, False)
+    _measurements(grad, wr, P, np.bool_(False))
     _spread(G, z, grad, P)
     hist[0] = loss
     done = 0
@@ -453,7 +457,7 @@ def mirror_descent(T, y, w, total, iters, tol, window, scale, alpha, mom, P, Z):
             ym, ym2 = ym2, ym
             wr, wr2 = wr2, wr
             loss = loss2
-            _measurements(grad, wr, P, False)
+            _measurements(grad, wr, P, np.bool_(False))
             _spread(G, z, grad, P)
             alpha *= 1.01
             k += 1
