@@ -78,9 +78,9 @@ INTEGER_TABLE_CELLS = 1 << 22
 COMPILED_ROWS = 1 << 18
 
 try:  # one compiled pass over the rows per marginal (numba is a dependency); chunked numpy without it
-    from numba import njit as _njit
+    from .jit import cached_njit
 
-    @_njit(cache=True, nogil=True)
+    @cached_njit(nogil=True)
     def _count_rows(codes, cols, strides, out):  # pragma: no cover - compiled
         """Add every row's cell over columns ``cols`` of ``codes`` (flat index ``sum code * stride``)
         into ``out``; the codes are known to lie in the grid.  One, two and three columns (every

@@ -27,9 +27,9 @@ def bits(mask: int):
 
 
 try:  # the elimination loops compiled once (numba is a dependency); plain Python without it
-    from numba import njit as _njit
+    from .jit import cached_njit
 
-    _jit = _njit(cache=True, nogil=True)
+    _jit = cached_njit(nogil=True)
 except ImportError:  # pragma: no cover
     def _jit(f):
         return f

@@ -9,15 +9,17 @@ matches an exact integer (here a popcount of one-hot bit sets, there a product o
 blocks), or the weighted mismatches summed in column order (as the one-hot product accumulates
 them) -- then the scaling.  So every distance is bit-identical to the numpy path's, and so are the
 neighbours, ties to the lower index (``tests/metrics/test_eval_shortcuts.py`` checks both).
-Compiled once and cached on disk (``cache=True``); ``nogil`` lets ``evaluate``'s threads search
-side by side.
+Compiled once and cached on disk (:func:`~synthzoo.core.jit.cached_njit`); ``nogil`` lets ``evaluate``'s
+threads search side by side.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
+
+from ..core.jit import cached_njit
 
 _CHUNK = 1024  # reference rows per chunk: a chunk's distances and columns stay in L1
 
@@ -30,7 +32,7 @@ def _popcount(typingctx, x):  # pragma: no cover - compiled
     return types.uint64(types.uint64), codegen
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def top2(a_num, a_nan, a_cat, a_bits, b_num_t, b_nan_t, b_cat_t, b_bits_t, n_b, clean, nan_cols, w_num, oos,
          w_cat, weighted, n_cat, inv_total, mode, rd1, ri1, rd2, ri2, cd1, ci1, cd2, ci2):  # pragma: no cover
     """The two nearest ``b`` rows of every ``a`` row, ordered by (distance, index): distances

@@ -13,10 +13,11 @@ after a few rows.  The counts are exact integers, the same as the bit-set counts
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..core.jit import cached_njit
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def count_matches(rank, order, start, cols, lo, hi, cap):  # pragma: no cover - compiled
     """Rows matching every condition of each predicate, at most ``cap``.
 

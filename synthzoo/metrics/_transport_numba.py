@@ -2,17 +2,18 @@
 (real point, synthetic point) pair, less the duals of a restricted transport problem, scanned row by
 row without storing the cost matrix.  The costs are the metric's (:func:`.wasserstein._cost`):
 categorical columns cost 1 when the codes differ, numeric ones ``|x - y|``, 1 between a missing and
-a present value and 0 between two missing ones.  Compiled once and cached on disk (``cache=True``);
-``nogil`` lets ``evaluate``'s threads price side by side.
+a present value and 0 between two missing ones.  Compiled once and cached on disk
+(:func:`~synthzoo.core.jit.cached_njit`); ``nogil`` lets ``evaluate``'s threads price side by side.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..core.jit import cached_njit
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def price(ur, us, is_cat, alpha, beta, q, tol, row_j, col_i):  # pragma: no cover - compiled
     """Reduced costs ``c_ij - alpha_i - beta_j`` of every pair: the ``q`` most negative of each row
     below ``-tol`` into ``row_j`` (n, q; -1 where fewer), the most negative of each column below
@@ -56,20 +57,20 @@ def price(ur, us, is_cat, alpha, beta, q, tol, row_j, col_i):  # pragma: no cove
     return worst
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _swap(key, mass, i, j):  # pragma: no cover - compiled
     key[i], key[j] = key[j], key[i]
     mass[i], mass[j] = mass[j], mass[i]
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _sift_up(key, mass, i):  # pragma: no cover - compiled
     while i > 0 and key[(i - 1) // 2] < key[i]:
         _swap(key, mass, i, (i - 1) // 2)
         i = (i - 1) // 2
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _sift_down(key, mass, size):  # pragma: no cover - compiled
     i = 0
     while True:
@@ -84,7 +85,7 @@ def _sift_down(key, mass, size):  # pragma: no cover - compiled
         i = top
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def isotonic_l1(target, weight, last):  # pragma: no cover - compiled
     """``min sum weight |h - target|`` over nondecreasing ``h`` pinned to 0 before the first point and
     to ``last`` after the last one (a weight above all others pins a value), by slope trick: each

@@ -2,7 +2,7 @@
 
 The kernels read the junction tree from the plan's flat index arrays, so one compiled function
 serves every model structure: nothing is recompiled when AIM's model grows a clique, and the
-compiled code is cached on disk (``cache=True``) for later processes.  They run exactly the
+compiled code is cached on disk (:func:`~synthzoo.core.jit.cached_njit`) for later processes.  They run exactly the
 algorithm of the numpy path in :mod:`.pgm_engine` (same loss, gradient, Armijo rule, momentum and
 stopping rule), with every per-node and per-measurement step a loop instead of a numpy call: an adaptive
 selector's ~10^4 iterations on small models cost microseconds each instead of the ~150 numpy calls'
@@ -22,6 +22,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..core.jit import cached_njit
+
 
 #: Below this a message summed in probability space is recomputed by log-sum-exp: its terms are
 #: ``exp(log-belief - node max)``, which lose their significant digits as they near the subnormal range.
@@ -36,7 +38,7 @@ _ROUND_BITS = 0x4338000000000000  # its bit pattern
 _CHUNK = 512
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"})
+@cached_njit(nogil=True, fastmath={"contract"})
 def _exp_below(t, lo, hi, top, u, kb):  # pragma: no cover - compiled
     """``u[i] = exp(t[i] - top)`` for ``i`` in ``[lo, hi)``, every ``t[i] <= top``; exact to about 1.5 ulp, 0 below
     ``e^-708`` (subnormal, where calibration recomputes from logs anyway), NaN for NaN. ``math.exp`` is a scalar
@@ -82,7 +84,7 @@ def _exp_below(t, lo, hi, top, u, kb):  # pragma: no cover - compiled
 _LONG = 16
 
 
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
+@cached_njit(nogil=True, fastmath={"reassoc"})
 def _bsum(x, lo, n):  # pragma: no cover - compiled
     """``x[lo:lo + n].sum()``, reassociated so that it vectorises (the order of a block's additions)."""
     s = 0.0
@@ -156,7 +158,7 @@ def _mul_run(out, u, o0, nb, vals, blk, b0, L, ds):  # pragma: no cover - compil
 # go through the runs above with ``L`` a constant, so that the block's loop unrolls: 1.3-2x faster
 # per cell than a loop whose length is only known at run time.
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _fwd(src, s0, n, dst, d0, k, B):  # pragma: no cover - compiled
     """Block map ``k`` (:func:`~.pgm_engine.block_map`; ``B`` the plan's block-map arrays) forward:
     source cells ``src[s0:s0 + n]`` added into ``dst[d0 + target]``."""
@@ -182,7 +184,7 @@ def _fwd(src, s0, n, dst, d0, k, B):  # pragma: no cover - compiled
         _fwd_run(src, s0, nb, dst, d0, blk, b0, L, ds, False)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _bwd(out, o0, n, vals, v0, k, B):  # pragma: no cover - compiled
     """Block map ``k`` backward, a gather: ``out[o0 + i] += vals[v0 + target(i)]`` for ``i < n``."""
     kind, bL, bds, lo, blk = B
@@ -207,7 +209,7 @@ def _bwd(out, o0, n, vals, v0, k, B):  # pragma: no cover - compiled
         _bwd_run(out, o0, nb, vals, v0, blk, b0, L, bds[k])
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _target(i, k, B):  # pragma: no cover - compiled
     """The target of source cell ``i`` under block map ``k`` (for the rare per-cell paths)."""
     kind, bL, bds, lo, blk = B
@@ -215,7 +217,7 @@ def _target(i, k, B):  # pragma: no cover - compiled
     return blk[lo[k] + b] + (0 if kind[k] == 0 else (i - b * bL[k]) * bds[k])
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _bwd_mul_into(out, u, o0, n, vals, k, B):  # pragma: no cover - compiled
     """``out[o0 + i] = u[o0 + i] * vals[target(i)]`` through block map ``k`` (``out`` may be ``u``);
     returns their sum."""
@@ -239,7 +241,7 @@ def _bwd_mul_into(out, u, o0, n, vals, k, B):  # pragma: no cover - compiled
     return _mul_run(out, u, o0, nb, vals, blk, b0, L, bds[k])
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no cover - compiled
     """Hugin collect/distribute: ``out`` gets the node marginals (each node summing to ``total``).
 
@@ -339,7 +341,7 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
 
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _reduce(z, marg, P):  # pragma: no cover - compiled
     """The plan's reduction program forward: node marginals ``marg`` summed onto the potential
     cliques (``z[:T]``) through the intermediates (``z[T:]``)."""
@@ -353,7 +355,7 @@ def _reduce(z, marg, P):  # pragma: no cover - compiled
             _fwd(z, st_src[s], st_len[s], z, st_dst[s], st_map[s], B)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _spread(node, z, vals, P):  # pragma: no cover - compiled
     """The reduction program backward: per-potential ``vals`` (length ``T``) summed onto the node
     cells they belong to (``node``; zero elsewhere), through the intermediates in ``z``."""
@@ -370,7 +372,7 @@ def _spread(node, z, vals, P):  # pragma: no cover - compiled
             _bwd(z, st_src[s], st_len[s], z, st_dst[s], st_map[s], B)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _measurements(out, vals, P, forward):  # pragma: no cover - compiled
     """Through each measurement's map from its potential: forward, the measurement marginals ``out``
     (length ``M``) of the potential marginals ``vals = z[:T]``; backward, the loss's gradient over
@@ -385,7 +387,7 @@ def _measurements(out, vals, P, forward):  # pragma: no cover - compiled
             _bwd(out, ms_src[m], ms_len[m], vals, np.int64(0), ms_map[m], B)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _evaluate(lb, total, y, w, P, marg, u, t, scr, lmsg, msg, sepsum, z, ym, wr):  # pragma: no cover - compiled
     """Marginals of the model with node log-potentials ``lb``, its measurement marginals ``ym``,
     weighted residuals ``wr`` and loss; loss NaN when calibration failed."""
@@ -401,7 +403,7 @@ def _evaluate(lb, total, y, w, P, marg, u, t, scr, lmsg, msg, sepsum, z, ym, wr)
     return loss
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def mirror_descent(T, y, w, total, iters, tol, window, scale, alpha, mom, P, Z):  # pragma: no cover - compiled
     """The loop of :func:`synthzoo.models.pgm_engine.mirror_descent`; returns
     ``(T, marg, iterations, loss, alpha, converged)``.  ``T`` is updated in place."""

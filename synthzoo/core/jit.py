@@ -1,0 +1,42 @@
+"""numba's ``njit`` for the library's compiled kernels, cached on disk where a cache can be written.
+
+Every kernel is compiled once and kept in numba's on-disk cache (``cache=True``): next to the module
+(``__pycache__``), else in the user's cache folder, else in ``NUMBA_CACHE_DIR``.  An installation that
+can write none of them -- a read-only package run by a user without a writable home, as a container
+with ``USER nobody``, a service with a dynamic user or a read-only root file system has it -- made
+numba refuse the decorator itself ("cannot cache function ...: no locator available"), so ``import
+synthzoo`` failed.  There the kernels are compiled in every process instead (the first ``aim`` fit of
+a process then spends about 15-20 s compiling), and one warning says how to keep them:
+``NUMBA_CACHE_DIR`` set to a writable folder.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from numba import njit as _njit
+
+_warned = False
+
+
+def cached_njit(**options):
+    """A decorator: ``numba.njit(cache=True, **options)``, or the same without the disk cache (and a
+    warning, once a process) where numba finds no folder it can write its cache to."""
+
+    def decorate(fn):
+        global _warned
+        try:
+            return _njit(cache=True, **options)(fn)
+        except RuntimeError as e:  # numba's "no locator available": nowhere to write the cache
+            if "locator" not in str(e):
+                raise
+            if not _warned:
+                _warned = True
+                warnings.warn(
+                    "synthzoo: numba cannot write its cache of compiled kernels (not next to the package, not "
+                    "in the home folder), so they are compiled again in every process (about 15-20 s at a "
+                    "process's first aim fit); set NUMBA_CACHE_DIR to a writable folder to keep them",
+                    RuntimeWarning, stacklevel=3)
+            return _njit(**options)(fn)
+
+    return decorate
