@@ -12,11 +12,26 @@ a process then spends about 15-20 s compiling), and one warning says how to keep
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 from numba import njit as _njit
 
 _warned = False
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` of the first caller outside synthzoo and the import machinery: the warning is
+    raised while ``import synthzoo`` runs, and a line of ours would tell the reader nothing."""
+    level, f = 1, sys._getframe(1)
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE) or f.f_code.co_filename.startswith("<")):
+        f = f.f_back
+        # warnings.warn does not count the import machinery's frames
+        if f is not None and not ("importlib" in f.f_code.co_filename and "_bootstrap" in f.f_code.co_filename):
+            level += 1
+    return level
 
 
 def cached_njit(**options):
@@ -36,7 +51,7 @@ def cached_njit(**options):
                     "synthzoo: numba cannot write its cache of compiled kernels (not next to the package, not "
                     "in the home folder), so they are compiled again in every process (about 15-20 s at a "
                     "process's first aim fit); set NUMBA_CACHE_DIR to a writable folder to keep them",
-                    RuntimeWarning, stacklevel=3)
+                    RuntimeWarning, stacklevel=_outside_level())
             return _njit(**options)(fn)
 
     return decorate
