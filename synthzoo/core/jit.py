@@ -1,7 +1,7 @@
 """numba's ``njit`` for the library's compiled kernels, cached on disk where a cache can be written.
 
-Every kernel is compiled once and kept in numba's on-disk cache (``cache=True``): next to the module
-(``__pycache__``), else in the user's cache folder, else in ``NUMBA_CACHE_DIR``.  An installation that
+Every kernel is compiled once and kept in numba's on-disk cache (``cache=True``): in ``NUMBA_CACHE_DIR``
+when it is set, else next to the module (``__pycache__``), else in the user's cache folder.  An installation that
 can write none of them -- a read-only package run by a user without a writable home, as a container
 with ``USER nobody``, a service with a dynamic user or a read-only root file system has it -- made
 numba refuse the decorator itself ("cannot cache function ...: no locator available"), so ``import
