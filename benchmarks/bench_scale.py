@@ -15,7 +15,11 @@ mirror-descent runs per engine (count, wall seconds; ``torch-cuda`` where ``engi
 model on the GPU).  Run each in a fresh
 process; ``--runs K`` runs
 the preset K times, each in a fresh process, and prints the mean and standard deviation (the noise
-is secret, so TVD and an adaptive selector's CPU vary from run to run).
+is secret, so TVD and an adaptive selector's CPU vary from run to run).  ``--cold-cache`` compiles the
+numba kernels afresh, as a fresh install's first fit does, and adds ``compile_s`` (the seconds numba
+spent compiling, from its ``numba:compile`` events):
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_scale.py adult aim --cold-cache --runs 3
 
 Side by side with the peers (issue 16 item 5), one command, the same split, budget and scorer:
 
@@ -81,6 +85,9 @@ def main() -> None:
                    help="the model's device parameter (torch models; default: the preset's, 'auto')")
     p.add_argument("--noise-seed", type=int, default=None,
                    help="replayable noise (the test-only opt-in, named in the output): runs follow the same rounds")
+    p.add_argument("--cold-cache", action="store_true",
+                   help="compile every numba kernel afresh (NUMBA_CACHE_DIR an empty folder), as a fresh install's "
+                        "first fit does; prints compile_s, the seconds numba spent compiling")
     p.add_argument("--no-cuda-graph", action="store_true",
                    help="the torch PGM engine on CUDA eager, not replaying its evaluation as a CUDA graph")
     p.add_argument("--peer", choices=sorted(PEERS), action="append", default=[],
@@ -93,6 +100,12 @@ def main() -> None:
     if a.runs > 1:
         return repeat(a)
     a.peer_wall = a.peer_wall or 2 * a.peer_cap
+    if a.cold_cache:  # before numba is imported: it reads its configuration once
+        import atexit
+        import shutil
+
+        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="synthzoo-cold-numba-")
+        atexit.register(shutil.rmtree, os.environ["NUMBA_CACHE_DIR"], True)
     import synthzoo as sz
     from synthzoo._threads import thread_settings
     from synthzoo.datasets import load_shared, make_wide, train_test_split
@@ -131,12 +144,15 @@ def main() -> None:
 
         _pgm_torch.CUDA_GRAPH = False
     refits = _count_refits()
+    compiling = _compile_seconds() if a.cold_cache else None
     c0, t0 = time.process_time(), time.perf_counter()
     s = sz.make(a.preset, epsilon=eps, delta=1e-5, schema=schema, seed=0, **over)
     s.fit(df)
     out = {"data": a.data, "preset": a.preset, "rows": len(df), "cols": df.shape[1],
            "fit_cpu_s": round(time.process_time() - c0, 2), "fit_wall_s": round(time.perf_counter() - t0, 2),
            "frame_mb": round(df.memory_usage(deep=True).sum() / 2 ** 20, 1), "threads": thread_settings()}
+    if compiling is not None:
+        out["compile_s"] = round(compiling(), 2)
     if a.noise_seed is not None:
         out["replayed_noise_seed"] = int(a.noise_seed)
     if a.no_cuda_graph:
@@ -176,6 +192,29 @@ def main() -> None:
         if "tvd_2way" in peer:
             ratio["tvd_ratio"] = round(peer["tvd_2way"] / out["tvd_2way"], 2)
         print(json.dumps(ratio), flush=True)
+
+
+def _compile_seconds():
+    """Record numba's compile events from now on; returns a function giving the seconds spent compiling
+    (outermost compilations only: a kernel's callees compile inside it)."""
+    from numba.core import event
+
+    rec = event.RecordingListener()
+    event.register("numba:compile", rec)
+
+    def total() -> float:
+        depth, start, secs = 0, 0.0, 0.0
+        for ts, ev in rec.buffer:
+            if ev.is_start:
+                depth += 1
+                start = ts if depth == 1 else start
+            elif depth:
+                depth -= 1
+                secs += ts - start if depth == 0 else 0.0
+        return secs
+
+    total.listener = rec  # to unregister (event.unregister("numba:compile", total.listener))
+    return total
 
 
 def _count_refits() -> dict:
@@ -257,12 +296,14 @@ def repeat(a) -> None:
         argv += ["--rounds", str(a.rounds)]
     if a.device:
         argv += ["--device", a.device]
+    if a.cold_cache:
+        argv += ["--cold-cache"]
     rows = []
     for _ in range(a.runs):
         line = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
         print(line, flush=True)
         rows.append(json.loads(line))
-    keys = [k for k in ("fit_cpu_s", "tvd_2way", "peak_rss_mb") if k in rows[0]]
+    keys = [k for k in ("fit_cpu_s", "compile_s", "tvd_2way", "peak_rss_mb") if k in rows[0]]
     summary = {"runs": len(rows)}
     for k in keys:
         v = np.array([r[k] for r in rows], dtype=float)

@@ -180,3 +180,32 @@ def test_bench_deep_takes_model_parameters_after_the_preset():
     from synthzoo.models import TVAE
 
     assert bench_deep.make_ours("dp-tvae", schema, 1.0, 0, 0).model.prior_share == TVAE().prior_share  # the model's
+
+
+def test_bench_scale_counts_the_outermost_compilations_once():
+    """``bench_scale.py --cold-cache`` reports numba's compile seconds: a kernel's callees compile
+    inside it, so only the outermost compilations are summed (no second count of the nested ones)."""
+    import time
+
+    import bench_scale
+    import numpy as np
+    from numba import njit
+
+    @njit
+    def inner(x):
+        return x * 2.0
+
+    @njit
+    def outer(x):
+        return inner(x) + 1.0
+
+    from numba.core import event
+
+    total = bench_scale._compile_seconds()
+    try:
+        t0 = time.perf_counter()
+        assert outer(np.float64(1.5)) == 4.0
+        wall = time.perf_counter() - t0
+    finally:
+        event.unregister("numba:compile", total.listener)
+    assert 0 < total() <= wall
