@@ -12,7 +12,7 @@ blocks (:func:`~.pgm_engine.block_map`), and the one exponential per cell is vec
 
 A call from one cached kernel to another passes its constants typed (``np.int64(0)``, ``np.bool_(True)``):
 numba types a bare ``0`` or ``True`` as a literal and compiles another copy of the callee for it, which
-cost a fresh install's first fit 4-5 of its 18-22 s of compiling.
+cost a fresh install's first fit about 4 of its 18-22 s of compiling.
 """
 
 from __future__ import annotations
