@@ -534,7 +534,7 @@ def test_node_marginals_reach_many_hosted_potentials_through_intermediates():
 
 def test_the_compiled_kernels_are_called_with_no_constant_argument():
     """numba types a constant argument of a call between compiled kernels (a 0 offset, a True flag) as a
-    literal and compiles another copy of the callee for it: 4-5 of the 18-22 s that a fresh install's
+    literal and compiles another copy of the callee for it: about 4 of the 18-22 s that a fresh install's
     first ``aim`` fit spent compiling.  The kernels pass typed values (``np.int64(0)``, ``np.bool_(True)``);
     this reads the source, since a kernel loaded from numba's disk cache does not list its callees'
     specialisations.  The ``inline="always"`` helpers take constant block lengths on purpose (each is
