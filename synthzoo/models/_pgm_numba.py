@@ -10,9 +10,12 @@ overhead.  On large trees an iteration is bound by memory traffic: maps between 
 blocks (:func:`~.pgm_engine.block_map`), and the one exponential per cell is vectorised
 (:func:`_exp_below`).
 
-A call from one cached kernel to another passes its constants typed (``np.int64(0)``, ``np.bool_(True)``):
-numba types a bare ``0`` or ``True`` as a literal and compiles another copy of the callee for it, which
-cost a fresh install's first fit about 4 of its 18-22 s of compiling.
+What a fresh install's first fit spends compiling (numba's front end, mostly, not LLVM) is kept down three
+ways.  A call from one cached kernel to another passes its constants typed (``np.int64(0)``,
+``np.bool_(True)``): numba types a bare ``0`` or ``True`` as a literal and compiles another copy of the
+callee for it (about 4 s).  Arrays are copied into slices by loops: ``a[lo:hi] = b[lo:hi]`` compiles numba's
+broadcasting assignment and its shape-mismatch error (about 2 s for two of them).  Blocks of 2-4 cells are
+written out rather than inlined (below ``_mul_run``; about 2.5 s).
 """
 
 from __future__ import annotations
@@ -122,11 +125,11 @@ def _add(dst, d, dd, src, o, od, n):  # pragma: no cover - compiled
 
 
 @njit(inline="always")
-def _fwd_run(src, s0, nb, dst, d0, blk, b0, L, ds, summed):  # pragma: no cover - compiled
+def _fwd_run(src, s0, nb, dst, d0, bk, L, ds, summed):  # pragma: no cover - compiled
     """``nb`` blocks of ``L`` source cells from ``src[s0]``: each summed into ``dst[d0 + first]``, or added
     onto ``L`` cells ``ds`` apart from there."""
     for b in range(nb):
-        o, d = s0 + b * L, d0 + blk[b0 + b]
+        o, d = s0 + b * L, d0 + bk[b]
         if summed:
             dst[d] += _sum(src, o, L)
         else:
@@ -134,19 +137,19 @@ def _fwd_run(src, s0, nb, dst, d0, blk, b0, L, ds, summed):  # pragma: no cover 
 
 
 @njit(inline="always")
-def _bwd_run(out, o0, nb, vals, v0, blk, b0, L, ds):  # pragma: no cover - compiled
+def _bwd_run(out, o0, nb, vals, v0, bk, L, ds):  # pragma: no cover - compiled
     """The gather of ``nb`` blocks: ``out``'s ``L`` cells of block ``b`` get ``vals``' cells ``ds`` apart
     (``ds`` 0: the one cell) from ``v0 + first``."""
     for b in range(nb):
-        _add(out, o0 + b * L, 1, vals, v0 + blk[b0 + b], ds, L)
+        _add(out, o0 + b * L, 1, vals, v0 + bk[b], ds, L)
 
 
 @njit(inline="always")
-def _mul_run(out, u, o0, nb, vals, blk, b0, L, ds):  # pragma: no cover - compiled
+def _mul_run(out, u, o0, nb, vals, bk, L, ds):  # pragma: no cover - compiled
     """``out = u * vals[target]`` over ``nb`` blocks (``ds`` 0: one value a block); returns the sum."""
     tot = 0.0
     for b in range(nb):
-        o, d = o0 + b * L, blk[b0 + b]
+        o, d = o0 + b * L, bk[b]
         ov, uv = out[o:o + L], u[o:o + L]
         for j in range(L):
             ov[j] = uv[j] * vals[d + j * ds]
@@ -155,8 +158,11 @@ def _mul_run(out, u, o0, nb, vals, blk, b0, L, ds):  # pragma: no cover - compil
 
 
 # Blocks of 2-4 cells (a summed or kept last axis of 2-4 values: reductions onto potentials, some parents' maps)
-# go through the runs above with ``L`` a constant, so that the block's loop unrolls: 1.3-2x faster
-# per cell than a loop whose length is only known at run time.
+# are written out below, one statement a cell, so that no inner loop runs: 1.3-2x faster per cell than a loop
+# whose length is only known at run time.  (They were the runs above inlined with ``L`` a constant; numba
+# copies and re-types an inlined function's IR for every call, which cost a fresh install about 2.5 s of
+# compiling for these three kernels.)  The additions keep the runs' order, so the sums are the same.
+
 
 @cached_njit(nogil=True)
 def _fwd(src, s0, n, dst, d0, k, B):  # pragma: no cover - compiled
@@ -165,23 +171,42 @@ def _fwd(src, s0, n, dst, d0, k, B):  # pragma: no cover - compiled
     kind, bL, bds, lo, blk = B
     L, ds, b0 = bL[k], bds[k], lo[k]
     nb = n // L
-    if kind[k] == 0:
+    bk = blk[b0:b0 + nb]
+    if kind[k] == 0:  # each block summed onto one cell
         if L == 2:
-            _fwd_run(src, s0, nb, dst, d0, blk, b0, 2, 0, True)
+            for b in range(nb):
+                o = s0 + 2 * b
+                dst[d0 + bk[b]] += src[o] + src[o + 1]
         elif L == 3:
-            _fwd_run(src, s0, nb, dst, d0, blk, b0, 3, 0, True)
+            for b in range(nb):
+                o = s0 + 3 * b
+                dst[d0 + bk[b]] += src[o] + src[o + 1] + src[o + 2]
         elif L == 4:
-            _fwd_run(src, s0, nb, dst, d0, blk, b0, 4, 0, True)
+            for b in range(nb):
+                o = s0 + 4 * b
+                dst[d0 + bk[b]] += src[o] + src[o + 1] + src[o + 2] + src[o + 3]
         else:
-            _fwd_run(src, s0, nb, dst, d0, blk, b0, L, 0, True)
-    elif L == 2:
-        _fwd_run(src, s0, nb, dst, d0, blk, b0, 2, ds, False)
+            _fwd_run(src, s0, nb, dst, d0, bk, L, 0, True)
+    elif L == 2:  # each block added onto L cells ds apart
+        for b in range(nb):
+            o, d = s0 + 2 * b, d0 + bk[b]
+            dst[d] += src[o]
+            dst[d + ds] += src[o + 1]
     elif L == 3:
-        _fwd_run(src, s0, nb, dst, d0, blk, b0, 3, ds, False)
+        for b in range(nb):
+            o, d = s0 + 3 * b, d0 + bk[b]
+            dst[d] += src[o]
+            dst[d + ds] += src[o + 1]
+            dst[d + 2 * ds] += src[o + 2]
     elif L == 4:
-        _fwd_run(src, s0, nb, dst, d0, blk, b0, 4, ds, False)
+        for b in range(nb):
+            o, d = s0 + 4 * b, d0 + bk[b]
+            dst[d] += src[o]
+            dst[d + ds] += src[o + 1]
+            dst[d + 2 * ds] += src[o + 2]
+            dst[d + 3 * ds] += src[o + 3]
     else:
-        _fwd_run(src, s0, nb, dst, d0, blk, b0, L, ds, False)
+        _fwd_run(src, s0, nb, dst, d0, bk, L, ds, False)
 
 
 @cached_njit(nogil=True)
@@ -190,23 +215,50 @@ def _bwd(out, o0, n, vals, v0, k, B):  # pragma: no cover - compiled
     kind, bL, bds, lo, blk = B
     L, b0 = bL[k], lo[k]
     nb = n // L
-    if kind[k] == 0:  # a broadcast: ds a constant 0, so that it vectorises
+    bk = blk[b0:b0 + nb]
+    if kind[k] == 0:  # a broadcast: one value a block
         if L == 2:
-            _bwd_run(out, o0, nb, vals, v0, blk, b0, 2, 0)
+            for b in range(nb):
+                o, v = o0 + 2 * b, vals[v0 + bk[b]]
+                out[o] += v
+                out[o + 1] += v
         elif L == 3:
-            _bwd_run(out, o0, nb, vals, v0, blk, b0, 3, 0)
+            for b in range(nb):
+                o, v = o0 + 3 * b, vals[v0 + bk[b]]
+                out[o] += v
+                out[o + 1] += v
+                out[o + 2] += v
         elif L == 4:
-            _bwd_run(out, o0, nb, vals, v0, blk, b0, 4, 0)
-        else:
-            _bwd_run(out, o0, nb, vals, v0, blk, b0, L, 0)
-    elif L == 2:
-        _bwd_run(out, o0, nb, vals, v0, blk, b0, 2, bds[k])
+            for b in range(nb):
+                o, v = o0 + 4 * b, vals[v0 + bk[b]]
+                out[o] += v
+                out[o + 1] += v
+                out[o + 2] += v
+                out[o + 3] += v
+        else:  # ds a constant 0, so that it vectorises
+            _bwd_run(out, o0, nb, vals, v0, bk, L, 0)
+        return
+    ds = bds[k]
+    if L == 2:
+        for b in range(nb):
+            o, v = o0 + 2 * b, v0 + bk[b]
+            out[o] += vals[v]
+            out[o + 1] += vals[v + ds]
     elif L == 3:
-        _bwd_run(out, o0, nb, vals, v0, blk, b0, 3, bds[k])
+        for b in range(nb):
+            o, v = o0 + 3 * b, v0 + bk[b]
+            out[o] += vals[v]
+            out[o + 1] += vals[v + ds]
+            out[o + 2] += vals[v + 2 * ds]
     elif L == 4:
-        _bwd_run(out, o0, nb, vals, v0, blk, b0, 4, bds[k])
+        for b in range(nb):
+            o, v = o0 + 4 * b, v0 + bk[b]
+            out[o] += vals[v]
+            out[o + 1] += vals[v + ds]
+            out[o + 2] += vals[v + 2 * ds]
+            out[o + 3] += vals[v + 3 * ds]
     else:
-        _bwd_run(out, o0, nb, vals, v0, blk, b0, L, bds[k])
+        _bwd_run(out, o0, nb, vals, v0, bk, L, ds)
 
 
 @cached_njit(nogil=True)
@@ -223,22 +275,34 @@ def _bwd_mul_into(out, u, o0, n, vals, k, B):  # pragma: no cover - compiled
     returns their sum."""
     kind, bL, bds, lo, blk = B
     L, b0 = bL[k], lo[k]
+    ds = 0 if kind[k] == 0 else bds[k]
     nb = n // L
-    if kind[k] == 0:
-        if L == 2:
-            return _mul_run(out, u, o0, nb, vals, blk, b0, 2, 0)
-        if L == 3:
-            return _mul_run(out, u, o0, nb, vals, blk, b0, 3, 0)
-        if L == 4:
-            return _mul_run(out, u, o0, nb, vals, blk, b0, 4, 0)
-        return _mul_run(out, u, o0, nb, vals, blk, b0, L, 0)
+    bk = blk[b0:b0 + nb]
+    tot = 0.0
     if L == 2:
-        return _mul_run(out, u, o0, nb, vals, blk, b0, 2, bds[k])
-    if L == 3:
-        return _mul_run(out, u, o0, nb, vals, blk, b0, 3, bds[k])
-    if L == 4:
-        return _mul_run(out, u, o0, nb, vals, blk, b0, 4, bds[k])
-    return _mul_run(out, u, o0, nb, vals, blk, b0, L, bds[k])
+        for b in range(nb):
+            o, d = o0 + 2 * b, bk[b]
+            x0, x1 = u[o] * vals[d], u[o + 1] * vals[d + ds]
+            out[o], out[o + 1] = x0, x1
+            tot += x0 + x1
+    elif L == 3:
+        for b in range(nb):
+            o, d = o0 + 3 * b, bk[b]
+            x0, x1, x2 = u[o] * vals[d], u[o + 1] * vals[d + ds], u[o + 2] * vals[d + 2 * ds]
+            out[o], out[o + 1], out[o + 2] = x0, x1, x2
+            tot += x0 + x1 + x2
+    elif L == 4:
+        for b in range(nb):
+            o, d = o0 + 4 * b, bk[b]
+            x0, x1 = u[o] * vals[d], u[o + 1] * vals[d + ds]
+            x2, x3 = u[o + 2] * vals[d + 2 * ds], u[o + 3] * vals[d + 3 * ds]
+            out[o], out[o + 1], out[o + 2], out[o + 3] = x0, x1, x2, x3
+            tot += x0 + x1 + x2 + x3
+    elif kind[k] == 0:  # ds a constant 0, so that it vectorises
+        tot = _mul_run(out, u, o0, nb, vals, bk, L, 0)
+    else:
+        tot = _mul_run(out, u, o0, nb, vals, bk, L, ds)
+    return tot
 
 
 @cached_njit(nogil=True)
@@ -261,7 +325,9 @@ def calibrate(logb, total, P, out, u, t, scr, lmsg, msg, sepsum):  # pragma: no 
         c0, c1 = child_ptr[c], child_ptr[c + 1]
         top = -math.inf  # the node's largest log-belief
         if c0 < c1:  # the children's messages: a leaf's log-beliefs are its potentials (src = logb)
-            t[lo:hi] = logb[lo:hi]
+            tv, bv = t[lo:hi], logb[lo:hi]
+            for i in range(hi - lo):
+                tv[i] = bv[i]
             for j in range(c0, c1):
                 _bwd(t, lo, hi - lo, lmsg, np.int64(0), pp_map[child_list[j]], B)
         src = t if c0 < c1 else logb
@@ -362,7 +428,8 @@ def _spread(node, z, vals, P):  # pragma: no cover - compiled
     st_node, st_src, st_len, st_dst, st_map = P[7:12]
     B = P[15:]
     nT = vals.shape[0]
-    z[:nT] = vals
+    for i in range(nT):
+        z[i] = vals[i]
     z[nT:] = 0.0
     node[:] = 0.0
     for s in range(st_src.shape[0] - 1, -1, -1):

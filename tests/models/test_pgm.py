@@ -537,8 +537,8 @@ def test_the_compiled_kernels_are_called_with_no_constant_argument():
     literal and compiles another copy of the callee for it: about 4 of the 18-22 s that a fresh install's
     first ``aim`` fit spent compiling.  The kernels pass typed values (``np.int64(0)``, ``np.bool_(True)``);
     this reads the source, since a kernel loaded from numba's disk cache does not list its callees'
-    specialisations.  The ``inline="always"`` helpers take constant block lengths on purpose (each is
-    unrolled where it is inlined), so they are not counted."""
+    specialisations.  The ``inline="always"`` helpers may take constants (they are inlined, not called), so
+    they are not counted."""
     import ast
     import inspect
 
@@ -559,6 +559,24 @@ def test_the_compiled_kernels_are_called_with_no_constant_argument():
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in kernels:
                 constant += [(fn.name, call.func.id, ast.unparse(a)) for a in call.args if isinstance(a, ast.Constant)]
     assert constant == []
+
+
+def test_the_compiled_kernels_copy_no_array_into_a_slice():
+    """``a[lo:hi] = b[lo:hi]`` makes numba compile its broadcasting assignment and the error it raises on a shape
+    mismatch: the two such copies (``calibrate``, ``_spread``) cost a fresh install's first ``aim`` fit about 2 s
+    of compiling.  The kernels copy with a loop; a scalar filled into a slice (``z[:] = 0.0``) is cheap."""
+    import ast
+    import inspect
+
+    from synthzoo.models import _pgm_numba
+
+    copies = []
+    for fn in ast.parse(inspect.getsource(_pgm_numba)).body:
+        if isinstance(fn, ast.FunctionDef):
+            copies += [(fn.name, ast.unparse(a)) for a in ast.walk(fn) if isinstance(a, ast.Assign)
+                       and any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice) for t in a.targets)
+                       and not isinstance(a.value, ast.Constant)]
+    assert copies == []
 
 
 def test_pgm_stops_when_converged():
