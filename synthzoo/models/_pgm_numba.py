@@ -102,8 +102,9 @@ def _sum(x, lo, n):  # pragma: no cover - compiled
     if n >= _LONG:
         return _bsum(x, lo, n)
     s = 0.0
-    for j in range(lo, lo + n):
-        s += x[j]
+    xv = x[lo:lo + n]
+    for j in range(n):
+        s += xv[j]
     return s
 
 
@@ -113,12 +114,13 @@ def _add(dst, d, dd, src, o, od, n):  # pragma: no cover - compiled
     and a broadcast (``od`` 0) vectorise, 3x faster on blocks of hundreds of cells than the strided
     loop, so they get their own."""
     if dd == 1 and od == 1:
+        dv, sv = dst[d:d + n], src[o:o + n]
         for j in range(n):
-            dst[d + j] += src[o + j]
+            dv[j] += sv[j]
     elif dd == 1 and od == 0:
-        v = src[o]
+        v, dv = src[o], dst[d:d + n]
         for j in range(n):
-            dst[d + j] += v
+            dv[j] += v
     else:
         for j in range(n):
             dst[d + j * dd] += src[o + j * od]
@@ -161,11 +163,7 @@ def _mul_run(out, u, o0, nb, vals, bk, L, ds):  # pragma: no cover - compiled
 # are written out below, one statement a cell, so that no inner loop runs: 1.3-2x faster per cell than a loop
 # whose length is only known at run time.  (They were the runs above inlined with ``L`` a constant; numba
 # copies and re-types an inlined function's IR for every call, which cost a fresh install about 2.5 s of
-# compiling for these three kernels.)  The additions keep the runs' order, so the sums are the same.  Every
-# array is read through a view that starts at the map's first cell (``bk``, ``sv``, ``dv``), so that the
-# indices ``L * b + j`` are known not to be negative and need no wraparound test: with the written-out
-# blocks, a replayed AIM run's estimates took 30 % less CPU, and with the views 12 % less again
-# (bench_pgm_replay.py on 60,000 rows; the estimates identical).
+# compiling for these three kernels.)  The additions keep the runs' order, so the sums are the same.
 
 
 @cached_njit(nogil=True)
