@@ -6,7 +6,7 @@ can write none of them -- a read-only package run by a user without a writable h
 with ``USER nobody``, a service with a dynamic user or a read-only root file system has it -- made
 numba refuse the decorator itself ("cannot cache function ...: no locator available"), so ``import
 synthzoo`` failed.  There the kernels are compiled in every process instead (the first ``aim`` fit of
-a process then spends about 14-19 s compiling), and one warning says how to keep them:
+a process then spends about 10 s compiling), and one warning says how to keep them:
 ``NUMBA_CACHE_DIR`` set to a writable folder.
 """
 
@@ -49,7 +49,7 @@ def cached_njit(**options):
                 _warned = True
                 warnings.warn(
                     "synthzoo: numba cannot write its cache of compiled kernels (not next to the package, not "
-                    "in the home folder), so they are compiled again in every process (about 14-19 s at a "
+                    "in the home folder), so they are compiled again in every process (about 10 s at a "
                     "process's first aim fit); set NUMBA_CACHE_DIR to a writable folder to keep them",
                     RuntimeWarning, stacklevel=_outside_level())
             return _njit(**options)(fn)

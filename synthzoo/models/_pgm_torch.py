@@ -94,11 +94,10 @@ class TorchPlan:
                                int(plan.st_dst[s]), tuple(dom[x] for x in host), _axes(host, sub)))
         # measurements: (potential cells, its shape, the measurement's axes in it, measurement cells)
         self.meas = []
-        for mc, m_lo in zip(plan.meas_cliques, plan.m_offset):
-            cl = min((c for c in plan.cliques if set(mc) <= set(c)), key=dom.size)
-            t_lo = plan.t_offset[cl]
-            self.meas.append((t_lo, t_lo + dom.size(cl), tuple(dom[x] for x in cl), _axes(cl, mc), m_lo,
-                              m_lo + dom.size(mc)))
+        for cl, ml, m_lo in zip(plan._meas_host, plan.m_layout, plan.m_offset):
+            t_lo, lay = plan.t_offset[cl], plan.layout[cl]
+            self.meas.append((t_lo, t_lo + dom.size(cl), tuple(dom[x] for x in lay), _axes(lay, ml), m_lo,
+                              m_lo + dom.size(ml)))
         self.mp_t, self.mp_m = t(plan.mp_t), t(plan.mp_m)
 
     def zeros(self, n):
