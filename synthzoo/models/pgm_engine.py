@@ -282,8 +282,9 @@ class Plan:
                      for cl in self.cliques}
         # each potential is stored with its axes in its host node's order, so that every map from the node
         # through the intermediates onto it, and from it onto its measurements, keeps the order of the axes
-        # and streams in blocks: in the clique's own order the largest were transpositions (a million-cell
-        # node onto its potential with a stride of 40,000 cells), half of an iteration's time
+        # and streams in blocks: in the clique's own order some were transpositions (on bench_pgm_engines'
+        # model a 1.9-million-cell node onto its potential with a stride of 40,656 cells, and back: about
+        # half of an iteration's time; AIM's potentials mostly had their host's order already)
         self.layout = {cl: tuple(a for a in self.host[cl] if a in cl) for cl in self.cliques}
         self.t_offset, pos = {}, 0
         for cl in self.cliques:
