@@ -576,6 +576,17 @@ def test_potentials_and_measurements_are_stored_in_their_host_nodes_axis_order()
             np.testing.assert_allclose(got, m.noisy, atol=0.05)
 
 
+def _kernel_module_functions() -> list:
+    """The top-level functions of the compiled kernels' module, parsed from its source (a kernel loaded from
+    numba's disk cache does not show what it was compiled from)."""
+    import ast
+    import inspect
+
+    from synthzoo.models import _pgm_numba
+
+    return [fn for fn in ast.parse(inspect.getsource(_pgm_numba)).body if isinstance(fn, ast.FunctionDef)]
+
+
 def test_the_compiled_kernels_are_called_with_no_constant_argument():
     """numba types a constant argument of a call between compiled kernels (a 0 offset, a True flag) as a
     literal and compiles another copy of the callee for it: about 4 of the 18-22 s that a fresh install's
@@ -584,21 +595,16 @@ def test_the_compiled_kernels_are_called_with_no_constant_argument():
     specialisations.  The ``inline="always"`` helpers may take constants (they are inlined, not called), so
     they are not counted."""
     import ast
-    import inspect
 
-    from synthzoo.models import _pgm_numba
-
-    tree = ast.parse(inspect.getsource(_pgm_numba))
+    functions = _kernel_module_functions()
 
     def cached(fn):
         return any(isinstance(d, ast.Call) and getattr(d.func, "id", "") == "cached_njit" for d in fn.decorator_list)
 
-    kernels = {fn.name for fn in tree.body if isinstance(fn, ast.FunctionDef) and cached(fn)}
+    kernels = {fn.name for fn in functions if cached(fn)}
     assert {"mirror_descent", "calibrate", "_fwd", "_bwd", "_measurements", "_bsum"} <= kernels
     constant = []
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
+    for fn in functions:
         for call in ast.walk(fn):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in kernels:
                 constant += [(fn.name, call.func.id, ast.unparse(a)) for a in call.args if isinstance(a, ast.Constant)]
@@ -610,16 +616,12 @@ def test_the_compiled_kernels_copy_no_array_into_a_slice():
     mismatch: the two such copies (``calibrate``, ``_spread``) cost a fresh install's first ``aim`` fit about 2 s
     of compiling.  The kernels copy with a loop; a scalar filled into a slice (``z[:] = 0.0``) is cheap."""
     import ast
-    import inspect
-
-    from synthzoo.models import _pgm_numba
 
     copies = []
-    for fn in ast.parse(inspect.getsource(_pgm_numba)).body:
-        if isinstance(fn, ast.FunctionDef):
-            copies += [(fn.name, ast.unparse(a)) for a in ast.walk(fn) if isinstance(a, ast.Assign)
-                       and any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice) for t in a.targets)
-                       and not isinstance(a.value, ast.Constant)]
+    for fn in _kernel_module_functions():
+        copies += [(fn.name, ast.unparse(a)) for a in ast.walk(fn) if isinstance(a, ast.Assign)
+                   and any(isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice) for t in a.targets)
+                   and not isinstance(a.value, ast.Constant)]
     assert copies == []
 
 
